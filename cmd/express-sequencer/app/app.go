@@ -1,0 +1,186 @@
+// Package app wires express-sequencer into a controller-runtime manager: the
+// admission webhooks, their certificates, metrics and probes. main parses
+// flags into Options; tests and the local demo build the same manager.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/certs"
+	"github.com/medallia/express-sequencer/defaults"
+	expresswebhook "github.com/medallia/express-sequencer/webhook"
+)
+
+// Certificate modes.
+const (
+	// CertModeSelfSigned: the binary creates, injects and renews its own CA
+	// and serving certificate (local runs, clusters without cert-manager).
+	CertModeSelfSigned = "self-signed"
+	// CertModeCertManager: cert-manager writes the serving certificate into
+	// the cert directory and injects the CA bundle; the binary only serves.
+	CertModeCertManager = "cert-manager"
+)
+
+// Options configure the manager. Zero values are not defaults: main's flags
+// and DefaultOptions set them.
+type Options struct {
+	MetricsAddr, ProbeAddr string
+	LeaderElect            bool
+	LeaderElectionID       string
+	LeaderElectionNS       string
+
+	WebhookHost    string
+	WebhookPort    int
+	CertDir        string
+	CertMode       string
+	CertHosts      []string
+	CAValidity     time.Duration
+	CertValidity   time.Duration
+	CertCheck      time.Duration
+	CertWatch      time.Duration
+	EnableHTTP2    bool
+	OrdersFile     string
+	MutatingName   string
+	ValidatingName string
+
+	// Clock drives certificate renewal; the real clock unless a test sets it.
+	Clock clock.Clock
+	// Log is the manager's logger.
+	Log logr.Logger
+}
+
+// DefaultOptions are the flag defaults.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:      ":8080",
+		ProbeAddr:        ":8081",
+		LeaderElectionID: "express-sequencer.express.medallia.com",
+		WebhookPort:      9443,
+		CertDir:          filepath.Join("/tmp", "express-sequencer", "serving-certs"),
+		CertMode:         CertModeSelfSigned,
+		CertHosts:        []string{"localhost", "127.0.0.1", "express-sequencer-webhook-service.express-sequencer-system.svc"},
+		CAValidity:       365 * 24 * time.Hour,
+		CertValidity:     30 * 24 * time.Hour,
+		CertCheck:        time.Hour,
+		CertWatch:        10 * time.Second,
+		MutatingName:     expresswebhook.MutatingConfigurationName,
+		ValidatingName:   expresswebhook.ValidatingConfigurationName,
+		Clock:            clock.RealClock{},
+		Log:              logr.Discard(),
+	}
+}
+
+// Scheme holds the types express-sequencer reads and writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s) // registering built-in types cannot fail
+	_ = v2alpha1.AddToScheme(s)
+	return s
+}
+
+// New builds the manager: webhook server with hot-reloaded certificates,
+// the admission webhooks, metrics and probes. In self-signed mode it creates
+// the certificates (and injects the CA bundle) before returning, so the
+// webhook server can start serving at once.
+func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, error) {
+	orders, err := defaults.LoadOrders(o.OrdersFile)
+	if err != nil {
+		return nil, err
+	}
+	o.Log.Info("Default orders", "provisioning", orders.Provisioning.String(), "upgrade", orders.Upgrade.String())
+	scheme := Scheme()
+
+	var rotator *certs.Rotator
+	switch o.CertMode {
+	case CertModeSelfSigned:
+		direct, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, fmt.Errorf("creating client for CA injection: %w", err)
+		}
+		rotator = &certs.Rotator{
+			Dir: o.CertDir, Hosts: o.CertHosts, Clock: o.Clock, Client: direct,
+			CAValidity: o.CAValidity, CertValidity: o.CertValidity, CheckInterval: o.CertCheck,
+			MutatingConfigurations: []string{o.MutatingName}, ValidatingConfigurations: []string{o.ValidatingName},
+			Log: o.Log.WithName("certs"),
+		}
+		if _, err := rotator.Ensure(ctx); err != nil {
+			return nil, fmt.Errorf("preparing self-signed webhook certificates: %w", err)
+		}
+	case CertModeCertManager:
+	default:
+		return nil, fmt.Errorf("--cert-mode %q: want %q or %q", o.CertMode, CertModeSelfSigned, CertModeCertManager)
+	}
+
+	watcher, err := certwatcher.New(filepath.Join(o.CertDir, certs.CertFile), filepath.Join(o.CertDir, certs.KeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("loading webhook certificate from %s: %w", o.CertDir, err)
+	}
+	watcher = watcher.WithWatchInterval(o.CertWatch)
+	tlsOpts := []func(*tls.Config){func(c *tls.Config) {
+		c.MinVersion = tls.VersionTLS12
+		c.GetCertificate = watcher.GetCertificate
+		if !o.EnableHTTP2 {
+			// HTTP/2 stays off unless asked for: it exposed servers to the
+			// stream-cancellation attacks CVE-2023-44487 and CVE-2023-39325.
+			c.NextProtos = []string{"http/1.1"}
+		}
+	}}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Logger:                  o.Log,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNS,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir, TLSOpts: tlsOpts,
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.Add(everyReplica(watcher.Start)); err != nil {
+		return nil, err
+	}
+	if rotator != nil {
+		if err := mgr.Add(rotator); err != nil {
+			return nil, err
+		}
+	}
+	expresswebhook.Register(mgr, orders)
+
+	if err := errors.Join(
+		mgr.AddHealthzCheck("ping", healthz.Ping),
+		mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()),
+	); err != nil {
+		return nil, fmt.Errorf("adding probes: %w", err)
+	}
+	return mgr, nil
+}
+
+// everyReplica is a runnable that runs on every replica, leader or not.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (f everyReplica) NeedLeaderElection() bool        { return false }

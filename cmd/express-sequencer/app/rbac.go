@@ -1,0 +1,11 @@
+package app
+
+// The permissions express-sequencer uses, generated into config/rbac. Nothing
+// more: reading nodes and pods, patching the gate and the one condition,
+// events, and the CA bundle of its own webhook configurations.
+
+// +kubebuilder:rbac:groups=express.medallia.com,resources=backends;frontends,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=express.medallia.com,resources=backends/status;frontends/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;update

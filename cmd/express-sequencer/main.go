@@ -1,0 +1,116 @@
+// Command express-sequencer serves the Express admission webhooks: it injects
+// the operator's default rollout order into every Backend and Frontend,
+// gates a node whenever its rollout target changes, and denies specs that
+// could never make progress.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "express-sequencer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	o := app.DefaultOptions()
+	fs := flag.NewFlagSet("express-sequencer", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: express-sequencer [flags]
+
+Serves the admission webhooks for Express Backend and Frontend nodes
+(express.medallia.com/v2alpha1): injects the operator's default provisioning
+and upgrade prerequisites, gates a node whenever its rollout target changes,
+and denies specs that could never make progress.
+
+Uses the kubeconfig from --kubeconfig, $KUBECONFIG, ~/.kube/config or the
+in-cluster service account, in that order.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint listens on; \"0\" turns it off.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz probes listen on.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas (a Lease) so that only one sequences rollouts; every replica serves webhooks.")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease; defaults to the pod's namespace in a cluster.")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server binds to; empty binds all addresses.")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the webhook server listens on (TLS).")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory holding tls.crt and tls.key; watched, so renewed certificates are served without a restart.")
+	fs.StringVar(&o.CertMode, "cert-mode", o.CertMode, "Where the serving certificate comes from: \"self-signed\" (created, injected into the webhook configurations and renewed by this binary) or \"cert-manager\" (written to --cert-dir by a cert-manager Certificate; CA injected by cainjector).")
+	hosts := fs.String("cert-hosts", strings.Join(o.CertHosts, ","), "Comma-separated DNS names and IPs of the self-signed serving certificate.")
+	fs.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "Lifetime of a self-signed serving certificate; it is renewed when a third is left.")
+	fs.DurationVar(&o.CAValidity, "ca-validity", o.CAValidity, "Lifetime of the self-signed CA; it is renewed when a third is left, and the old CA stays trusted until it expires.")
+	fs.DurationVar(&o.CertCheck, "cert-check-interval", o.CertCheck, "How often self-signed certificates are checked for renewal.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Serve webhooks over HTTP/2 as well; off by default (CVE-2023-44487, CVE-2023-39325).")
+	fs.StringVar(&o.OrdersFile, "order-config", o.OrdersFile, "YAML file with this installation's default orders, e.g. \"provisioningOrder: [be]\" and \"upgradeOrder: [fe1, fe2, be]\"; frontends not listed follow in ascending number. Empty uses those built-in orders.")
+	fs.StringVar(&o.MutatingName, "mutating-webhook-configuration", o.MutatingName, "MutatingWebhookConfiguration to inject the self-signed CA bundle into.")
+	fs.StringVar(&o.ValidatingName, "validating-webhook-configuration", o.ValidatingName, "ValidatingWebhookConfiguration to inject the self-signed CA bundle into.")
+	levelName := fs.String("log-level", "info", "Lowest level logged: debug, info, warn or error.")
+	dev := fs.Bool("log-development", false, "Human-readable console logs instead of JSON.")
+	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; see above for the order of lookup.")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q; see --help", fs.Args())
+	}
+	o.CertHosts = splitList(*hosts)
+	level, err := zapcore.ParseLevel(*levelName)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+
+	zcfg := zap.NewProductionConfig()
+	if *dev {
+		zcfg = zap.NewDevelopmentConfig()
+	}
+	zcfg.Level = zap.NewAtomicLevelAt(level)
+	zl, err := zcfg.Build()
+	if err != nil {
+		return fmt.Errorf("building logger: %w", err)
+	}
+	o.Log = zapr.NewLogger(zl)
+	ctrl.SetLogger(o.Log)
+
+	if *kubeconfig != "" {
+		os.Setenv("KUBECONFIG", *kubeconfig)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	mgr, err := app.New(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	o.Log.Info("Starting express-sequencer", "webhookPort", o.WebhookPort, "certMode", o.CertMode, "certDir", o.CertDir)
+	return mgr.Start(ctx)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

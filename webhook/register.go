@@ -1,0 +1,50 @@
+package webhook
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/defaults"
+)
+
+// Paths the webhooks are served at; they match the markers below and so the
+// generated config/webhook/manifests.yaml.
+const (
+	MutateBackendPath    = "/mutate-express-medallia-com-v2alpha1-backend"
+	MutateFrontendPath   = "/mutate-express-medallia-com-v2alpha1-frontend"
+	ValidateBackendPath  = "/validate-express-medallia-com-v2alpha1-backend"
+	ValidateFrontendPath = "/validate-express-medallia-com-v2alpha1-frontend"
+)
+
+// Names of the generated webhook configurations, as in config/webhook.
+const (
+	MutatingConfigurationName   = "express-sequencer-mutating-webhook-configuration"
+	ValidatingConfigurationName = "express-sequencer-validating-webhook-configuration"
+)
+
+// +kubebuilder:webhook:path=/mutate-express-medallia-com-v2alpha1-backend,mutating=true,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=backends,verbs=create;update,versions=v2alpha1,name=mbackend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded
+// +kubebuilder:webhook:path=/mutate-express-medallia-com-v2alpha1-frontend,mutating=true,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=frontends,verbs=create;update,versions=v2alpha1,name=mfrontend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded
+// +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-backend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=backends,verbs=create;update,versions=v2alpha1,name=vbackend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
+// +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-frontend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=frontends,verbs=create;update,versions=v2alpha1,name=vfrontend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
+
+// Handlers returns the four admission webhooks by path. reader lists a
+// tenant's nodes for the validating checks (the manager's cache in
+// production).
+func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader client.Reader) map[string]*admission.Webhook {
+	return map[string]*admission.Webhook{
+		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme)}),
+		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme)}),
+		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader}),
+		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader}),
+	}
+}
+
+// Register serves the admission webhooks on the manager's webhook server.
+func Register(mgr ctrl.Manager, orders defaults.Orders) {
+	for path, hook := range Handlers(mgr.GetScheme(), orders, mgr.GetClient()) {
+		mgr.GetWebhookServer().Register(path, hook)
+	}
+}

@@ -1,0 +1,174 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/sequencer"
+)
+
+// podConditionTypes are the pod conditions a prerequisite may wait for.
+var podConditionTypes = []string{
+	string(corev1.PodReady), string(corev1.ContainersReady), string(corev1.PodInitialized),
+	string(corev1.PodScheduled), string(corev1.PodReadyToStartContainers),
+}
+
+// conditionStatuses are the statuses a prerequisite's condition may have.
+var conditionStatuses = []string{
+	string(corev1.ConditionTrue), string(corev1.ConditionFalse), string(corev1.ConditionUnknown),
+}
+
+// Validator is the validating webhook of one node kind: it denies specs that
+// can never make progress and warns about prerequisites that cannot be met
+// yet.
+type Validator[T v2alpha1.Node] struct {
+	// Reader lists the tenant's nodes; the manager's cache in production.
+	Reader client.Reader
+}
+
+// ValidateCreate checks a new node.
+func (v *Validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
+	return v.validate(ctx, obj)
+}
+
+// ValidateUpdate checks a changed node.
+func (v *Validator[T]) ValidateUpdate(ctx context.Context, _, obj T) (admission.Warnings, error) {
+	return v.validate(ctx, obj)
+}
+
+// ValidateDelete allows every delete: a deleted node simply leaves the order.
+func (v *Validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *Validator[T]) validate(ctx context.Context, obj T) (admission.Warnings, error) {
+	siblings, err := tenantNodes(ctx, v.Reader, obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	warnings, errs := Check(obj, siblings)
+	if len(errs) > 0 {
+		gk := schema.GroupKind{Group: v2alpha1.GroupVersion.Group, Kind: obj.NodeKind()}
+		return warnings, apierrors.NewInvalid(gk, obj.GetName(), errs)
+	}
+	return warnings, nil
+}
+
+// tenantNodes lists the Backends and Frontends in the node's namespace. They
+// are all returned, whatever their tenant: a prerequisite naming a node of
+// another tenant must be recognised as such.
+func tenantNodes(ctx context.Context, r client.Reader, obj v2alpha1.Node) ([]v2alpha1.Node, error) {
+	var bes v2alpha1.BackendList
+	if err := r.List(ctx, &bes, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil, fmt.Errorf("listing Backends in %s: %w", obj.GetNamespace(), err)
+	}
+	var fes v2alpha1.FrontendList
+	if err := r.List(ctx, &fes, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil, fmt.Errorf("listing Frontends in %s: %w", obj.GetNamespace(), err)
+	}
+	nodes := make([]v2alpha1.Node, 0, len(bes.Items)+len(fes.Items))
+	for i := range bes.Items {
+		nodes = append(nodes, &bes.Items[i])
+	}
+	for i := range fes.Items {
+		nodes = append(nodes, &fes.Items[i])
+	}
+	return nodes, nil
+}
+
+// Check validates a node against the other nodes of its namespace. It is pure
+// so that `kubectl express defaults` and the webhook give the same verdicts.
+// Errors name the field path and the nodes; warnings are for what may still
+// come right (a prerequisite that does not exist yet, a name that fits no
+// node key).
+func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node) (admission.Warnings, field.ErrorList) {
+	var warnings admission.Warnings
+	var errs field.ErrorList
+	spec := obj.NodeSpec()
+	cluster := spec.ClusterConfig.ClusterName
+	if _, ok := defaults.KeyOf(obj); !ok {
+		warnings = append(warnings, fmt.Sprintf(
+			"%s %s does not fit the node names of tenant %s (%s-be for the Backend, %s-fe<n> for Frontends): it gets no default prerequisites and has no place in the default order",
+			obj.NodeKind(), obj.GetName(), cluster, cluster, cluster))
+	}
+
+	byName := map[string]v2alpha1.Node{}
+	var siblings []v2alpha1.Node
+	for _, n := range namespaceNodes {
+		if n.GetName() == obj.GetName() && n.NodeKind() == obj.NodeKind() {
+			continue
+		}
+		byName[n.GetName()] = n
+		if n.NodeSpec().ClusterConfig.ClusterName == cluster {
+			siblings = append(siblings, n)
+		}
+	}
+	byName[obj.GetName()] = obj
+
+	for _, l := range defaults.Lists {
+		defaulted := defaults.IsDefaulted(obj, l)
+		seen := map[string]int{}
+		for i, p := range l.Get(spec) {
+			path := field.NewPath("spec", "deploymentDependencies", string(l)).Index(i)
+			if j, dup := seen[p.ExpressNode]; dup {
+				errs = append(errs, field.Duplicate(path.Child("expressNode"),
+					fmt.Sprintf("%s is already listed at index %d", p.ExpressNode, j)))
+				continue
+			}
+			seen[p.ExpressNode] = i
+			if !slices.Contains(podConditionTypes, p.PodConditionType) {
+				errs = append(errs, field.NotSupported(path.Child("podConditionType"), p.PodConditionType, podConditionTypes))
+			}
+			if !slices.Contains(conditionStatuses, p.ConditionStatus) {
+				errs = append(errs, field.NotSupported(path.Child("conditionStatus"), p.ConditionStatus, conditionStatuses))
+			}
+			if p.ExpressNode == obj.GetName() {
+				errs = append(errs, field.Invalid(path.Child("expressNode"), p.ExpressNode,
+					fmt.Sprintf("%s cannot be its own prerequisite", p.ExpressNode)))
+				continue
+			}
+			target, exists := byName[p.ExpressNode]
+			switch {
+			case exists && target.NodeSpec().ClusterConfig.ClusterName != cluster:
+				errs = append(errs, field.Invalid(path.Child("expressNode"), p.ExpressNode, fmt.Sprintf(
+					"%s belongs to tenant %s, not %s: prerequisites must name nodes of the same tenant",
+					p.ExpressNode, target.NodeSpec().ClusterConfig.ClusterName, cluster)))
+			case exists && target.NodeKind() != p.Kind:
+				errs = append(errs, field.Invalid(path.Child("kind"), p.Kind,
+					fmt.Sprintf("%s is a %s, not a %s", p.ExpressNode, target.NodeKind(), p.Kind)))
+			case !exists && !strings.HasPrefix(p.ExpressNode, cluster+"-"):
+				errs = append(errs, field.Invalid(path.Child("expressNode"), p.ExpressNode, fmt.Sprintf(
+					"%s is not a node of tenant %s: its nodes are named %s-<node key>", p.ExpressNode, cluster, cluster)))
+			case !exists:
+				if k, ok := defaults.KeyOfName(cluster, p.ExpressNode); ok && k.Kind() != p.Kind {
+					errs = append(errs, field.Invalid(path.Child("kind"), p.Kind,
+						fmt.Sprintf("%s is named as a %s, not a %s", p.ExpressNode, k.Kind(), p.Kind)))
+				} else if !defaulted {
+					warnings = append(warnings, fmt.Sprintf(
+						"%s: %s %s does not exist yet; %s waits for it until it does",
+						path.Child("expressNode"), p.Kind, p.ExpressNode, obj.GetName()))
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return warnings, errs
+	}
+	if c, ok := sequencer.ExplicitCycle(obj, siblings); ok {
+		path := field.NewPath("spec", "deploymentDependencies", string(c.List)).Index(c.Index).Child("expressNode")
+		errs = append(errs, field.Invalid(path, c.Path[1],
+			fmt.Sprintf("%s is a cycle: none of these nodes could ever be released", c)))
+	}
+	return warnings, errs
+}
