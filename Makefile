@@ -40,7 +40,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API markers.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations into config/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases \
-		rbac:roleName=express-sequencer paths=./... output:rbac:artifacts:config=config/rbac \
+		rbac:roleName=manager-role paths=./... output:rbac:artifacts:config=config/rbac \
 		webhook paths=./... output:webhook:artifacts:config=config/webhook
 
 .PHONY: verify

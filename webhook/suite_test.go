@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
@@ -23,43 +22,26 @@ import (
 // The control plane starts on first use, so that the fuzz target, which
 // needs none, does not pay for it.
 var (
-	envOnce  sync.Once
-	envErr   error
-	cp       *controlplane.ControlPlane
-	mgr      manager.Manager
-	stopMgr  func()
-	certsDir string
+	envOnce sync.Once
+	envErr  error
+	harness *controlplane.Harness
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if stopMgr != nil {
-		stopMgr()
-	}
-	if cp != nil {
-		_ = cp.Stop()
-	}
-	if certsDir != "" {
-		_ = os.RemoveAll(certsDir)
+	if harness != nil {
+		_ = harness.Stop()
 	}
 	os.Exit(code)
 }
 
 // env returns the shared control plane with express-sequencer serving its
 // webhooks over TLS with self-signed certificates it injected itself.
-func env(t *testing.T) *controlplane.ControlPlane {
+func env(t *testing.T) *controlplane.Harness {
 	t.Helper()
-	envOnce.Do(func() {
-		if cp, envErr = controlplane.Start(); envErr != nil {
-			return
-		}
-		if certsDir, envErr = os.MkdirTemp("", "express-sequencer-certs-"); envErr != nil {
-			return
-		}
-		mgr, stopMgr, envErr = cp.StartManager(cp.ManagerOptions(certsDir, logr.Discard()))
-	})
+	envOnce.Do(func() { harness, envErr = controlplane.NewHarness(logr.Discard()) })
 	require.NoError(t, envErr)
-	return cp
+	return harness
 }
 
 // namespace creates a namespace of the test's own.

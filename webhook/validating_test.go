@@ -23,7 +23,7 @@ func inCache(t *testing.T, n v2alpha1.Node) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		cached := v2alpha1.NewNode(n.NodeKind())
-		err := mgr.GetClient().Get(context.Background(), client.ObjectKeyFromObject(n), cached)
+		err := env(t).Manager.GetClient().Get(context.Background(), client.ObjectKeyFromObject(n), cached)
 		return err == nil && cached.GetResourceVersion() == n.GetResourceVersion()
 	}, 10*time.Second, 20*time.Millisecond)
 }

@@ -1,0 +1,70 @@
+package certs_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/webhook"
+)
+
+// servedCert dials the webhook server, trusting only the bundle the API
+// server was given, and returns the certificate it serves.
+func servedCert(t *testing.T, cp *controlplane.ControlPlane) (*x509.Certificate, error) {
+	t.Helper()
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := cp.Client.Get(context.Background(), client.ObjectKey{Name: webhook.MutatingConfigurationName}, cfg); err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cfg.Webhooks[0].ClientConfig.CABundle)
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", cp.WebhookPort), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// Certificates this short-lived renew every few seconds, so the test sees
+// several rotations of the serving certificate and of the CA on the real
+// clock, which the API server checks them against.
+func TestRenewedCertificatesAreServedWithoutRestartAndTrustedByTheAPIServer(t *testing.T) {
+	cp, err := controlplane.Start()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, cp.Stop()) }()
+
+	o := cp.ManagerOptions(t.TempDir(), logr.Discard())
+	o.CertValidity = 3 * time.Second
+	o.CAValidity = 9 * time.Second
+	o.CertCheck = 100 * time.Millisecond
+	_, stop, err := cp.StartManager(o)
+	require.NoError(t, err)
+	defer stop()
+
+	first, err := servedCert(t, cp)
+	require.NoError(t, err, "the served certificate chains to the injected CA bundle")
+	firstIssuer := first.AuthorityKeyId
+
+	require.Eventually(t, func() bool {
+		c, err := servedCert(t, cp)
+		return err == nil && c.SerialNumber.Cmp(first.SerialNumber) != 0
+	}, 20*time.Second, 100*time.Millisecond, "a renewed serving certificate is served without a restart")
+
+	require.Eventually(t, func() bool {
+		c, err := servedCert(t, cp)
+		return err == nil && string(c.AuthorityKeyId) != string(firstIssuer)
+	}, 30*time.Second, 100*time.Millisecond, "after the CA renews, the new CA's certificate is served and trusted through the updated bundle")
+
+	assert.NoError(t, cp.WaitForWebhooks(context.Background(), 10*time.Second), "the API server still reaches the webhooks")
+}

@@ -1,0 +1,44 @@
+package controlplane
+
+import (
+	"errors"
+	"os"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// Harness is a control plane with express-sequencer's manager serving the
+// webhooks over TLS from self-signed certificates it injected itself: what a
+// test binary that crosses the API needs.
+type Harness struct {
+	*ControlPlane
+	// Manager is the running express-sequencer manager; its client reads
+	// from the cache the webhooks read from.
+	Manager manager.Manager
+	// CertDir holds the serving certificates.
+	CertDir string
+	stop    func()
+}
+
+// NewHarness starts a control plane and express-sequencer on it.
+func NewHarness(log logr.Logger) (*Harness, error) {
+	cp, err := Start()
+	if err != nil {
+		return nil, err
+	}
+	h := &Harness{ControlPlane: cp}
+	if h.CertDir, err = os.MkdirTemp("", "express-sequencer-certs-"); err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	if h.Manager, h.stop, err = cp.StartManager(cp.ManagerOptions(h.CertDir, log)); err != nil {
+		return nil, errors.Join(err, cp.Stop(), os.RemoveAll(h.CertDir))
+	}
+	return h, nil
+}
+
+// Stop stops express-sequencer and the control plane, and removes the certs.
+func (h *Harness) Stop() error {
+	h.stop()
+	return errors.Join(h.ControlPlane.Stop(), os.RemoveAll(h.CertDir))
+}

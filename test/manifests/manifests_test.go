@@ -1,0 +1,122 @@
+// Package manifests checks that the install in config/default hangs together:
+// cert-manager issues the certificate the webhooks are served with and the
+// API server trusts, for the Service the webhook configurations call.
+package manifests
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/webhook"
+)
+
+// install builds config/default and returns its objects by kind and name.
+func install(t *testing.T) map[string]map[string][]byte {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(controlplane.Root(), "config", "default"))
+	require.NoError(t, err)
+	out := map[string]map[string][]byte{}
+	for _, r := range res.Resources() {
+		data, err := r.MarshalJSON()
+		require.NoError(t, err)
+		if out[r.GetKind()] == nil {
+			out[r.GetKind()] = map[string][]byte{}
+		}
+		out[r.GetKind()][r.GetName()] = data
+	}
+	return out
+}
+
+func decode[T any](t *testing.T, objs map[string]map[string][]byte, kind, name string) *T {
+	t.Helper()
+	data, ok := objs[kind][name]
+	require.True(t, ok, "config/default has %s %s", kind, name)
+	var v T
+	require.NoError(t, json.Unmarshal(data, &v))
+	return &v
+}
+
+func TestTheCertManagerInstallHangsTogether(t *testing.T) {
+	objs := install(t)
+	const ns = "express-sequencer-system"
+	mutating := decode[admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration", webhook.MutatingConfigurationName)
+	validating := decode[admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration", webhook.ValidatingConfigurationName)
+	service := decode[corev1.Service](t, objs, "Service", "express-sequencer-webhook-service")
+	deploy := decode[appsv1.Deployment](t, objs, "Deployment", "express-sequencer-controller-manager")
+
+	injectFrom := mutating.Annotations["cert-manager.io/inject-ca-from"]
+	assert.Equal(t, injectFrom, validating.Annotations["cert-manager.io/inject-ca-from"])
+	certNS, certName, _ := strings.Cut(injectFrom, "/")
+	cert := decode[cmapi.Certificate](t, objs, "Certificate", certName)
+	assert.Equal(t, certNS, cert.Namespace, "inject-ca-from names the Certificate")
+	assert.Contains(t, cert.Spec.DNSNames, service.Name+"."+ns+".svc", "the certificate is for the Service the API server calls")
+	issuer := decode[cmapi.Issuer](t, objs, "Issuer", cert.Spec.IssuerRef.Name)
+	assert.Equal(t, ns, issuer.Namespace)
+
+	pod := deploy.Spec.Template.Spec
+	require.Len(t, pod.Containers, 1)
+	args := pod.Containers[0].Args
+	assert.Contains(t, args, "--cert-mode="+app.CertModeCertManager)
+	certDir := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--cert-dir="); ok {
+			certDir = v
+		}
+	}
+	mount := slices.IndexFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == certDir })
+	require.GreaterOrEqual(t, mount, 0, "the cert dir %q is a mounted volume", certDir)
+	vol := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == pod.Containers[0].VolumeMounts[mount].Name })
+	require.GreaterOrEqual(t, vol, 0)
+	assert.Equal(t, cert.Spec.SecretName, pod.Volumes[vol].Secret.SecretName, "the pod mounts the Secret cert-manager writes")
+	assert.Equal(t, deploy.Spec.Template.Labels, service.Spec.Selector, "the Service selects the webhook pods")
+	assert.GreaterOrEqual(t, *deploy.Spec.Replicas, int32(2), "webhooks with failurePolicy Fail need more than one replica")
+
+	binding := decode[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "express-sequencer-manager-rolebinding")
+	assert.Equal(t, pod.ServiceAccountName, binding.Subjects[0].Name)
+	assert.Equal(t, ns, binding.Subjects[0].Namespace)
+
+	type hook struct {
+		admissionregistrationv1.WebhookClientConfig
+		FailurePolicy *admissionregistrationv1.FailurePolicyType
+		SideEffects   *admissionregistrationv1.SideEffectClass
+		MatchPolicy   *admissionregistrationv1.MatchPolicyType
+		Timeout       *int32
+		Rules         []admissionregistrationv1.RuleWithOperations
+	}
+	var hooks []hook
+	for _, w := range mutating.Webhooks {
+		hooks = append(hooks, hook{w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.TimeoutSeconds, w.Rules})
+	}
+	for _, w := range validating.Webhooks {
+		hooks = append(hooks, hook{w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.TimeoutSeconds, w.Rules})
+	}
+	require.Len(t, hooks, 4)
+	for _, h := range hooks {
+		assert.Equal(t, service.Name, h.Service.Name)
+		assert.Equal(t, ns, h.Service.Namespace)
+		assert.Equal(t, admissionregistrationv1.Fail, *h.FailurePolicy, "no node slips through ungated")
+		assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *h.SideEffects, "dry-run safe")
+		assert.Equal(t, admissionregistrationv1.Equivalent, *h.MatchPolicy)
+		assert.LessOrEqual(t, *h.Timeout, int32(10))
+		for _, r := range h.Rules {
+			assert.Equal(t, []string{"express.medallia.com"}, r.APIGroups)
+			assert.Subset(t, []string{"backends", "frontends"}, r.Resources)
+		}
+	}
+}
