@@ -1,0 +1,284 @@
+package sequencer
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+const (
+	v1 = "express-e689.151"
+	v2 = "express-e689.154"
+)
+
+func keysOf(size int) []string {
+	keys := []string{"be"}
+	for i := 1; i < size; i++ {
+		keys = append(keys, fmt.Sprintf("fe%d", i))
+	}
+	return keys
+}
+
+func frontends(size int) []string { return keysOf(size)[1:] }
+
+// scenario sets a world up, changes it, and returns the rollouts the
+// operator started after the change.
+type scenario struct {
+	name string
+	// want is the order the operator must start rolling nodes in.
+	want string
+	run  func(w *world) string
+}
+
+func settledTenant(w *world, size int) int {
+	w.tenant(size, v1)
+	w.run(400)
+	return len(w.started)
+}
+
+var scenarios = []scenario{
+	{"a new tenant is provisioned backend first", "be fe1 fe2 fe3 fe4", func(w *world) string {
+		w.tenant(5, v1)
+		w.run(200)
+		return w.startedSince(0)
+	}},
+	{"a change to all nodes upgrades fe1 and fe2 before the backend", "fe1 fe2 be fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, keysOf(5)...)
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"a change to frontends only upgrades them in number order", "fe1 fe2 fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, frontends(5)...)
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"a change to the backend only rolls the backend alone", "be", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, "be")
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"with fe2 down a change to all skips fe2 and closes the gap", "fe1 be fe3 fe4", func(w *world) string {
+		settledTenant(w, 5)
+		w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) })
+		w.run(200)
+		mark := len(w.started)
+		w.setVersion(v2, keysOf(5)...)
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"all nodes crashed come back backend first", "be fe1 fe2 fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.crash(keysOf(5)...)
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"a crashed backend recovers before a pending frontend change", "be fe1 fe2 fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, frontends(5)...)
+		w.crash("be")
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"crashed fe2 and fe4 recover fe2 first", "fe2 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.crash("fe2", "fe4")
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"a two-node tenant is provisioned be, fe1 and upgraded fe1, be", "be fe1 | fe1 be", func(w *world) string {
+		mark := settledTenant(w, 2)
+		w.setVersion(v2, keysOf(2)...)
+		w.run(200)
+		return w.startedSince(0)[:len("be fe1")] + " | " + w.startedSince(mark)
+	}},
+	{"a twelve-node tenant upgrades fe1, fe2, be, then fe3 to fe11", "fe1 fe2 be fe3 fe4 fe5 fe6 fe7 fe8 fe9 fe10 fe11", func(w *world) string {
+		mark := settledTenant(w, 12)
+		w.setVersion(v2, keysOf(12)...)
+		w.run(400)
+		return w.startedSince(mark)
+	}},
+	{"a per-node version override rolls only that node", "fe1", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, "fe1")
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"with fe2 toggled down mid-rollout the order is recomputed", "fe1 be fe3 fe4 fe2", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, keysOf(5)...)
+		for w.startedSince(mark) == "" {
+			w.tick++
+			w.sequence()
+			w.operate()
+		}
+		w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) })
+		w.run(200)
+		w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(true) })
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+}
+
+func TestRolloutSequences(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			w := newWorld(t, "acme")
+			assert.Equal(t, sc.want, sc.run(w), "rollout order")
+			golden(t, sc.name, strings.Join(w.log, "\n")+"\n")
+		})
+	}
+}
+
+// The same scenarios with random rollout durations, crash recovery delays
+// and operator processing orders, and sequencer and operator taking turns in
+// random order: the order of rollouts does not change.
+func TestRolloutSequencesInRandomInterleavings(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 25; seed++ {
+				w := newWorld(t, "acme")
+				w.rng = rand.New(rand.NewPCG(seed, seed*7919))
+				require.Equal(t, sc.want, sc.run(w), "seed %d:\n%s", seed, strings.Join(w.log, "\n"))
+			}
+		})
+	}
+}
+
+func TestDisabledDependenciesReleaseEveryNodeAtOnce(t *testing.T) {
+	w := newWorld(t, "acme")
+	none := func(s *v2alpha1.NodeSpec) {
+		s.DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: []v2alpha1.Prerequisite{}, UpgradePrerequisites: []v2alpha1.Prerequisite{}}
+	}
+	for _, k := range keysOf(5) {
+		if k == "be" {
+			w.create(k, v1, none)
+			continue
+		}
+		w.create(k, v1, none)
+	}
+	w.tick++
+	w.sequence()
+	w.operate()
+	assert.Equal(t, keysOf(5), w.started, "every node is released in the first round, without waiting")
+	golden(t, "disabled dependencies", strings.Join(w.log, "\n")+"\n")
+}
+
+func TestPauseHoldsANodeAndEverythingAfterIt(t *testing.T) {
+	w := newWorld(t, "acme")
+	mark := settledTenant(w, 5)
+	w.annotate("fe2", v2alpha1.AnnotationPauseRollout, "true")
+	w.setVersion(v2, keysOf(5)...)
+	for i := 0; i < 30; i++ {
+		w.tick++
+		w.sequence()
+		w.operate()
+	}
+	assert.Equal(t, "fe1", w.startedSince(mark), "only fe1 rolls while fe2 is paused")
+	assert.Equal(t, v2alpha1.ReasonRolloutPaused, w.condition("fe2").Reason)
+	assert.Contains(t, w.condition("be").Message, "waiting for acme-fe2 (Frontend) which is paused")
+
+	w.annotate("fe2", v2alpha1.AnnotationPauseRollout, "")
+	assert.True(t, w.nodes["acme-fe2"].NodeSpec().HasGate(v2alpha1.GateSequencer), "resuming is not a new target")
+	w.run(200)
+	assert.Equal(t, "fe1 fe2 be fe3 fe4", w.startedSince(mark))
+	golden(t, "pause and resume", strings.Join(w.log, "\n")+"\n")
+}
+
+func TestIgnorePrerequisitesReleasesANodeAtOnce(t *testing.T) {
+	w := newWorld(t, "acme")
+	mark := settledTenant(w, 5)
+	w.annotate("fe4", v2alpha1.AnnotationIgnorePrerequisites, "true")
+	w.setVersion(v2, keysOf(5)...)
+	w.run(200)
+	assert.Equal(t, "fe1 fe4 fe2 be fe3", w.startedSince(mark))
+	golden(t, "ignore prerequisites", strings.Join(w.log, "\n")+"\n")
+}
+
+func TestAStalledRolloutIsReportedAndItsDependentsStayGated(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.deadline = 10 * time.Second
+	mark := settledTenant(w, 5)
+	w.stuck["acme-fe1"] = true
+	w.setVersion(v2, keysOf(5)...)
+	for i := 0; i < 30; i++ {
+		w.tick++
+		w.now = w.now.Add(time.Second)
+		w.sequence()
+		w.operate()
+	}
+	assert.Equal(t, "fe1", w.startedSince(mark))
+	c := w.condition("fe1")
+	assert.Equal(t, v2alpha1.ReasonProgressDeadlineExceeded, c.Reason)
+	assert.Contains(t, c.Message, "released but not Ready on express-e689.154 within 10s: 0/1 pods Ready on target")
+	assert.False(t, w.nodes["acme-fe1"].NodeSpec().HasGate(v2alpha1.GateSequencer), "nothing is reverted")
+	assert.True(t, w.nodes["acme-fe2"].NodeSpec().HasGate(v2alpha1.GateSequencer))
+	golden(t, "stalled rollout", strings.Join(w.log, "\n")+"\n")
+}
+
+func TestAWaitForCycleIsReported(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.oracle = nil
+	mark := settledTenant(w, 5)
+	// fe1 waits for fe3 explicitly; fe3 waits for fe1 by the default order.
+	w.update("fe1", func(n v2alpha1.Node) {
+		n.NodeSpec().DeploymentDependencies.UpgradePrerequisites = []v2alpha1.Prerequisite{{ExpressNode: "acme-fe3", Kind: "Frontend", PodConditionType: "Ready", ConditionStatus: "True"}}
+	})
+	w.setVersion(v2, keysOf(5)...)
+	for i := 0; i < 10; i++ {
+		w.tick++
+		w.sequence()
+		w.operate()
+	}
+	assert.Equal(t, "", w.startedSince(mark))
+	for _, k := range []string{"fe1", "fe3"} {
+		c := w.condition(k)
+		assert.Equal(t, v2alpha1.ReasonDependencyCycle, c.Reason, k)
+		assert.Contains(t, c.Message, "wait for each other and can never be released", k)
+	}
+	assert.Contains(t, w.condition("fe1").Message, "acme-fe1 → acme-fe3 → acme-fe1")
+	assert.Equal(t, v2alpha1.ReasonWaitingForPrerequisite, w.condition("fe4").Reason, "fe4 waits, but nothing waits for it: it is in no loop")
+}
+
+func TestASteadyTenantIsLeftAlone(t *testing.T) {
+	w := newWorld(t, "acme")
+	settledTenant(w, 5)
+	released := w.released
+	for i := 0; i < 5; i++ {
+		w.tick++
+		w.sequence()
+		w.operate()
+	}
+	assert.Equal(t, released, w.released)
+	for _, k := range keysOf(5) {
+		assert.False(t, w.nodes[w.name(k)].NodeSpec().HasGate(v2alpha1.GateSequencer), k)
+		assert.Equal(t, v2alpha1.ReasonRolloutComplete, w.condition(k).Reason, k)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", strings.ReplaceAll(name, " ", "_")+".golden")
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run `go test ./sequencer -update` to write the golden file")
+	assert.Equal(t, string(want), got, "event log differs from %s", path)
+}
