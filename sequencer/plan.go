@@ -120,6 +120,14 @@ func (s *Snapshot) decide(name string) (Decision, []blocker) {
 		}
 	}
 	if len(blockers) == 0 {
+		latest := s.latestChange()
+		if wait := latest.Add(s.SettleTime).Sub(s.Now); gated && s.SettleTime > 0 && wait > 0 {
+			set(true, metav1.ConditionFalse, v2alpha1.ReasonSettling,
+				"prerequisites ready; holding until %s after the latest change to tenant %s (%s) so that all of it has landed",
+				s.SettleTime, s.Tenant.ClusterName, latest.Format(time.RFC3339))
+			d.RecheckAfter = wait
+			return d, nil
+		}
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonReleased, "released for %s: %s", d.Mode, s.describeMet(name, d.Mode))
 		return d, nil
 	}

@@ -66,6 +66,22 @@ type Snapshot struct {
 	// ProgressDeadline is how long a released node may take to become
 	// Ready on its target before it is reported stalled; 0 turns it off.
 	ProgressDeadline time.Duration
+	// SettleTime is how long after the tenant's latest target change no
+	// gated node is released; 0 turns it off.
+	SettleTime time.Duration
+}
+
+// latestChange returns when a node of the tenant last changed target, as
+// the webhook stamped it; zero when none did.
+func (s *Snapshot) latestChange() time.Time {
+	var latest time.Time
+	for _, n := range s.Nodes {
+		t, err := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt])
+		if err == nil && t.After(latest) {
+			latest = t
+		}
+	}
+	return latest
 }
 
 // Index names of the cache's field indexes.
@@ -77,9 +93,9 @@ const (
 )
 
 // Gather reads a tenant's snapshot from the cache through the field indexes.
-func Gather(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time, deadline time.Duration) (*Snapshot, error) {
+func Gather(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time, deadline, settle time.Duration) (*Snapshot, error) {
 	s := &Snapshot{
-		Tenant: tenant, Orders: orders, Now: now, ProgressDeadline: deadline,
+		Tenant: tenant, Orders: orders, Now: now, ProgressDeadline: deadline, SettleTime: settle,
 		Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]Pod{},
 	}
 	inTenant := []client.ListOption{client.InNamespace(tenant.Namespace), client.MatchingFields{IndexTenant: tenant.ClusterName}}

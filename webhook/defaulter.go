@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -23,6 +25,8 @@ type Defaulter[T v2alpha1.Node] struct {
 	Orders defaults.Orders
 	// Decoder decodes the old object of an update.
 	Decoder admission.Decoder
+	// Clock stamps the time of a target change.
+	Clock clock.PassiveClock
 }
 
 // Default mutates the admitted node in place; the framework turns the
@@ -38,18 +42,24 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 		return nil // a node being deleted is not rolled out again
 	}
 	spec := obj.NodeSpec()
-	if req.Operation == admissionv1.Create {
-		if sequencer.AdmissionNeedsGate(nil, spec) {
-			spec.AddGate(v2alpha1.GateSequencer)
+	var oldSpec *v2alpha1.NodeSpec
+	if req.Operation != admissionv1.Create {
+		old := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+		if err := d.Decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return fmt.Errorf("decoding the stored %s: %w", obj.NodeKind(), err)
 		}
-		return nil
+		oldSpec = old.NodeSpec()
 	}
-	old := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
-	if err := d.Decoder.DecodeRaw(req.OldObject, old); err != nil {
-		return fmt.Errorf("decoding the stored %s: %w", obj.NodeKind(), err)
-	}
-	if sequencer.AdmissionNeedsGate(old.NodeSpec(), spec) ||
-		sequencer.AdmissionKeepsGate(old.NodeSpec(), spec, fieldManager(req)) {
+	switch {
+	case sequencer.AdmissionNeedsGate(oldSpec, spec):
+		spec.AddGate(v2alpha1.GateSequencer)
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[v2alpha1.AnnotationTargetChangedAt] = d.Clock.Now().UTC().Format(time.RFC3339Nano)
+		obj.SetAnnotations(ann)
+	case oldSpec != nil && sequencer.AdmissionKeepsGate(oldSpec, spec, fieldManager(req)):
 		spec.AddGate(v2alpha1.GateSequencer)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -71,7 +72,7 @@ func FuzzAdmissionReview(f *testing.F) {
 		f.Fatal(err)
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).Build()
-	handlers := Handlers(scheme, defaults.Builtin(), reader)
+	handlers := Handlers(scheme, defaults.Builtin(), reader, clock.RealClock{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for path, h := range handlers {
 			rec := httptest.NewRecorder()

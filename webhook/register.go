@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -32,19 +33,19 @@ const (
 
 // Handlers returns the four admission webhooks by path. reader lists a
 // tenant's nodes for the validating checks (the manager's cache in
-// production).
-func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader client.Reader) map[string]*admission.Webhook {
+// production); clk stamps target changes.
+func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader client.Reader, clk clock.PassiveClock) map[string]*admission.Webhook {
 	return map[string]*admission.Webhook{
-		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme)}),
-		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme)}),
+		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk}),
+		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk}),
 		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader}),
 		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader}),
 	}
 }
 
 // Register serves the admission webhooks on the manager's webhook server.
-func Register(mgr ctrl.Manager, orders defaults.Orders) {
-	for path, hook := range Handlers(mgr.GetScheme(), orders, mgr.GetClient()) {
+func Register(mgr ctrl.Manager, orders defaults.Orders, clk clock.PassiveClock) {
+	for path, hook := range Handlers(mgr.GetScheme(), orders, mgr.GetClient(), clk) {
 		mgr.GetWebhookServer().Register(path, hook)
 	}
 }

@@ -39,7 +39,10 @@ func TestMain(m *testing.M) {
 // webhooks over TLS with self-signed certificates it injected itself.
 func env(t *testing.T) *controlplane.Harness {
 	t.Helper()
-	envOnce.Do(func() { harness, envErr = controlplane.NewHarness(logr.Discard()) })
+	envOnce.Do(func() {
+		// Only the webhooks: the gates they add stay for the tests to see.
+		harness, envErr = controlplane.NewHarness(logr.Discard(), func(o *app.Options) { o.Sequencer = false })
+	})
 	require.NoError(t, envErr)
 	return harness
 }

@@ -33,6 +33,13 @@ const (
 	// and is never touched.
 	AnnotationDefaultedPrerequisites = "express.medallia.com/defaulted-prerequisites"
 
+	// AnnotationTargetChangedAt is when the admission webhook last gated the
+	// node for a new rollout target (RFC 3339, UTC). The sequencer releases
+	// no node of a tenant until the tenant's latest change is older than the
+	// settle time, so that a change applied to many nodes one after the
+	// other (Helm, Argo CD) is ordered as one rollout.
+	AnnotationTargetChangedAt = "express.medallia.com/target-changed-at"
+
 	// AnnotationPauseRollout set to "true" holds the node (and so every node
 	// after it) until it is removed.
 	AnnotationPauseRollout = "express.medallia.com/pause-rollout"
@@ -70,6 +77,10 @@ const (
 	// ReasonPrerequisiteNotFound: an explicit prerequisite, or the tenant's
 	// Backend, does not exist.
 	ReasonPrerequisiteNotFound = "PrerequisiteNotFound"
+	// ReasonSettling: the prerequisites hold, but another node of the tenant
+	// changed target less than the settle time ago: more of one change may
+	// still be landing.
+	ReasonSettling = "Settling"
 	// ReasonRolloutPaused: held by the pause-rollout annotation, on this node
 	// or on a prerequisite.
 	ReasonRolloutPaused = "RolloutPaused"

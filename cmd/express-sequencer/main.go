@@ -1,7 +1,8 @@
-// Command express-sequencer serves the Express admission webhooks: it injects
-// the operator's default rollout order into every Backend and Frontend,
-// gates a node whenever its rollout target changes, and denies specs that
-// could never make progress.
+// Command express-sequencer serves the Express admission webhooks — it
+// injects the operator's default rollout order into every Backend and
+// Frontend, gates a node whenever its rollout target changes, and denies
+// specs that could never make progress — and runs the sequencer, which
+// releases each gated node once its prerequisites are Ready on target.
 package main
 
 import (
@@ -34,7 +35,10 @@ func run(args []string) error {
 Serves the admission webhooks for Express Backend and Frontend nodes
 (express.medallia.com/v2alpha1): injects the operator's default provisioning
 and upgrade prerequisites, gates a node whenever its rollout target changes,
-and denies specs that could never make progress.
+and denies specs that could never make progress. Runs the sequencer, which
+releases each gated node once its live prerequisites are Ready on their
+target, and explains every wait in the node's PrerequisitesReady condition
+and an Event.
 
 Uses the kubeconfig from --kubeconfig, $KUBECONFIG, ~/.kube/config or the
 in-cluster service account, in that order.
@@ -59,6 +63,14 @@ Flags:
 	fs.StringVar(&o.OrdersFile, "order-config", o.OrdersFile, "YAML file with this installation's default orders, e.g. \"provisioningOrder: [be]\" and \"upgradeOrder: [fe1, fe2, be]\"; frontends not listed follow in ascending number. Empty uses those built-in orders.")
 	fs.StringVar(&o.MutatingName, "mutating-webhook-configuration", o.MutatingName, "MutatingWebhookConfiguration to inject the self-signed CA bundle into.")
 	fs.StringVar(&o.ValidatingName, "validating-webhook-configuration", o.ValidatingName, "ValidatingWebhookConfiguration to inject the self-signed CA bundle into.")
+	fs.BoolVar(&o.Webhooks, "webhooks", o.Webhooks, "Serve the admission webhooks; with false the binary only runs the sequencer.")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long a replica waits for a silent leader before taking over.")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew its lease before it stops sequencing.")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often replicas try to acquire or renew the lease.")
+	fs.BoolVar(&o.Sequencer, "sequencer", o.Sequencer, "Run the sequencer, which releases gated nodes in dependency order; with false the binary only serves the webhooks.")
+	fs.DurationVar(&o.ProgressDeadline, "progress-deadline", o.ProgressDeadline, "How long a released node may take to become Ready on its target before it is reported as ProgressDeadlineExceeded (its dependents stay gated; nothing is reverted). 0 turns the check off.")
+	fs.DurationVar(&o.SettleTime, "settle-time", o.SettleTime, "How long after a tenant's latest target change the sequencer waits before releasing any of its nodes, so that a change applied node by node (Helm, Argo CD) is ordered as one rollout. Crash recovery does not wait.")
+	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", o.MaxConcurrent, "Tenants sequenced in parallel.")
 	levelName := fs.String("log-level", "info", "Lowest level logged: debug, info, warn or error.")
 	dev := fs.Bool("log-development", false, "Human-readable console logs instead of JSON.")
 	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; see above for the order of lookup.")

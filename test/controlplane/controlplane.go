@@ -18,11 +18,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -61,6 +64,7 @@ func Start() (*ControlPlane, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd and sets it")
 	}
+	ctrl.SetLogger(TestLogger())
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(Root(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
@@ -209,6 +213,18 @@ func (cp *ControlPlane) WaitForWebhooks(ctx context.Context, timeout time.Durati
 		return fmt.Errorf("webhooks not reachable from the API server: %w (last: %v)", err, last)
 	}
 	return nil
+}
+
+// TestLogger logs to stderr when EXPRESS_TEST_LOG is set, and nowhere else.
+func TestLogger() logr.Logger {
+	if os.Getenv("EXPRESS_TEST_LOG") == "" {
+		return logr.Discard()
+	}
+	zl, err := zap.NewDevelopment()
+	if err != nil {
+		return logr.Discard()
+	}
+	return zapr.NewLogger(zl)
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.

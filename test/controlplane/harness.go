@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 )
 
 // Harness is a control plane with express-sequencer's manager serving the
@@ -21,8 +23,9 @@ type Harness struct {
 	stop    func()
 }
 
-// NewHarness starts a control plane and express-sequencer on it.
-func NewHarness(log logr.Logger) (*Harness, error) {
+// NewHarness starts a control plane and express-sequencer on it; edits, if
+// any, change express-sequencer's options first.
+func NewHarness(log logr.Logger, edits ...func(*app.Options)) (*Harness, error) {
 	cp, err := Start()
 	if err != nil {
 		return nil, err
@@ -31,7 +34,11 @@ func NewHarness(log logr.Logger) (*Harness, error) {
 	if h.CertDir, err = os.MkdirTemp("", "express-sequencer-certs-"); err != nil {
 		return nil, errors.Join(err, cp.Stop())
 	}
-	if h.Manager, h.stop, err = cp.StartManager(cp.ManagerOptions(h.CertDir, log)); err != nil {
+	o := cp.ManagerOptions(h.CertDir, log)
+	for _, edit := range edits {
+		edit(&o)
+	}
+	if h.Manager, h.stop, err = cp.StartManager(o); err != nil {
 		return nil, errors.Join(err, cp.Stop(), os.RemoveAll(h.CertDir))
 	}
 	return h, nil

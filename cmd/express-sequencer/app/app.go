@@ -1,5 +1,5 @@
 // Package app wires express-sequencer into a controller-runtime manager: the
-// admission webhooks, their certificates, metrics and probes. main parses
+// admission webhooks, their certificates, the sequencer, metrics and probes. main parses
 // flags into Options; tests and the local demo build the same manager.
 package app
 
@@ -27,6 +27,7 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/certs"
 	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/sequencer"
 	expresswebhook "github.com/medallia/express-sequencer/webhook"
 )
 
@@ -48,19 +49,31 @@ type Options struct {
 	LeaderElectionID       string
 	LeaderElectionNS       string
 
-	WebhookHost    string
-	WebhookPort    int
-	CertDir        string
-	CertMode       string
-	CertHosts      []string
-	CAValidity     time.Duration
-	CertValidity   time.Duration
-	CertCheck      time.Duration
-	CertWatch      time.Duration
-	EnableHTTP2    bool
-	OrdersFile     string
-	MutatingName   string
-	ValidatingName string
+	WebhookHost  string
+	WebhookPort  int
+	CertDir      string
+	CertMode     string
+	CertHosts    []string
+	CAValidity   time.Duration
+	CertValidity time.Duration
+	CertCheck    time.Duration
+	CertWatch    time.Duration
+	EnableHTTP2  bool
+	OrdersFile   string
+
+	// Webhooks turns the admission webhooks (and their certificates) on.
+	Webhooks bool
+	// Sequencer turns the sequencer (the rollout controller) on; off, the
+	// binary only serves the webhooks.
+	Sequencer        bool
+	LeaseDuration    time.Duration
+	RenewDeadline    time.Duration
+	RetryPeriod      time.Duration
+	ProgressDeadline time.Duration
+	SettleTime       time.Duration
+	MaxConcurrent    int
+	MutatingName     string
+	ValidatingName   string
 
 	// Clock drives certificate renewal; the real clock unless a test sets it.
 	Clock clock.Clock
@@ -84,6 +97,14 @@ func DefaultOptions() Options {
 		CertWatch:        10 * time.Second,
 		MutatingName:     expresswebhook.MutatingConfigurationName,
 		ValidatingName:   expresswebhook.ValidatingConfigurationName,
+		Webhooks:         true,
+		Sequencer:        true,
+		ProgressDeadline: 15 * time.Minute,
+		SettleTime:       10 * time.Second,
+		MaxConcurrent:    4,
+		LeaseDuration:    15 * time.Second,
+		RenewDeadline:    10 * time.Second,
+		RetryPeriod:      2 * time.Second,
 		Clock:            clock.RealClock{},
 		Log:              logr.Discard(),
 	}
@@ -97,10 +118,9 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// New builds the manager: webhook server with hot-reloaded certificates,
-// the admission webhooks, metrics and probes. In self-signed mode it creates
-// the certificates (and injects the CA bundle) before returning, so the
-// webhook server can start serving at once.
+// New builds the manager: the webhook server with hot-reloaded certificates
+// and the admission webhooks (o.Webhooks), the sequencer (o.Sequencer, under
+// leader election when o.LeaderElect), metrics and probes.
 func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, error) {
 	orders, err := defaults.LoadOrders(o.OrdersFile)
 	if err != nil {
@@ -109,71 +129,52 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 	o.Log.Info("Default orders", "provisioning", orders.Provisioning.String(), "upgrade", orders.Upgrade.String())
 	scheme := Scheme()
 
-	var rotator *certs.Rotator
-	switch o.CertMode {
-	case CertModeSelfSigned:
-		direct, err := client.New(cfg, client.Options{Scheme: scheme})
-		if err != nil {
-			return nil, fmt.Errorf("creating client for CA injection: %w", err)
+	var ws webhook.Server
+	var runnables []manager.Runnable
+	if o.Webhooks {
+		var err error
+		if ws, runnables, err = webhookServer(ctx, cfg, scheme, o); err != nil {
+			return nil, err
 		}
-		rotator = &certs.Rotator{
-			Dir: o.CertDir, Hosts: o.CertHosts, Clock: o.Clock, Client: direct,
-			CAValidity: o.CAValidity, CertValidity: o.CertValidity, CheckInterval: o.CertCheck,
-			MutatingConfigurations: []string{o.MutatingName}, ValidatingConfigurations: []string{o.ValidatingName},
-			Log: o.Log.WithName("certs"),
-		}
-		if _, err := rotator.Ensure(ctx); err != nil {
-			return nil, fmt.Errorf("preparing self-signed webhook certificates: %w", err)
-		}
-	case CertModeCertManager:
-	default:
-		return nil, fmt.Errorf("--cert-mode %q: want %q or %q", o.CertMode, CertModeSelfSigned, CertModeCertManager)
 	}
-
-	watcher, err := certwatcher.New(filepath.Join(o.CertDir, certs.CertFile), filepath.Join(o.CertDir, certs.KeyFile))
-	if err != nil {
-		return nil, fmt.Errorf("loading webhook certificate from %s: %w", o.CertDir, err)
-	}
-	watcher = watcher.WithWatchInterval(o.CertWatch)
-	tlsOpts := []func(*tls.Config){func(c *tls.Config) {
-		c.MinVersion = tls.VersionTLS12
-		c.GetCertificate = watcher.GetCertificate
-		if !o.EnableHTTP2 {
-			// HTTP/2 stays off unless asked for: it exposed servers to the
-			// stream-cancellation attacks CVE-2023-44487 and CVE-2023-39325.
-			c.NextProtos = []string{"http/1.1"}
-		}
-	}}
-
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Logger:                  o.Log,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.ProbeAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        o.LeaderElectionID,
-		LeaderElectionNamespace: o.LeaderElectionNS,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir, TLSOpts: tlsOpts,
-		}),
+		Scheme:                        scheme,
+		Logger:                        o.Log,
+		Cache:                         sequencer.CacheOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
+		WebhookServer:                 ws,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	if err := mgr.Add(everyReplica(watcher.Start)); err != nil {
-		return nil, err
-	}
-	if rotator != nil {
-		if err := mgr.Add(rotator); err != nil {
+	for _, r := range runnables {
+		if err := mgr.Add(r); err != nil {
 			return nil, err
 		}
 	}
-	expresswebhook.Register(mgr, orders)
-
-	if err := errors.Join(
-		mgr.AddHealthzCheck("ping", healthz.Ping),
-		mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()),
-	); err != nil {
+	ready := healthz.Ping
+	if o.Webhooks {
+		expresswebhook.Register(mgr, orders, o.Clock)
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if o.Sequencer {
+		r := &sequencer.Reconciler{
+			Client: mgr.GetClient(), Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, SettleTime: o.SettleTime,
+			Recorder: mgr.GetEventRecorder(v2alpha1.FieldManager),
+		}
+		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
+			return nil, fmt.Errorf("setting up the sequencer: %w", err)
+		}
+	}
+	if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ready", ready)); err != nil {
 		return nil, fmt.Errorf("adding probes: %w", err)
 	}
 	return mgr, nil
@@ -184,3 +185,50 @@ type everyReplica func(context.Context) error
 
 func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 func (f everyReplica) NeedLeaderElection() bool        { return false }
+
+// webhookServer prepares the webhook server: in self-signed mode it creates
+// the certificates (and injects the CA bundle) first, so the server can
+// serve at once; in both modes it serves whatever is in the cert directory,
+// reloading renewed certificates without a restart.
+func webhookServer(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o Options) (webhook.Server, []manager.Runnable, error) {
+	var runnables []manager.Runnable
+	switch o.CertMode {
+	case CertModeSelfSigned:
+		direct, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating client for CA injection: %w", err)
+		}
+		rotator := &certs.Rotator{
+			Dir: o.CertDir, Hosts: o.CertHosts, Clock: o.Clock, Client: direct,
+			CAValidity: o.CAValidity, CertValidity: o.CertValidity, CheckInterval: o.CertCheck,
+			MutatingConfigurations: []string{o.MutatingName}, ValidatingConfigurations: []string{o.ValidatingName},
+			Log: o.Log.WithName("certs"),
+		}
+		if _, err := rotator.Ensure(ctx); err != nil {
+			return nil, nil, fmt.Errorf("preparing self-signed webhook certificates: %w", err)
+		}
+		runnables = append(runnables, rotator)
+	case CertModeCertManager:
+	default:
+		return nil, nil, fmt.Errorf("--cert-mode %q: want %q or %q", o.CertMode, CertModeSelfSigned, CertModeCertManager)
+	}
+	watcher, err := certwatcher.New(filepath.Join(o.CertDir, certs.CertFile), filepath.Join(o.CertDir, certs.KeyFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading webhook certificate from %s: %w", o.CertDir, err)
+	}
+	watcher = watcher.WithWatchInterval(o.CertWatch)
+	runnables = append(runnables, everyReplica(watcher.Start))
+	ws := webhook.NewServer(webhook.Options{
+		Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			c.MinVersion = tls.VersionTLS12
+			c.GetCertificate = watcher.GetCertificate
+			if !o.EnableHTTP2 {
+				// HTTP/2 stays off unless asked for: it exposed servers to the
+				// stream-cancellation attacks CVE-2023-44487 and CVE-2023-39325.
+				c.NextProtos = []string{"http/1.1"}
+			}
+		}},
+	})
+	return ws, runnables, nil
+}

@@ -1,0 +1,228 @@
+package sequencer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/defaults"
+)
+
+// Reconciler sequences the rollouts of every tenant: it gathers a tenant's
+// snapshot from the cache, plans, and applies the plan — the gate with
+// optimistic concurrency, the PrerequisitesReady condition by server-side
+// apply (touching no other condition), and an Event for each change.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Orders are the installation's default orders.
+	Orders defaults.Orders
+	// Clock tells the time.
+	Clock clock.PassiveClock
+	// ProgressDeadline is how long a released node may take to become Ready
+	// on its target; 0 turns the check off.
+	ProgressDeadline time.Duration
+	// SettleTime is how long after a tenant's latest target change its
+	// gated nodes stay held.
+	SettleTime time.Duration
+	// Recorder records Events on nodes.
+	Recorder events.EventRecorder
+
+	gated gatedCounts
+	// observed holds, per tenant, when the oldest change not yet reconciled
+	// was seen: the start of the release latency.
+	observed sync.Map
+}
+
+// CacheOptions restricts the manager's pod cache to pods of Express nodes and
+// keeps only what the sequencer reads of them, so memory grows with the
+// Express pods alone.
+func CacheOptions() cache.Options {
+	sel, _ := labels.Parse(v2alpha1.LabelNode) // a constant "exists" selector always parses
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: sel, Transform: stripPod},
+	}}
+}
+
+func stripPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		TypeMeta: p.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Status: corev1.PodStatus{Conditions: p.Status.Conditions},
+	}, nil
+}
+
+// SetupWithManager registers the field indexes and the tenant controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	ctx := context.Background()
+	byTenant := func(o client.Object) []string {
+		return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
+	}
+	if err := errors.Join(
+		mgr.GetFieldIndexer().IndexField(ctx, &v2alpha1.Backend{}, IndexTenant, byTenant),
+		mgr.GetFieldIndexer().IndexField(ctx, &v2alpha1.Frontend{}, IndexTenant, byTenant),
+		mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, IndexPodNode, func(o client.Object) []string {
+			return []string{o.GetLabels()[v2alpha1.LabelNode]}
+		}),
+	); err != nil {
+		return fmt.Errorf("indexing the cache: %w", err)
+	}
+	nodeTenant := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []Tenant {
+		t := Tenant{Namespace: o.GetNamespace(), ClusterName: o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
+		r.observe(t)
+		return []Tenant{t}
+	})
+	// Spec and annotation changes matter; status changes (the sequencer's
+	// own condition, the Express operator's) do not.
+	nodeChanges := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
+	return builder.TypedControllerManagedBy[Tenant](mgr).
+		Named("sequencer").
+		Watches(&v2alpha1.Backend{}, nodeTenant, nodeChanges).
+		Watches(&v2alpha1.Frontend{}, nodeTenant, nodeChanges).
+		Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(r.podTenant),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[v2alpha1.LabelNode] != "" }))).
+		WithOptions(controller.TypedOptions[Tenant]{MaxConcurrentReconciles: maxConcurrent, SkipNameValidation: ptr.To(true)}).
+		Complete(r)
+}
+
+// podTenant maps a pod to the tenant of the node its label names.
+func (r *Reconciler) podTenant(ctx context.Context, pod client.Object) []Tenant {
+	key := client.ObjectKey{Namespace: pod.GetNamespace(), Name: pod.GetLabels()[v2alpha1.LabelNode]}
+	for _, n := range []v2alpha1.Node{&v2alpha1.Frontend{}, &v2alpha1.Backend{}} {
+		if err := r.Client.Get(ctx, key, n); err == nil {
+			t := Tenant{Namespace: key.Namespace, ClusterName: n.NodeSpec().ClusterConfig.ClusterName}
+			r.observe(t)
+			return []Tenant{t}
+		}
+	}
+	return nil // a pod of no known node: its node's own event enqueues the tenant
+}
+
+func (r *Reconciler) observe(t Tenant) { r.observed.LoadOrStore(t, r.Clock.Now()) }
+
+// Reconcile sequences one tenant: gather, plan, apply.
+func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result, error) {
+	since, _ := r.observed.LoadAndDelete(t)
+	snap, err := Gather(ctx, r.Client, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.SettleTime)
+	if err != nil {
+		reconcileErrors.WithLabelValues("gather").Inc()
+		return reconcile.Result{}, err
+	}
+	var errs []error
+	var result reconcile.Result
+	counts := map[string]int{}
+	for _, d := range Plan(snap) {
+		if err := r.apply(ctx, snap.Nodes[d.Node], d, since); err != nil {
+			errs = append(errs, err)
+		}
+		if d.Gated {
+			counts[d.Condition.Reason]++
+		}
+		if d.RecheckAfter > 0 && (result.RequeueAfter == 0 || d.RecheckAfter < result.RequeueAfter) {
+			result.RequeueAfter = d.RecheckAfter
+		}
+	}
+	r.gated.set(t, counts)
+	return result, errors.Join(errs...)
+}
+
+// apply makes one node match its decision. The gate goes first, with the
+// cached resourceVersion as precondition: a conflict means the node changed
+// since the snapshot, and the tenant is planned again from fresh data.
+func (r *Reconciler) apply(ctx context.Context, n v2alpha1.Node, d Decision, since any) error {
+	if !d.Changed(n) {
+		return nil
+	}
+	logger := log.FromContext(ctx).WithValues("node", n.GetName(), "kind", n.NodeKind())
+	before := n.NodeSpec().HasGate(v2alpha1.GateSequencer)
+	if before != d.Gated {
+		base := n.DeepCopyObject().(v2alpha1.Node)
+		if d.Gated {
+			n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+		} else {
+			n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+		}
+		patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+		if err := r.Client.Patch(ctx, n, patch, client.FieldOwner(v2alpha1.FieldManager)); err != nil {
+			reconcileErrors.WithLabelValues("gate").Inc()
+			return fmt.Errorf("updating the gate of %s %s: %w", n.NodeKind(), n.GetName(), err)
+		}
+		if !d.Gated {
+			releases.WithLabelValues(d.Condition.Reason).Inc()
+			if t, ok := since.(time.Time); ok {
+				releaseLatency.Observe(r.Clock.Since(t).Seconds())
+			}
+		}
+		logger.Info("Changed gate", "gated", d.Gated, "reason", d.Condition.Reason, "message", d.Condition.Message)
+	}
+	d.Condition.ObservedGeneration = n.GetGeneration()
+	if err := r.applyCondition(ctx, n, d); err != nil {
+		reconcileErrors.WithLabelValues("status").Inc()
+		return err
+	}
+	if d.Event != nil {
+		action := "Wait"
+		switch {
+		case before && !d.Gated:
+			action = "Release"
+		case !before && d.Gated:
+			action = "Gate"
+		}
+		r.Recorder.Eventf(n, nil, d.Event.Type, d.Event.Reason, action, "%s", d.Event.Message)
+	}
+	return nil
+}
+
+// applyCondition server-side applies the PrerequisitesReady condition as
+// the sequencer's field manager: the conditions list is a map by type, so
+// the Express operator's conditions are left alone.
+func (r *Reconciler) applyCondition(ctx context.Context, n v2alpha1.Node, d Decision) error {
+	conds := append(n.NodeStatus().Conditions[:0:0], n.NodeStatus().Conditions...)
+	if !SetCondition(&conds, d.Condition, r.Clock.Now()) {
+		return nil
+	}
+	c := condition(&v2alpha1.Backend{Status: v2alpha1.NodeStatus{Conditions: conds}})
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v2alpha1.GroupVersion.String(),
+		"kind":       n.NodeKind(),
+		"metadata":   map[string]any{"name": n.GetName(), "namespace": n.GetNamespace()},
+		"status": map[string]any{"conditions": []any{map[string]any{
+			"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message,
+			"observedGeneration": c.ObservedGeneration,
+			"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+		}}},
+	}}
+	err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(v2alpha1.FieldManager), client.ForceOwnership)
+	if err != nil {
+		return fmt.Errorf("applying the %s condition of %s %s: %w", v2alpha1.ConditionPrerequisitesReady, n.NodeKind(), n.GetName(), err)
+	}
+	return nil
+}

@@ -1,0 +1,316 @@
+// Package simoperator is a small simulated Express operator for tests, the
+// demo and benchmarks. Like the real one it honours the rollout gate: while
+// a node carries any gate it neither rolls it out nor re-provisions it.
+// Otherwise it converges the node — replaces its pod with one labelled with
+// the target version and revision, marks it Ready after a delay, and deletes
+// the pods of a node that is down — and it records the order in which it
+// started rolling nodes.
+package simoperator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// Start is one rollout the operator started.
+type Start struct {
+	// Node is the node's name.
+	Node string
+	// Namespace is the node's namespace.
+	Namespace string
+	// Version is the version rolled to.
+	Version string
+	// At is when the rollout started.
+	At time.Time
+}
+
+// Ready is one node becoming Ready on its target.
+type Ready struct {
+	Node, Namespace, Version string
+	At                       time.Time
+}
+
+// Operator is the simulated Express operator.
+type Operator struct {
+	// Client reads from the operator's own cache and writes to the API server.
+	Client client.Client
+	// ReadyAfter is how long a new pod takes to become Ready.
+	ReadyAfter time.Duration
+	// RecoverAfter is how long after a crash the operator re-provisions a
+	// node (if it is not gated by then).
+	RecoverAfter time.Duration
+	// OnStart and OnReady, when set, are called as rollouts start and finish.
+	OnStart func(Start)
+	OnReady func(Ready)
+
+	mu        sync.Mutex
+	started   []Start
+	readyAt   map[types.NamespacedName]time.Time // pod → when it becomes Ready
+	crashedAt map[types.NamespacedName]time.Time // node → when it crashed
+	stuck     map[types.NamespacedName]bool
+	// expected holds, per node, the pod it just created and the pods it
+	// just deleted, until its cache shows both: acting on a cache that has
+	// not seen its own writes would roll a node twice.
+	expected map[types.NamespacedName]expectation
+}
+
+type expectation struct {
+	created string
+	deleted map[string]bool
+}
+
+// nodeRef is the operator's work item: one node of either kind.
+type nodeRef struct {
+	Kind string
+	types.NamespacedName
+}
+
+// SetupWithManager runs the operator on mgr.
+func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
+	o.readyAt, o.crashedAt, o.stuck = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]time.Time{}, map[types.NamespacedName]bool{}
+	o.expected = map[types.NamespacedName]expectation{}
+	byKind := func(kind string) handler.TypedEventHandler[client.Object, nodeRef] {
+		return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []nodeRef {
+			return []nodeRef{{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}}
+		})
+	}
+	podNode := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []nodeRef {
+		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[v2alpha1.LabelNode]}
+		return []nodeRef{{Kind: v2alpha1.KindBackend, NamespacedName: key}, {Kind: v2alpha1.KindFrontend, NamespacedName: key}}
+	})
+	return builder.TypedControllerManagedBy[nodeRef](mgr).
+		Named("simulated-express-operator").
+		Watches(&v2alpha1.Backend{}, byKind(v2alpha1.KindBackend)).
+		Watches(&v2alpha1.Frontend{}, byKind(v2alpha1.KindFrontend)).
+		Watches(&corev1.Pod{}, podNode).
+		WithOptions(controller.TypedOptions[nodeRef]{MaxConcurrentReconciles: 8, SkipNameValidation: ptr.To(true)}).
+		Complete(reconcile.TypedFunc[nodeRef](o.reconcile))
+}
+
+// Started returns the rollouts started so far, in order.
+func (o *Operator) Started() []Start {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]Start(nil), o.started...)
+}
+
+// StartedIn returns the names of the nodes started in a namespace, in order.
+func (o *Operator) StartedIn(namespace string) []string {
+	var out []string
+	for _, s := range o.Started() {
+		if s.Namespace == namespace {
+			out = append(out, s.Node)
+		}
+	}
+	return out
+}
+
+// Crash turns every pod of the node not Ready, as a crash loop does; the
+// operator re-provisions it RecoverAfter later unless it is gated then.
+func (o *Operator) Crash(ctx context.Context, c client.Client, namespace, node string) error {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: node}); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	o.crashedAt[types.NamespacedName{Namespace: namespace, Name: node}] = time.Now()
+	o.mu.Unlock()
+	for i := range pods.Items {
+		if err := setReady(ctx, c, &pods.Items[i], corev1.ConditionFalse); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stick makes the node's next pods never become Ready, for stalled rollouts.
+func (o *Operator) Stick(namespace, node string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stuck[types.NamespacedName{Namespace: namespace, Name: node}] = true
+}
+
+func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result, error) {
+	var pods corev1.PodList
+	if err := o.Client.List(ctx, &pods, client.InNamespace(ref.Namespace), client.MatchingLabels{v2alpha1.LabelNode: ref.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	if !o.seen(ref.NamespacedName, pods.Items) {
+		return reconcile.Result{RequeueAfter: 20 * time.Millisecond}, nil
+	}
+	n := v2alpha1.NewNode(ref.Kind)
+	if err := o.Client.Get(ctx, ref.NamespacedName, n); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		// A deleted node takes its pods with it; the pod watch asks for
+		// both kinds, so only delete when neither kind exists.
+		other := v2alpha1.NewNode(map[string]string{v2alpha1.KindBackend: v2alpha1.KindFrontend, v2alpha1.KindFrontend: v2alpha1.KindBackend}[ref.Kind])
+		if err := o.Client.Get(ctx, ref.NamespacedName, other); !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		return reconcile.Result{}, o.deletePods(ctx, pods.Items)
+	}
+	spec := n.NodeSpec()
+	if !spec.IsUp() {
+		return reconcile.Result{}, o.deletePods(ctx, pods.Items)
+	}
+	if v2alpha1.IsGated(n) {
+		return reconcile.Result{}, nil // the contract: no rollout, no re-provisioning while gated
+	}
+	onTarget := len(pods.Items) > 0
+	for _, p := range pods.Items {
+		onTarget = onTarget && p.DeletionTimestamp == nil &&
+			p.Labels[v2alpha1.LabelExpressVersion] == spec.ExpressVersion && p.Labels[v2alpha1.LabelDeploymentRevision] == spec.DeploymentRevision
+	}
+	o.mu.Lock()
+	crashedAt, crashed := o.crashedAt[ref.NamespacedName]
+	o.mu.Unlock()
+	if crashed {
+		if wait := o.RecoverAfter - time.Since(crashedAt); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		onTarget = false // re-provision
+	}
+	if !onTarget {
+		return o.roll(ctx, n, pods.Items)
+	}
+	return o.markReady(ctx, n, pods.Items)
+}
+
+// seen reports whether the cache shows the operator's last writes for the
+// node, and forgets them once it does.
+func (o *Operator) seen(node types.NamespacedName, pods []corev1.Pod) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.expected[node]
+	if !ok {
+		return true
+	}
+	created := false
+	for _, p := range pods {
+		if e.deleted[p.Name] {
+			return false
+		}
+		created = created || p.Name == e.created
+	}
+	if created {
+		delete(o.expected, node)
+	}
+	return created
+}
+
+// roll replaces the node's pods with one pod on its target.
+func (o *Operator) roll(ctx context.Context, n v2alpha1.Node, old []corev1.Pod) (reconcile.Result, error) {
+	if err := o.deletePods(ctx, old); err != nil {
+		return reconcile.Result{}, err
+	}
+	spec := n.NodeSpec()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: n.GetName() + "-", Namespace: n.GetNamespace(),
+			Labels: map[string]string{
+				v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelExpressVersion: spec.ExpressVersion,
+				v2alpha1.LabelDeploymentRevision: spec.DeploymentRevision,
+			},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express:" + spec.ExpressVersion}}},
+	}
+	if err := o.Client.Create(ctx, pod); err != nil {
+		return reconcile.Result{}, fmt.Errorf("creating a pod for %s: %w", n.GetName(), err)
+	}
+	key := client.ObjectKeyFromObject(n)
+	start := Start{Node: n.GetName(), Namespace: n.GetNamespace(), Version: spec.ExpressVersion, At: time.Now()}
+	deleted := map[string]bool{}
+	for _, p := range old {
+		deleted[p.Name] = true
+	}
+	o.mu.Lock()
+	o.expected[key] = expectation{created: pod.Name, deleted: deleted}
+	delete(o.crashedAt, key)
+	o.readyAt[client.ObjectKeyFromObject(pod)] = start.At.Add(o.ReadyAfter)
+	o.started = append(o.started, start)
+	o.mu.Unlock()
+	if o.OnStart != nil {
+		o.OnStart(start)
+	}
+	return reconcile.Result{RequeueAfter: o.ReadyAfter}, nil
+}
+
+// markReady turns the node's pods Ready once their delay has passed.
+func (o *Operator) markReady(ctx context.Context, n v2alpha1.Node, pods []corev1.Pod) (reconcile.Result, error) {
+	o.mu.Lock()
+	stuck := o.stuck[client.ObjectKeyFromObject(n)]
+	o.mu.Unlock()
+	for i := range pods {
+		p := &pods[i]
+		if podReady(p) || stuck {
+			continue
+		}
+		o.mu.Lock()
+		at, ours := o.readyAt[client.ObjectKeyFromObject(p)]
+		o.mu.Unlock()
+		if !ours {
+			continue // not started by this operator: leave it be
+		}
+		if wait := time.Until(at); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		if err := setReady(ctx, o.Client, p, corev1.ConditionTrue); err != nil {
+			return reconcile.Result{}, err
+		}
+		o.mu.Lock()
+		delete(o.readyAt, client.ObjectKeyFromObject(p))
+		o.mu.Unlock()
+		if o.OnReady != nil {
+			o.OnReady(Ready{Node: n.GetName(), Namespace: n.GetNamespace(), Version: n.NodeSpec().ExpressVersion, At: time.Now()})
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+func (o *Operator) deletePods(ctx context.Context, pods []corev1.Pod) error {
+	for i := range pods {
+		if err := o.Client.Delete(ctx, &pods[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting pod %s: %w", pods[i].Name, err)
+		}
+	}
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func setReady(ctx context.Context, c client.Client, p *corev1.Pod, status corev1.ConditionStatus) error {
+	now := metav1.Now()
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: status, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: status, LastTransitionTime: now},
+	}
+	if err := c.Status().Update(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("setting pod %s Ready=%s: %w", p.Name, status, err)
+	}
+	return nil
+}
