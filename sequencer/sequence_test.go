@@ -282,3 +282,33 @@ func golden(t *testing.T, name, got string) {
 	require.NoError(t, err, "run `go test ./sequencer -update` to write the golden file")
 	assert.Equal(t, string(want), got, "event log differs from %s", path)
 }
+
+// Helm and Argo CD apply a tenant's nodes one after the other. Without a
+// settle time the sequencer would see "the backend alone changed" first and
+// roll it before the frontends' change arrives.
+func TestAChangeLandingNodeByNodeIsOrderedAsOneRollout(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		settle time.Duration
+		want   string
+	}{
+		{"without a settle time the backend, applied first, rolls first", 0, "be fe1 fe2 fe3 fe4"},
+		{"with a settle time the whole change is ordered", 5 * time.Second, "fe1 fe2 be fe3 fe4"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, "acme")
+			w.oracle = nil // the oracle knows nothing of settling
+			mark := settledTenant(w, 5)
+			w.settle = c.settle
+			for _, k := range keysOf(5) { // one node per second, backend first
+				w.setVersion(v2, k)
+				w.tick++
+				w.now = w.now.Add(time.Second)
+				w.sequence()
+				w.operate()
+			}
+			w.run(200)
+			assert.Equal(t, c.want, w.startedSince(mark))
+		})
+	}
+}

@@ -35,6 +35,8 @@ type world struct {
 	rollTicks int
 	// deadline is the progress deadline.
 	deadline time.Duration
+	// settle is the settle time.
+	settle time.Duration
 	// stuck nodes never become Ready when rolled.
 	stuck map[string]bool
 
@@ -71,6 +73,12 @@ func (w *world) admit(n, old v2alpha1.Node) {
 	}
 	if AdmissionNeedsGate(oldSpec, n.NodeSpec()) {
 		n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+		ann := n.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[v2alpha1.AnnotationTargetChangedAt] = w.now.Format(time.RFC3339Nano)
+		n.SetAnnotations(ann)
 	}
 	n.SetGeneration(n.GetGeneration() + 1)
 	w.nodes[n.GetName()] = n
@@ -156,7 +164,7 @@ func (w *world) crash(keys ...string) {
 func (w *world) snapshot() *Snapshot {
 	return &Snapshot{
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
-		Nodes: w.nodes, Pods: w.pods, Now: w.now, ProgressDeadline: w.deadline,
+		Nodes: w.nodes, Pods: w.pods, Now: w.now, ProgressDeadline: w.deadline, SettleTime: w.settle,
 	}
 }
 

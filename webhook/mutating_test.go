@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,15 +128,23 @@ func TestARolloutTargetChangeGatesTheNodeAndNothingElseDoes(t *testing.T) {
 		assert.Equal(t, rv, n.GetResourceVersion(), "no change, no write")
 		assert.False(t, n.NodeSpec().HasGate(v2alpha1.GateSequencer))
 	})
+	created := n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt]
 	t.Run("a label change does not gate", func(t *testing.T) {
 		n.SetLabels(map[string]string{"team": "express"})
 		require.NoError(t, c.Update(ctx, n))
 		assert.False(t, get(t, n).NodeSpec().HasGate(v2alpha1.GateSequencer))
+		assert.Equal(t, created, get(t, n).GetAnnotations()[v2alpha1.AnnotationTargetChangedAt], "no new target, no new stamp")
 	})
-	t.Run("a new expressVersion gates", func(t *testing.T) {
+	t.Run("a new expressVersion gates and is stamped", func(t *testing.T) {
 		n.NodeSpec().ExpressVersion = "express-e689.154"
 		require.NoError(t, c.Update(ctx, n))
-		assert.True(t, get(t, n).NodeSpec().HasGate(v2alpha1.GateSequencer))
+		stored := get(t, n)
+		assert.True(t, stored.NodeSpec().HasGate(v2alpha1.GateSequencer))
+		stamp, err := time.Parse(time.RFC3339Nano, stored.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt])
+		require.NoError(t, err)
+		first, err := time.Parse(time.RFC3339Nano, created)
+		require.NoError(t, err)
+		assert.True(t, stamp.After(first), "the stamp moves with the target")
 		release(t, c, n)
 	})
 	t.Run("a new configChangeset gates", func(t *testing.T) {

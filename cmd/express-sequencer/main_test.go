@@ -1,0 +1,38 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+)
+
+func TestHelpExplainsEveryFlagAndExitsCleanly(t *testing.T) {
+	assert.NoError(t, run([]string{"--help"}))
+}
+
+func TestBadInvocationsSayWhatIsWrong(t *testing.T) {
+	cases := map[string][]string{
+		"flag provided but not defined: -bogus":   {"--bogus"},
+		`unexpected arguments ["serve"]`:          {"serve"},
+		`--log-level: unrecognized level: "loud"`: {"--log-level", "loud"},
+	}
+	for want, args := range cases {
+		err := run(args)
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestTheDefaultsRunBothHalves(t *testing.T) {
+	o := app.DefaultOptions()
+	assert.True(t, o.Webhooks, "webhooks on by default")
+	assert.True(t, o.Sequencer, "sequencer on by default")
+	assert.Positive(t, o.MaxConcurrent)
+	assert.Positive(t, o.SettleTime)
+	assert.Positive(t, o.ProgressDeadline)
+	assert.Greater(t, o.LeaseDuration, o.RenewDeadline, "client-go requires lease > renew deadline")
+	assert.Greater(t, o.CAValidity, o.CertValidity)
+}
