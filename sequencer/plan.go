@@ -49,6 +49,9 @@ func (d Decision) Changed(n v2alpha1.Node) bool {
 		c.Message != d.Condition.Message || c.ObservedGeneration != d.Condition.ObservedGeneration
 }
 
+// ordinaryWaits are the reasons of a node simply waiting its turn.
+var ordinaryWaits = []string{v2alpha1.ReasonSettling, v2alpha1.ReasonWaitingForPrerequisite}
+
 // releasedReasons mark a rollout the sequencer released and that has not
 // converged yet: such a node is never gated again for the same rollout.
 var releasedReasons = []string{v2alpha1.ReasonReleased, v2alpha1.ReasonPrerequisitesIgnored, v2alpha1.ReasonProgressDeadlineExceeded}
@@ -131,11 +134,17 @@ func (s *Snapshot) decide(name string) (Decision, []blocker) {
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonReleased, "released for %s: %s", d.Mode, s.describeMet(name, d.Mode))
 		return d, nil
 	}
-	msg := blockers[0].message
-	if len(blockers) > 1 {
-		msg += fmt.Sprintf(" (and %d more)", len(blockers)-1)
+	// The nearest blocker — the last in order, right before this node — is
+	// named: it changes only when that node moves, not at every step of
+	// the rollout ahead of it, so the condition is rewritten O(1) times.
+	nearest := blockers[len(blockers)-1]
+	for _, b := range blockers {
+		if b.reason != v2alpha1.ReasonWaitingForPrerequisite {
+			nearest = b // a missing or paused prerequisite says more
+			break
+		}
 	}
-	set(true, metav1.ConditionFalse, blockers[0].reason, "%s", msg)
+	set(true, metav1.ConditionFalse, nearest.reason, "%s", nearest.message)
 	return d, blockers
 }
 
@@ -231,6 +240,9 @@ func eventFor(n v2alpha1.Node, d Decision) *Event {
 	}
 	if d.Condition.Reason == v2alpha1.ReasonRolloutComplete && (cur == nil || !slices.Contains(releasedReasons, cur.Reason)) {
 		return nil // steady nodes need no Event; finishing a rollout does
+	}
+	if !gateChanged && cur != nil && slices.Contains(ordinaryWaits, cur.Reason) && slices.Contains(ordinaryWaits, d.Condition.Reason) {
+		return nil // still in line: the first Event of the wait said so
 	}
 	typ := corev1.EventTypeNormal
 	switch d.Condition.Reason {

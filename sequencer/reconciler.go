@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -135,13 +137,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
 	}
-	var errs []error
 	var result reconcile.Result
 	counts := map[string]int{}
-	for _, d := range Plan(snap) {
-		if err := r.apply(ctx, snap.Nodes[d.Node], d, since); err != nil {
-			errs = append(errs, err)
-		}
+	decisions := Plan(snap)
+	for _, d := range decisions {
 		if d.Gated {
 			counts[d.Condition.Reason]++
 		}
@@ -149,13 +148,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 			result.RequeueAfter = d.RecheckAfter
 		}
 	}
+	// Releases first, one by one: a node waiting in line should not also
+	// wait for the condition updates of the nodes behind it. The other
+	// changes touch one node each and go out in parallel.
+	var errs []error
+	var rest []Decision
+	for _, d := range decisions {
+		if releasing(snap, d) {
+			errs = append(errs, r.apply(ctx, snap.Nodes[d.Node], d, since))
+		} else if d.Changed(snap.Nodes[d.Node]) {
+			rest = append(rest, d)
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, d := range rest {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := r.apply(ctx, snap.Nodes[d.Node], d, since)
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
 	r.gated.set(t, counts)
 	return result, errors.Join(errs...)
 }
 
-// apply makes one node match its decision. The gate goes first, with the
-// cached resourceVersion as precondition: a conflict means the node changed
-// since the snapshot, and the tenant is planned again from fresh data.
+// releasing reports whether the decision removes the node's gate.
+func releasing(s *Snapshot, d Decision) bool {
+	return !d.Gated && s.Nodes[d.Node].NodeSpec().HasGate(v2alpha1.GateSequencer)
+}
+
+// apply makes one node match its decision. The gate goes first, as a JSON
+// patch that tests the generation and the gates it decided on: if the spec
+// changed since the snapshot the patch fails, and the tenant is planned
+// again from fresh data; status and annotation changes do not get in the way.
 func (r *Reconciler) apply(ctx context.Context, n v2alpha1.Node, d Decision, since any) error {
 	if !d.Changed(n) {
 		return nil
@@ -163,13 +193,10 @@ func (r *Reconciler) apply(ctx context.Context, n v2alpha1.Node, d Decision, sin
 	logger := log.FromContext(ctx).WithValues("node", n.GetName(), "kind", n.NodeKind())
 	before := n.NodeSpec().HasGate(v2alpha1.GateSequencer)
 	if before != d.Gated {
-		base := n.DeepCopyObject().(v2alpha1.Node)
-		if d.Gated {
-			n.NodeSpec().AddGate(v2alpha1.GateSequencer)
-		} else {
-			n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+		patch, err := gatePatch(n, d.Gated)
+		if err != nil {
+			return err
 		}
-		patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 		if err := r.Client.Patch(ctx, n, patch, client.FieldOwner(v2alpha1.FieldManager)); err != nil {
 			reconcileErrors.WithLabelValues("gate").Inc()
 			return fmt.Errorf("updating the gate of %s %s: %w", n.NodeKind(), n.GetName(), err)
@@ -198,6 +225,34 @@ func (r *Reconciler) apply(ctx context.Context, n v2alpha1.Node, d Decision, sin
 		r.Recorder.Eventf(n, nil, d.Event.Type, d.Event.Reason, action, "%s", d.Event.Message)
 	}
 	return nil
+}
+
+// gatePatch returns the JSON patch that adds or removes the sequencer's gate,
+// guarded by tests of the generation and of the current gates.
+func gatePatch(n v2alpha1.Node, gated bool) (client.Patch, error) {
+	gates := n.NodeSpec().RolloutGates
+	next := n.NodeSpec().DeepCopy()
+	if gated {
+		next.AddGate(v2alpha1.GateSequencer)
+	} else {
+		next.RemoveGate(v2alpha1.GateSequencer)
+	}
+	ops := []map[string]any{{"op": "test", "path": "/metadata/generation", "value": n.GetGeneration()}}
+	switch {
+	case len(gates) == 0:
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/rolloutGates", "value": next.RolloutGates})
+	case len(next.RolloutGates) == 0:
+		ops = append(ops, map[string]any{"op": "test", "path": "/spec/rolloutGates", "value": gates},
+			map[string]any{"op": "remove", "path": "/spec/rolloutGates"})
+	default:
+		ops = append(ops, map[string]any{"op": "test", "path": "/spec/rolloutGates", "value": gates},
+			map[string]any{"op": "replace", "path": "/spec/rolloutGates", "value": next.RolloutGates})
+	}
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the gate patch of %s: %w", n.GetName(), err)
+	}
+	return client.RawPatch(types.JSONPatchType, data), nil
 }
 
 // applyCondition server-side applies the PrerequisitesReady condition as

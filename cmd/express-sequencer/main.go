@@ -74,6 +74,8 @@ Flags:
 	levelName := fs.String("log-level", "info", "Lowest level logged: debug, info, warn or error.")
 	dev := fs.Bool("log-development", false, "Human-readable console logs instead of JSON.")
 	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; see above for the order of lookup.")
+	qps := fs.Float64("kube-api-qps", 50, "Requests per second to the API server, sustained.")
+	burst := fs.Int("kube-api-burst", 100, "Requests to the API server in a burst.")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil
@@ -108,6 +110,7 @@ Flags:
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := app.New(ctx, cfg, o)
 	if err != nil {

@@ -156,30 +156,13 @@ func waitSettled(t *testing.T, ns string, size int) {
 	t.Helper()
 	var last string
 	ok := waitFor(60*time.Second, func() bool {
-		for _, k := range keys(size) {
-			n := node(ns, k)
-			if err := harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n); err != nil {
-				last = err.Error()
-				return false
-			}
-			c := condition(n)
-			var pods corev1.PodList
-			if err := harness.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}); err != nil {
-				return false
-			}
-			if !n.NodeSpec().IsUp() {
-				if len(pods.Items) > 0 {
-					last = k + " is down but has pods"
-					return false
-				}
-				continue
-			}
-			if v2alpha1.IsGated(n) || c == nil || c.Reason != v2alpha1.ReasonRolloutComplete || c.ObservedGeneration != n.GetGeneration() {
-				last = fmt.Sprintf("%s gated=%v condition=%+v", k, v2alpha1.IsGated(n), c)
-				return false
-			}
+		nodes, err := controlplane.Nodes(context.Background(), harness.Client, ns)
+		if err != nil || len(nodes) < size {
+			return false
 		}
-		return true
+		done, why, err := controlplane.Settled(context.Background(), harness.Client, ns)
+		last = why
+		return err == nil && done
 	})
 	require.True(t, ok, "tenant %s did not settle: %s; rollouts so far: %v", ns, last, op.StartedIn(ns))
 }

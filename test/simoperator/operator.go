@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -58,6 +59,9 @@ type Operator struct {
 	// OnStart and OnReady, when set, are called as rollouts start and finish.
 	OnStart func(Start)
 	OnReady func(Ready)
+	// OnUngated, when set, is called the moment the operator's informer
+	// sees a node's last gate go, before any queueing.
+	OnUngated func(namespace, node string, at time.Time)
 
 	mu        sync.Mutex
 	started   []Start
@@ -94,6 +98,22 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[v2alpha1.LabelNode]}
 		return []nodeRef{{Kind: v2alpha1.KindBackend, NamespacedName: key}, {Kind: v2alpha1.KindFrontend, NamespacedName: key}}
 	})
+	if o.OnUngated != nil {
+		for _, obj := range []client.Object{&v2alpha1.Backend{}, &v2alpha1.Frontend{}} {
+			inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
+			if err != nil {
+				return err
+			}
+			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+				old, cur := oldObj.(v2alpha1.Node), newObj.(v2alpha1.Node)
+				if v2alpha1.IsGated(old) && !v2alpha1.IsGated(cur) {
+					o.OnUngated(cur.GetNamespace(), cur.GetName(), time.Now())
+				}
+			}}); err != nil {
+				return err
+			}
+		}
+	}
 	return builder.TypedControllerManagedBy[nodeRef](mgr).
 		Named("simulated-express-operator").
 		Watches(&v2alpha1.Backend{}, byKind(v2alpha1.KindBackend)).

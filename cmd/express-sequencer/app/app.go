@@ -101,7 +101,7 @@ func DefaultOptions() Options {
 		Sequencer:        true,
 		ProgressDeadline: 15 * time.Minute,
 		SettleTime:       10 * time.Second,
-		MaxConcurrent:    4,
+		MaxConcurrent:    8,
 		LeaseDuration:    15 * time.Second,
 		RenewDeadline:    10 * time.Second,
 		RetryPeriod:      2 * time.Second,

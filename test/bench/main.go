@@ -1,0 +1,407 @@
+// Command bench runs many tenants through a full upgrade on a real
+// kube-apiserver + etcd: the express-sequencer binary in its own process
+// (webhooks and sequencer), the simulated Express operator with instant
+// readiness, and a driver that creates and upgrades the tenants. It prints
+// the release latency (a prerequisite turning Ready on target → its
+// dependent starting to roll), the total time, the sequencer's API calls and
+// its peak memory, and fails if any tenant rolled out of order.
+//
+//	make bench                      # 1,000 tenants × 8 nodes
+//	go run ./test/bench -tenants 50 # a quick look
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/test/simoperator"
+)
+
+const (
+	v1 = "express-e689.151"
+	v2 = "express-e689.154"
+)
+
+type options struct {
+	tenants, nodes, workers int
+	settle, timeout        time.Duration
+	binary                 string
+	rate                   float64
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.tenants, "tenants", 1000, "Tenants to create and upgrade, one namespace each.")
+	flag.IntVar(&o.nodes, "nodes", 8, "Nodes per tenant: be and fe1…fe(n-1).")
+	flag.IntVar(&o.workers, "workers", 16, "Parallel writers creating and updating tenants.")
+	flag.DurationVar(&o.settle, "settle-time", time.Second, "express-sequencer's --settle-time.")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
+	flag.Float64Var(&o.rate, "upgrade-rate", 0, "Tenants upgraded per second; 0 upgrades them all at once.")
+	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
+	flag.Parse()
+	if err := run(o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// Result is what a run measured.
+type Result struct {
+	Tenants, Nodes     int
+	Provision, Upgrade time.Duration
+	Latencies          []time.Duration
+	OutOfOrder         []string
+	APICalls           int
+	PeakRSSKiB         int
+}
+
+// Percentile returns the p-th percentile (0–100) of the release latencies.
+func (r Result) Percentile(p float64) time.Duration {
+	if len(r.Latencies) == 0 {
+		return 0
+	}
+	s := slices.Clone(r.Latencies)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return s[i]
+}
+
+func run(o options, out io.Writer) error {
+	res, err := measure(o, out)
+	if err != nil {
+		return err
+	}
+	how := "all at once"
+	if o.rate > 0 {
+		how = fmt.Sprintf("%g tenants/s", o.rate)
+	}
+	fmt.Fprintf(out, "\n%d tenants × %d nodes, full upgrade %s (instant readiness, settle time %s)\n", res.Tenants, res.Nodes, how, o.settle)
+	fmt.Fprintf(out, "  provisioning:            %s\n", res.Provision.Round(time.Millisecond))
+	fmt.Fprintf(out, "  upgrade:                 %s\n", res.Upgrade.Round(time.Millisecond))
+	fmt.Fprintf(out, "  release latency p50:     %s\n", res.Percentile(50).Round(100*time.Microsecond))
+	fmt.Fprintf(out, "  release latency p99:     %s\n", res.Percentile(99).Round(100*time.Microsecond))
+	fmt.Fprintf(out, "  release latency max:     %s  (%d releases)\n", res.Percentile(100).Round(100*time.Microsecond), len(res.Latencies))
+	fmt.Fprintf(out, "  sequencer API calls:     %d\n", res.APICalls)
+	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB\n", res.PeakRSSKiB/1024)
+	if len(res.OutOfOrder) > 0 {
+		return fmt.Errorf("%d tenants rolled out of order, e.g. %s", len(res.OutOfOrder), res.OutOfOrder[0])
+	}
+	fmt.Fprintln(out, "  every tenant rolled in order: fe1, fe2, be, fe3, …")
+	return nil
+}
+
+// recorder keeps the operator's rollout starts and readiness per node.
+type recorder struct {
+	mu       sync.Mutex
+	released map[string][]time.Time // namespace/node → gate removals seen
+	starts  map[string][]simoperator.Start // by namespace
+	readyAt map[string]time.Time           // namespace/node/version
+	ready   map[string]*atomic.Int64       // version → nodes Ready on it
+}
+
+func (r *recorder) onUngated(ns, node string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.released[ns+"/"+node] = append(r.released[ns+"/"+node], at)
+}
+
+func (r *recorder) onStart(s simoperator.Start) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.starts[s.Namespace] = append(r.starts[s.Namespace], s)
+}
+
+func (r *recorder) onReady(e simoperator.Ready) {
+	r.mu.Lock()
+	r.readyAt[e.Namespace+"/"+e.Node+"/"+e.Version] = e.At
+	r.mu.Unlock()
+	if c, ok := r.ready[e.Version]; ok {
+		c.Add(1)
+	}
+}
+
+func measure(o options, out io.Writer) (Result, error) {
+	res := Result{Tenants: o.tenants, Nodes: o.nodes}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "express-sequencer-bench-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+
+	binary := o.binary
+	if binary == "" {
+		binary = filepath.Join(dir, "express-sequencer")
+		build := exec.Command("go", "build", "-o", binary, "./cmd/express-sequencer")
+		build.Dir, build.Stdout, build.Stderr = controlplane.Root(), out, os.Stderr
+		if err := build.Run(); err != nil {
+			return res, fmt.Errorf("building express-sequencer: %w", err)
+		}
+	}
+	fmt.Fprintln(out, "Starting kube-apiserver and etcd…")
+	cp, err := controlplane.Start()
+	if err != nil {
+		return res, err
+	}
+	defer cp.Stop()
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return res, err
+	}
+
+	kubeconfig, err := cp.KubeconfigFile(dir)
+	if err != nil {
+		return res, err
+	}
+	metricsPort, err := controlplane.FreePort()
+	if err != nil {
+		return res, err
+	}
+	seq := exec.CommandContext(ctx, binary,
+		"--kubeconfig", kubeconfig, "--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(cp.WebhookPort),
+		"--cert-dir", filepath.Join(dir, "certs"), "--cert-hosts", "127.0.0.1",
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-probe-bind-address", "0",
+		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", "8",
+		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error")
+	seq.Stdout, seq.Stderr = os.Stderr, os.Stderr
+	if err := seq.Start(); err != nil {
+		return res, fmt.Errorf("starting express-sequencer: %w", err)
+	}
+	defer func() { _ = seq.Process.Kill(); _ = seq.Wait() }()
+	if err := cp.WaitForWebhooks(ctx, time.Minute); err != nil {
+		return res, err
+	}
+
+	rec := &recorder{starts: map[string][]simoperator.Start{}, readyAt: map[string]time.Time{}, released: map[string][]time.Time{},
+		ready: map[string]*atomic.Int64{v1: {}, v2: {}}}
+	op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated}
+	opCP := *cp
+	opCP.Config = cfg
+	stopOp, err := opCP.StartOperator(op)
+	if err != nil {
+		return res, err
+	}
+	defer stopOp()
+
+	total := int64(o.tenants * o.nodes)
+	fmt.Fprintf(out, "Creating %d tenants of %d nodes…\n", o.tenants, o.nodes)
+	start := time.Now()
+	if err := parallel(ctx, o.workers, o.tenants, func(i int) error { return createTenant(ctx, c, i, o.nodes) }); err != nil {
+		return res, err
+	}
+	if err := waitCount(ctx, out, "provisioned", rec.ready[v1], total); err != nil {
+		return res, err
+	}
+	res.Provision = time.Since(start)
+
+	fmt.Fprintf(out, "Upgrading every node to %s…\n", v2)
+	rec.mu.Lock()
+	mark := map[string]int{}
+	for ns, s := range rec.starts {
+		mark[ns] = len(s)
+	}
+	rec.mu.Unlock()
+	start = time.Now()
+	var pace <-chan time.Time
+	if o.rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / o.rate))
+		defer t.Stop()
+		pace = t.C
+	}
+	if err := parallel(ctx, o.workers, o.tenants, func(i int) error {
+		if pace != nil {
+			<-pace
+		}
+		return upgradeTenant(ctx, c, i, o.nodes)
+	}); err != nil {
+		return res, err
+	}
+	if err := waitCount(ctx, out, "upgraded", rec.ready[v2], total); err != nil {
+		return res, err
+	}
+	res.Upgrade = time.Since(start)
+
+	order := defaults.Builtin().Upgrade.Sequence(keys(o.nodes))
+	rec.mu.Lock()
+	for i := 0; i < o.tenants; i++ {
+		ns := namespace(i)
+		var got []string
+		for _, s := range rec.starts[ns][mark[ns]:] {
+			got = append(got, s.Node)
+		}
+		var want []string
+		for _, k := range order {
+			want = append(want, "t-"+k.String())
+		}
+		if !slices.Equal(got, want) {
+			res.OutOfOrder = append(res.OutOfOrder, fmt.Sprintf("%s: %v", ns, got))
+			continue
+		}
+		for j := 1; j < len(want); j++ {
+			readyPrev := rec.readyAt[ns+"/"+want[j-1]+"/"+v2]
+			ungated := rec.released[ns+"/"+want[j]]
+			released := ungated[len(ungated)-1] // the upgrade's release is the last
+			res.Latencies = append(res.Latencies, released.Sub(readyPrev))
+		}
+	}
+	rec.mu.Unlock()
+
+	res.PeakRSSKiB, err = peakRSS(seq.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	res.APICalls, err = apiCalls(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+	return res, err
+}
+
+func keys(n int) []defaults.Key {
+	out := []defaults.Key{defaults.Backend}
+	for i := 1; i < n; i++ {
+		out = append(out, defaults.FrontendKey(i))
+	}
+	return out
+}
+
+func namespace(i int) string { return fmt.Sprintf("tenant-%05d", i) }
+
+func createTenant(ctx context.Context, c client.Client, i, nodes int) error {
+	ns := namespace(i)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	for _, k := range keys(nodes) {
+		n := v2alpha1.NewNode(k.Kind())
+		n.SetName(defaults.NodeName("t", k))
+		n.SetNamespace(ns)
+		*n.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "t"}, ExpressVersion: v1}
+		if err := c.Create(ctx, n); err != nil {
+			return fmt.Errorf("creating %s/%s: %w", ns, n.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func upgradeTenant(ctx context.Context, c client.Client, i, nodes int) error {
+	for _, k := range keys(nodes) {
+		n := v2alpha1.NewNode(k.Kind())
+		key := client.ObjectKey{Namespace: namespace(i), Name: defaults.NodeName("t", k)}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, key, n); err != nil {
+				return err
+			}
+			n.NodeSpec().ExpressVersion = v2
+			return c.Update(ctx, n)
+		})
+		if err != nil {
+			return fmt.Errorf("upgrading %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+func parallel(ctx context.Context, workers, n int, f func(int) error) error {
+	var next atomic.Int64
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					errs <- ctx.Err()
+					return
+				}
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var all []error
+	for w := 0; w < workers; w++ {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// waitCount waits until counter reaches total, printing progress.
+func waitCount(ctx context.Context, out io.Writer, what string, counter *atomic.Int64, total int64) error {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for counter.Load() < total {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d/%d nodes %s when time ran out", counter.Load(), total, what)
+		case <-tick.C:
+			fmt.Fprintf(out, "  %d/%d nodes %s\n", counter.Load(), total, what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// peakRSS reads a process's peak resident set size (VmHWM) in KiB.
+func peakRSS(pid int) (int, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the sequencer's memory: %w", err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			return strconv.Atoi(strings.Fields(v)[0])
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc status")
+}
+
+// apiCalls sums client-go's rest_client_requests_total on the sequencer's
+// metrics endpoint.
+func apiCalls(url string) (int, error) {
+	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
+	if err != nil {
+		return 0, fmt.Errorf("reading the sequencer's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	total := 0.0
+	s := bufio.NewScanner(resp.Body)
+	for s.Scan() {
+		line := s.Text()
+		if strings.HasPrefix(line, "rest_client_requests_total{") {
+			fields := strings.Fields(line)
+			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err == nil {
+				total += v
+			}
+		}
+	}
+	return int(total), s.Err()
+}

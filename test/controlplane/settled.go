@@ -1,0 +1,59 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// Nodes lists the Backends and Frontends of a namespace.
+func Nodes(ctx context.Context, c client.Reader, ns string) ([]v2alpha1.Node, error) {
+	var bes v2alpha1.BackendList
+	var fes v2alpha1.FrontendList
+	if err := c.List(ctx, &bes, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	if err := c.List(ctx, &fes, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var out []v2alpha1.Node
+	for i := range bes.Items {
+		out = append(out, &bes.Items[i])
+	}
+	for i := range fes.Items {
+		out = append(out, &fes.Items[i])
+	}
+	return out, nil
+}
+
+// Settled reports whether every node in the namespace is done: an up node
+// ungated and RolloutComplete for its current generation, a down node
+// without pods. When not, it says which node is not and why.
+func Settled(ctx context.Context, c client.Reader, ns string) (bool, string, error) {
+	nodes, err := Nodes(ctx, c, ns)
+	if err != nil {
+		return false, "", err
+	}
+	for _, n := range nodes {
+		if !n.NodeSpec().IsUp() {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}); err != nil {
+				return false, "", err
+			}
+			if len(pods.Items) > 0 {
+				return false, n.GetName() + " is down but still has pods", nil
+			}
+			continue
+		}
+		cond := meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
+		if v2alpha1.IsGated(n) || cond == nil || cond.Reason != v2alpha1.ReasonRolloutComplete || cond.ObservedGeneration != n.GetGeneration() {
+			return false, fmt.Sprintf("%s gated=%v condition=%v", n.GetName(), v2alpha1.IsGated(n), cond), nil
+		}
+	}
+	return len(nodes) > 0, "no nodes", nil
+}
