@@ -12,6 +12,10 @@ FUZZTIME ?= 10s
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
+.PHONY: demo
+demo: control-plane ## Run the local demo on an embedded control plane (DEMO_FLAGS=-keep keeps it up).
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/demo $(DEMO_FLAGS)
+
 .PHONY: test
 test: manifests generate control-plane ## Build what is missing, then run every test against a real kube-apiserver + etcd.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) test ./... -count=1 -timeout 30m

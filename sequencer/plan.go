@@ -117,10 +117,18 @@ func (s *Snapshot) decide(name string) (Decision, []blocker) {
 	}
 	var blockers []blocker
 	for _, r := range s.requirements(name, d.Mode) {
-		if b, blocked := s.check(r); blocked && !slices.Contains(d.WaitingFor, b.node) {
-			blockers = append(blockers, b)
-			d.WaitingFor = append(d.WaitingFor, b.node)
+		b, blocked := s.check(r)
+		if !blocked {
+			continue
 		}
+		// A node both lists name is reported once, by its stricter
+		// (later, upgrade) requirement.
+		if i := slices.Index(d.WaitingFor, b.node); i >= 0 {
+			blockers[i] = b
+			continue
+		}
+		blockers = append(blockers, b)
+		d.WaitingFor = append(d.WaitingFor, b.node)
 	}
 	if len(blockers) == 0 {
 		latest := s.latestChange()

@@ -1,0 +1,358 @@
+// Command demo shows express-sequencer at work on a local control plane: a
+// real kube-apiserver and etcd, express-sequencer's webhooks (over TLS, with
+// the self-signed CA it injects) and sequencer, and the simulated Express
+// operator. It creates the tenant of the user's chart, upgrades all of it,
+// then upgrades its frontends with fe2 down, printing a timeline of what is
+// gated, released and Ready, and why. It exits 0 only if every order
+// observed is the expected one.
+//
+//	make demo                 # or: go run ./test/demo
+//	make demo DEMO_FLAGS=-keep # keep the control plane up afterwards
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/test/simoperator"
+)
+
+type options struct {
+	keep       bool
+	readyAfter time.Duration
+	settle     time.Duration
+	timeout    time.Duration
+}
+
+func main() {
+	o := options{}
+	flag.BoolVar(&o.keep, "keep", false, "Keep the control plane running after the demo and print how to reach it with kubectl; Ctrl-C ends it.")
+	flag.DurationVar(&o.readyAfter, "ready-after", 1500*time.Millisecond, "How long the simulated Express operator takes to bring a node's pod to Ready.")
+	flag.DurationVar(&o.settle, "settle-time", 2*time.Second, "express-sequencer's --settle-time.")
+	flag.DurationVar(&o.timeout, "step-timeout", 2*time.Minute, "Give up on a step after this long.")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, o, os.Stdout)
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "\nInterrupted; the control plane is stopped.")
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+// timeline prints what happens, stamped with the time since the start.
+type timeline struct {
+	mu    sync.Mutex
+	out   io.Writer
+	start time.Time
+}
+
+func (t *timeline) printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.out, "[%5.1fs] %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (t *timeline) say(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.out, format+"\n", args...)
+}
+
+// step is one change to the tenant and the order it must roll in.
+type step struct {
+	title string
+	want  string
+	do    func(ctx context.Context, d *demo) error
+}
+
+type demo struct {
+	*timeline
+	c     client.Client
+	op    *simoperator.Operator
+	ns    string
+	nodes int
+}
+
+const (
+	v151 = "express-e689.151"
+	v154 = "express-e689.154"
+	v155 = "express-e689.155"
+	ns   = "tenant-123634-prod"
+)
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	tl := &timeline{out: out, start: time.Now()}
+	tl.say("express-sequencer demo: one Express tenant on a local kube-apiserver + etcd\n")
+	tl.printf("Starting kube-apiserver and etcd, express-sequencer and a simulated Express operator…")
+	h, err := controlplane.NewHarness(controlplane.TestLogger(), func(ao *app.Options) {
+		ao.SettleTime = o.settle
+		ao.ProgressDeadline = time.Minute
+	})
+	if err != nil {
+		return err
+	}
+	defer h.Stop()
+	d := &demo{timeline: tl, c: h.Client, ns: ns, nodes: 5}
+	d.op = &simoperator.Operator{
+		ReadyAfter: o.readyAfter, RecoverAfter: time.Second,
+		OnStart: func(s simoperator.Start) { d.printf("%-9s rolling   to %s", s.Node, s.Version) },
+		OnReady: func(r simoperator.Ready) { d.printf("%-9s Ready     on %s  %s", r.Node, r.Version, d.progress(r.Version)) },
+	}
+	stopOp, err := h.StartOperator(d.op)
+	if err != nil {
+		return err
+	}
+	defer stopOp()
+	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	tl.printf("Ready: webhooks served over TLS (self-signed CA injected), sequencer running, settle time %s", o.settle)
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go d.watch(watchCtx)
+
+	steps := []step{
+		{"create tenant acme: be, fe1…fe4 on " + v151 + ", no deploymentDependencies (the chart without allNodeConfig)",
+			"be fe1 fe2 fe3 fe4", func(ctx context.Context, d *demo) error { return d.createTenant(ctx) }},
+		{"upgrade every node to " + v154, "fe1 fe2 be fe3 fe4",
+			func(ctx context.Context, d *demo) error { return d.setVersion(ctx, v154, "be", "fe1", "fe2", "fe3", "fe4") }},
+		{"take fe2 down (up: false), then upgrade the frontends to " + v155, "fe1 fe3 fe4",
+			func(ctx context.Context, d *demo) error {
+				if err := d.update(ctx, "fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }); err != nil {
+					return err
+				}
+				if err := d.waitSettled(ctx, o.timeout); err != nil {
+					return err
+				}
+				return d.setVersion(ctx, v155, "fe1", "fe2", "fe3", "fe4")
+			}},
+	}
+	type outcome struct{ title, want, got string }
+	var outcomes []outcome
+	for i, s := range steps {
+		tl.say("\nStep %d/%d: %s\n  expected order: %s", i+1, len(steps), s.title, s.want)
+		mark := len(d.op.StartedIn(ns))
+		if err := s.do(ctx, d); err != nil {
+			return err
+		}
+		if err := d.waitSettled(ctx, o.timeout); err != nil {
+			return err
+		}
+		got := d.startedSince(mark)
+		outcomes = append(outcomes, outcome{s.title, s.want, got})
+		tl.printf("step %d done: observed order %s", i+1, got)
+	}
+
+	tl.say("\nSummary")
+	ok := true
+	for i, oc := range outcomes {
+		verdict := "as expected"
+		if oc.got != oc.want {
+			verdict, ok = "EXPECTED "+oc.want, false
+		}
+		tl.say("  %d. %-22s %s", i+1, oc.got, verdict)
+	}
+	if !ok {
+		return errors.New("an observed order differs from the expected one")
+	}
+	tl.say("Every order was the expected one.")
+	if o.keep {
+		return d.keep(ctx, h)
+	}
+	return nil
+}
+
+// progress says how many up nodes run version.
+func (d *demo) progress(version string) string {
+	nodes, err := controlplane.Nodes(context.Background(), d.c, d.ns)
+	if err != nil {
+		return ""
+	}
+	up, on := 0, 0
+	for _, n := range nodes {
+		if !n.NodeSpec().IsUp() {
+			continue
+		}
+		up++
+		var pods corev1.PodList
+		if d.c.List(context.Background(), &pods, client.InNamespace(d.ns), client.MatchingLabels{
+			v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelExpressVersion: version}) == nil && len(pods.Items) > 0 &&
+			slices.ContainsFunc(pods.Items[0].Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+			}) {
+			on++
+		}
+	}
+	return fmt.Sprintf("[%d/%d nodes on %s]", on, up, version)
+}
+
+func (d *demo) startedSince(mark int) string {
+	var out []string
+	for _, s := range d.op.StartedIn(d.ns)[mark:] {
+		out = append(out, strings.TrimPrefix(s, "acme-"))
+	}
+	return strings.Join(out, " ")
+}
+
+// watch prints every change of a node's gate and PrerequisitesReady condition.
+func (d *demo) watch(ctx context.Context) {
+	last := map[string]string{}
+	for ctx.Err() == nil {
+		nodes, err := controlplane.Nodes(ctx, d.c, d.ns)
+		if err == nil {
+			slices.SortFunc(nodes, func(a, b v2alpha1.Node) int { return strings.Compare(a.GetName(), b.GetName()) })
+			for _, n := range nodes {
+				c := meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
+				state := "gated    "
+				if !v2alpha1.IsGated(n) {
+					state = "ungated  "
+				}
+				line := state
+				if c != nil {
+					line += fmt.Sprintf(" %-22s %s", c.Reason, c.Message)
+				}
+				if last[n.GetName()] != line {
+					last[n.GetName()] = line
+					d.printf("%-9s %s", n.GetName(), line)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (d *demo) createTenant(ctx context.Context) error {
+	for i := 0; i < d.nodes; i++ {
+		key, kind := fmt.Sprintf("fe%d", i), v2alpha1.KindFrontend
+		if i == 0 {
+			key, kind = "be", v2alpha1.KindBackend
+		}
+		n := v2alpha1.NewNode(kind)
+		n.SetName("acme-" + key)
+		n.SetNamespace(d.ns)
+		n.SetLabels(map[string]string{"express.medallia.com/source-deployer": "argocd"})
+		*n.NodeSpec() = v2alpha1.NodeSpec{
+			ClusterConfig:   v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "123634", TenantName: "acme"},
+			ExpressVersion:  v151,
+			ConfigChangeset: "867fc47c2326a5b00893b3b0f3d2d7c66b634579",
+		}
+		if err := d.c.Create(ctx, n); err != nil {
+			return fmt.Errorf("creating %s: %w", n.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func (d *demo) update(ctx context.Context, key string, edit func(v2alpha1.Node)) error {
+	for {
+		kind := v2alpha1.KindFrontend
+		if key == "be" {
+			kind = v2alpha1.KindBackend
+		}
+		n := v2alpha1.NewNode(kind)
+		if err := d.c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: "acme-" + key}, n); err != nil {
+			return err
+		}
+		edit(n)
+		err := d.c.Update(ctx, n)
+		if err == nil || !strings.Contains(err.Error(), "the object has been modified") {
+			return err
+		}
+	}
+}
+
+func (d *demo) setVersion(ctx context.Context, version string, keys ...string) error {
+	for _, k := range keys {
+		if err := d.update(ctx, k, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = version }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *demo) waitSettled(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	why := ""
+	for time.Now().Before(deadline) {
+		done, reason, err := controlplane.Settled(ctx, d.c, d.ns)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		why = reason
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the tenant did not settle within %s: %s", timeout, why)
+}
+
+// keep leaves the control plane up and tells how to use it.
+func (d *demo) keep(ctx context.Context, h *controlplane.Harness) error {
+	dir, err := os.MkdirTemp("", "express-sequencer-demo-")
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := h.KubeconfigFile(dir)
+	if err != nil {
+		return err
+	}
+	manifest := filepath.Join(dir, "acme-fe5.yaml")
+	if err := os.WriteFile(manifest, []byte(`apiVersion: express.medallia.com/v2alpha1
+kind: Frontend
+metadata:
+  name: acme-fe5
+spec:
+  clusterConfig: {clusterName: acme, tenantID: "123634", tenantName: acme}
+  expressVersion: `+v155+`
+`), 0o600); err != nil {
+		return err
+	}
+	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	d.say(`
+The control plane stays up until Ctrl-C. In another terminal:
+
+  export KUBECONFIG=%s
+  %s get backends,frontends -n %s
+  %s describe frontend acme-fe2 -n %s
+  %s apply --dry-run=server -o yaml -n %s -f %s    # the defaults and gate the webhook would add
+  %s apply -n %s -f %s                             # then watch fe5 be provisioned
+  %s events -n %s`, kubeconfig, kubectl, ns, kubectl, ns, kubectl, ns, manifest, kubectl, ns, manifest, kubectl, ns)
+	<-ctx.Done()
+	_ = os.RemoveAll(dir)
+	return nil
+}
