@@ -48,9 +48,9 @@ const (
 
 type options struct {
 	tenants, nodes, workers int
-	settle, timeout        time.Duration
-	binary                 string
-	rate                   float64
+	settle, timeout         time.Duration
+	binary                  string
+	rate                    float64
 }
 
 func main() {
@@ -117,10 +117,10 @@ func run(o options, out io.Writer) error {
 // recorder keeps the operator's rollout starts and readiness per node.
 type recorder struct {
 	mu       sync.Mutex
-	released map[string][]time.Time // namespace/node → gate removals seen
-	starts  map[string][]simoperator.Start // by namespace
-	readyAt map[string]time.Time           // namespace/node/version
-	ready   map[string]*atomic.Int64       // version → nodes Ready on it
+	released map[string][]time.Time         // namespace/node → gate removals seen
+	starts   map[string][]simoperator.Start // by namespace
+	readyAt  map[string]time.Time           // namespace/node/version
+	ready    map[string]*atomic.Int64       // version → nodes Ready on it
 }
 
 func (r *recorder) onUngated(ns, node string, at time.Time) {

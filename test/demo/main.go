@@ -122,7 +122,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	d.op = &simoperator.Operator{
 		ReadyAfter: o.readyAfter, RecoverAfter: time.Second,
 		OnStart: func(s simoperator.Start) { d.printf("%-9s rolling   to %s", s.Node, s.Version) },
-		OnReady: func(r simoperator.Ready) { d.printf("%-9s Ready     on %s  %s", r.Node, r.Version, d.progress(r.Version)) },
+		OnReady: func(r simoperator.Ready) {
+			d.printf("%-9s Ready     on %s  %s", r.Node, r.Version, d.progress(r.Version))
+		},
 	}
 	stopOp, err := h.StartOperator(d.op)
 	if err != nil {
@@ -142,7 +144,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		{"create tenant acme: be, fe1…fe4 on " + v151 + ", no deploymentDependencies (the chart without allNodeConfig)",
 			"be fe1 fe2 fe3 fe4", func(ctx context.Context, d *demo) error { return d.createTenant(ctx) }},
 		{"upgrade every node to " + v154, "fe1 fe2 be fe3 fe4",
-			func(ctx context.Context, d *demo) error { return d.setVersion(ctx, v154, "be", "fe1", "fe2", "fe3", "fe4") }},
+			func(ctx context.Context, d *demo) error {
+				return d.setVersion(ctx, v154, "be", "fe1", "fe2", "fe3", "fe4")
+			}},
 		{"take fe2 down (up: false), then upgrade the frontends to " + v155, "fe1 fe3 fe4",
 			func(ctx context.Context, d *demo) error {
 				if err := d.update(ctx, "fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }); err != nil {
