@@ -77,6 +77,7 @@ type Result struct {
 	OutOfOrder         []string
 	APICalls           int
 	PeakRSSKiB         int
+	CPU                time.Duration
 }
 
 // Percentile returns the p-th percentile (0–100) of the release latencies.
@@ -107,6 +108,7 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "  release latency max:     %s  (%d releases)\n", res.Percentile(100).Round(100*time.Microsecond), len(res.Latencies))
 	fmt.Fprintf(out, "  sequencer API calls:     %d\n", res.APICalls)
 	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB\n", res.PeakRSSKiB/1024)
+	fmt.Fprintf(out, "  sequencer CPU time:      %s (of %s wall clock for both phases)\n", res.CPU.Round(time.Second), (res.Provision + res.Upgrade).Round(time.Second))
 	if len(res.OutOfOrder) > 0 {
 		return fmt.Errorf("%d tenants rolled out of order, e.g. %s", len(res.OutOfOrder), res.OutOfOrder[0])
 	}
@@ -117,6 +119,7 @@ func run(o options, out io.Writer) error {
 // recorder keeps the operator's rollout starts and readiness per node.
 type recorder struct {
 	mu       sync.Mutex
+	readyOn  map[string]map[string]bool // version → namespace/node Ready on it
 	released map[string][]time.Time         // namespace/node → gate removals seen
 	starts   map[string][]simoperator.Start // by namespace
 	readyAt  map[string]time.Time           // namespace/node/version
@@ -138,9 +141,14 @@ func (r *recorder) onStart(s simoperator.Start) {
 func (r *recorder) onReady(e simoperator.Ready) {
 	r.mu.Lock()
 	r.readyAt[e.Namespace+"/"+e.Node+"/"+e.Version] = e.At
+	first := !r.readyOn[e.Version][e.Namespace+"/"+e.Node]
+	if r.readyOn[e.Version] == nil {
+		r.readyOn[e.Version] = map[string]bool{}
+	}
+	r.readyOn[e.Version][e.Namespace+"/"+e.Node] = true
 	r.mu.Unlock()
-	if c, ok := r.ready[e.Version]; ok {
-		c.Add(1)
+	if c, ok := r.ready[e.Version]; ok && first {
+		c.Add(1) // nodes, not events: a node Ready twice counts once
 	}
 }
 
@@ -200,6 +208,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	}
 
 	rec := &recorder{starts: map[string][]simoperator.Start{}, readyAt: map[string]time.Time{}, released: map[string][]time.Time{},
+		readyOn: map[string]map[string]bool{},
 		ready: map[string]*atomic.Int64{v1: {}, v2: {}}}
 	op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated}
 	opCP := *cp
@@ -252,16 +261,17 @@ func measure(o options, out io.Writer) (Result, error) {
 	rec.mu.Lock()
 	for i := 0; i < o.tenants; i++ {
 		ns := namespace(i)
-		var got []string
+		var got, detail []string
 		for _, s := range rec.starts[ns][mark[ns]:] {
 			got = append(got, s.Node)
+			detail = append(detail, s.Node+"@"+s.Version)
 		}
 		var want []string
 		for _, k := range order {
 			want = append(want, "t-"+k.String())
 		}
 		if !slices.Equal(got, want) {
-			res.OutOfOrder = append(res.OutOfOrder, fmt.Sprintf("%s: %v", ns, got))
+			res.OutOfOrder = append(res.OutOfOrder, fmt.Sprintf("%s: %v", ns, detail))
 			continue
 		}
 		for j := 1; j < len(want); j++ {
@@ -275,6 +285,9 @@ func measure(o options, out io.Writer) (Result, error) {
 
 	res.PeakRSSKiB, err = peakRSS(seq.Process.Pid)
 	if err != nil {
+		return res, err
+	}
+	if res.CPU, err = cpuTime(seq.Process.Pid); err != nil {
 		return res, err
 	}
 	res.APICalls, err = apiCalls(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
@@ -381,6 +394,23 @@ func peakRSS(pid int) (int, error) {
 		}
 	}
 	return 0, errors.New("no VmHWM in /proc status")
+}
+
+// cpuTime reads a process's user + system CPU time from /proc/<pid>/stat.
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the sequencer's CPU time: %w", err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, err1 := strconv.Atoi(fields[11])
+	stime, err2 := strconv.Atoi(fields[12])
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticks, nil
 }
 
 // apiCalls sums client-go's rest_client_requests_total on the sequencer's

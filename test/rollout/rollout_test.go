@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 )
 
 func TestANewTenantIsProvisionedInOrderAndThenLeftAlone(t *testing.T) {
@@ -30,14 +32,19 @@ func TestANewTenantIsProvisionedInOrderAndThenLeftAlone(t *testing.T) {
 		assert.Equal(t, "Ready on "+v1, condition(n).Message, k)
 	}
 
-	var events eventsv1.EventList
-	require.NoError(t, harness.Client.List(context.Background(), &events, client.InNamespace(ns)))
 	released := map[string]bool{}
-	for _, e := range events.Items {
-		if e.Reason == v2alpha1.ReasonReleased && e.Action == "Release" {
-			released[e.Regarding.Name] = true
+	waitFor(10*time.Second, func() bool { // Events are recorded asynchronously
+		var events eventsv1.EventList
+		if harness.Client.List(context.Background(), &events, client.InNamespace(ns)) != nil {
+			return false
 		}
-	}
+		for _, e := range events.Items {
+			if e.Reason == v2alpha1.ReasonReleased && e.Action == "Release" {
+				released[e.Regarding.Name] = true
+			}
+		}
+		return len(released) == 5
+	})
 	assert.Len(t, released, 5, "every release is recorded as an Event: %v", released)
 }
 
@@ -143,4 +150,32 @@ func TestANodeToggledDownAndUpMidRolloutIsReordered(t *testing.T) {
 	setUp(t, ns, true, "fe2")
 	waitSettled(t, ns, 5)
 	assert.Equal(t, "fe1 be fe3 fe4 fe2", startedSince(ns, mark))
+}
+
+func TestAStalledNodeIsReportedAndHoldsItsDependents(t *testing.T) {
+	startSequencer(t, func(o *app.Options) { o.ProgressDeadline = 2 * time.Second })
+	ns := namespace(t)
+	createTenant(t, ns, 3, nil)
+	waitSettled(t, ns, 3)
+	op.Stick(ns, "acme-fe1")
+	setVersion(t, ns, v2, keys(3)...)
+
+	fe1 := node(ns, "fe1")
+	require.True(t, waitFor(20*time.Second, func() bool {
+		return harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe1), fe1) == nil &&
+			condition(fe1) != nil && condition(fe1).Reason == v2alpha1.ReasonProgressDeadlineExceeded
+	}), "fe1 is reported stalled")
+	assert.Contains(t, condition(fe1).Message, "released but not Ready on "+v2+" within 2s")
+	assert.False(t, v2alpha1.IsGated(fe1), "nothing is reverted")
+	fe2 := node(ns, "fe2")
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe2), fe2))
+	assert.True(t, v2alpha1.IsGated(fe2), "its dependents stay gated")
+
+	assert.True(t, waitFor(10*time.Second, func() bool { // Events are recorded asynchronously
+		var events eventsv1.EventList
+		return harness.Client.List(context.Background(), &events, client.InNamespace(ns)) == nil &&
+			slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+				return e.Reason == v2alpha1.ReasonProgressDeadlineExceeded && e.Type == "Warning" && e.Regarding.Name == "acme-fe1"
+			})
+	}), "a Warning Event says so")
 }

@@ -47,6 +47,7 @@ func TestMain(m *testing.M) {
 	stopOp, err := harness.StartOperator(op)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		_ = harness.Stop()
 		os.Exit(1)
 	}
 	code := m.Run()

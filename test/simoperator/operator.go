@@ -10,6 +10,7 @@ package simoperator
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -72,6 +73,10 @@ type Operator struct {
 	// just deleted, until its cache shows both: acting on a cache that has
 	// not seen its own writes would roll a node twice.
 	expected map[types.NamespacedName]expectation
+	// recoveries counts crash recoveries per node; with the target it names
+	// the node's pod, so a second roll to the same target, from a cache that
+	// has not caught up yet, fails as AlreadyExists instead of rolling twice.
+	recoveries map[types.NamespacedName]int
 }
 
 type expectation struct {
@@ -89,6 +94,7 @@ type nodeRef struct {
 func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 	o.readyAt, o.crashedAt, o.stuck = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]time.Time{}, map[types.NamespacedName]bool{}
 	o.expected = map[types.NamespacedName]expectation{}
+	o.recoveries = map[types.NamespacedName]int{}
 	byKind := func(kind string) handler.TypedEventHandler[client.Object, nodeRef] {
 		return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []nodeRef {
 			return []nodeRef{{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}}
@@ -207,6 +213,9 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		onTarget = false // re-provision
+		o.mu.Lock()
+		o.recoveries[ref.NamespacedName]++
+		o.mu.Unlock()
 	}
 	if !onTarget {
 		return o.roll(ctx, n, pods.Items)
@@ -242,9 +251,15 @@ func (o *Operator) roll(ctx context.Context, n v2alpha1.Node, old []corev1.Pod) 
 		return reconcile.Result{}, err
 	}
 	spec := n.NodeSpec()
+	key := client.ObjectKeyFromObject(n)
+	o.mu.Lock()
+	attempt := o.recoveries[key]
+	o.mu.Unlock()
+	target := fnv.New32a()
+	_, _ = target.Write([]byte(spec.ExpressVersion + "/" + spec.DeploymentRevision))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: n.GetName() + "-", Namespace: n.GetNamespace(),
+			Name: fmt.Sprintf("%s-%08x-%d", n.GetName(), target.Sum32(), attempt), Namespace: n.GetNamespace(),
 			Labels: map[string]string{
 				v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelExpressVersion: spec.ExpressVersion,
 				v2alpha1.LabelDeploymentRevision: spec.DeploymentRevision,
@@ -253,9 +268,11 @@ func (o *Operator) roll(ctx context.Context, n v2alpha1.Node, old []corev1.Pod) 
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express:" + spec.ExpressVersion}}},
 	}
 	if err := o.Client.Create(ctx, pod); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{RequeueAfter: 20 * time.Millisecond}, nil // rolled already; the cache is behind
+		}
 		return reconcile.Result{}, fmt.Errorf("creating a pod for %s: %w", n.GetName(), err)
 	}
-	key := client.ObjectKeyFromObject(n)
 	start := Start{Node: n.GetName(), Namespace: n.GetNamespace(), Version: spec.ExpressVersion, At: time.Now()}
 	deleted := map[string]bool{}
 	for _, p := range old {
