@@ -119,7 +119,7 @@ func run(o options, out io.Writer) error {
 // recorder keeps the operator's rollout starts and readiness per node.
 type recorder struct {
 	mu       sync.Mutex
-	readyOn  map[string]map[string]bool // version → namespace/node Ready on it
+	readyOn  map[string]map[string]bool     // version → namespace/node Ready on it
 	released map[string][]time.Time         // namespace/node → gate removals seen
 	starts   map[string][]simoperator.Start // by namespace
 	readyAt  map[string]time.Time           // namespace/node/version
@@ -209,7 +209,7 @@ func measure(o options, out io.Writer) (Result, error) {
 
 	rec := &recorder{starts: map[string][]simoperator.Start{}, readyAt: map[string]time.Time{}, released: map[string][]time.Time{},
 		readyOn: map[string]map[string]bool{},
-		ready: map[string]*atomic.Int64{v1: {}, v2: {}}}
+		ready:   map[string]*atomic.Int64{v1: {}, v2: {}}}
 	op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated}
 	opCP := *cp
 	opCP.Config = cfg
