@@ -30,8 +30,9 @@ control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/k8
 	@hack/control-plane.sh >/dev/null
 
 .PHONY: build
-build: generate ## Build bin/express-sequencer.
+build: generate ## Build bin/express-sequencer and the kubectl plugin bin/kubectl-express.
 	$(GO) build -o $(BIN)/express-sequencer ./cmd/express-sequencer
+	$(GO) build -o $(BIN)/kubectl-express ./cmd/kubectl-express
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

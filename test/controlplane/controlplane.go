@@ -178,8 +178,13 @@ func (cp *ControlPlane) ManagerOptions(certDir string, log logr.Logger) app.Opti
 // the returned stop is called; it returns once the API server reaches the
 // webhooks.
 func (cp *ControlPlane) StartManager(o app.Options) (mgr manager.Manager, stop func(), err error) {
+	return cp.StartManagerAs(cp.Config, o)
+}
+
+// StartManagerAs is StartManager with the identity of cfg.
+func (cp *ControlPlane) StartManagerAs(cfg *rest.Config, o app.Options) (mgr manager.Manager, stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err = app.New(ctx, cp.Config, o)
+	mgr, err = app.New(ctx, cfg, o)
 	if err != nil {
 		cancel()
 		return nil, nil, err

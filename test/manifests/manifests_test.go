@@ -16,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -86,6 +87,12 @@ func TestTheCertManagerInstallHangsTogether(t *testing.T) {
 	assert.Equal(t, cert.Spec.SecretName, pod.Volumes[vol].Secret.SecretName, "the pod mounts the Secret cert-manager writes")
 	assert.Equal(t, deploy.Spec.Template.Labels, service.Spec.Selector, "the Service selects the webhook pods")
 	assert.GreaterOrEqual(t, *deploy.Spec.Replicas, int32(2), "webhooks with failurePolicy Fail need more than one replica")
+
+	pdb := decode[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget", "express-sequencer-controller-manager")
+	assert.Equal(t, deploy.Spec.Template.Labels, pdb.Spec.Selector.MatchLabels, "the budget covers the webhook pods")
+	assert.Equal(t, 1, pdb.Spec.MinAvailable.IntValue(), "one replica keeps serving webhooks through drains")
+	metricsSvc := decode[corev1.Service](t, objs, "Service", "express-sequencer-metrics")
+	assert.Equal(t, deploy.Spec.Template.Labels, metricsSvc.Spec.Selector)
 
 	binding := decode[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "express-sequencer-manager-rolebinding")
 	assert.Equal(t, pod.ServiceAccountName, binding.Subjects[0].Name)

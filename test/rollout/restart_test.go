@@ -30,10 +30,7 @@ func noRolloutFor(t *testing.T, ns string, d time.Duration) {
 func TestWhileTheSequencerIsDown(t *testing.T) {
 	t.Run("a change to all nodes waits for it and is then rolled in order", func(t *testing.T) {
 		stop := startSequencer(t)
-		ns := namespace(t)
-		createTenant(t, ns, 5, nil)
-		waitSettled(t, ns, 5)
-		mark := len(op.StartedIn(ns))
+		ns, mark := settledTenant(t, 5)
 		stop()
 
 		setVersion(t, ns, v2, keys(5)...)
@@ -46,10 +43,7 @@ func TestWhileTheSequencerIsDown(t *testing.T) {
 
 	t.Run("a rollout stopped half way resumes in order and releases nothing early", func(t *testing.T) {
 		stop := startSequencer(t)
-		ns := namespace(t)
-		createTenant(t, ns, 5, nil)
-		waitSettled(t, ns, 5)
-		mark := len(op.StartedIn(ns))
+		ns, mark := settledTenant(t, 5)
 		setVersion(t, ns, v2, keys(5)...)
 		require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) != "" }))
 		stop()
@@ -64,10 +58,7 @@ func TestWhileTheSequencerIsDown(t *testing.T) {
 
 	t.Run("nodes deleted, added, updated and crashed meanwhile converge", func(t *testing.T) {
 		stop := startSequencer(t)
-		ns := namespace(t)
-		createTenant(t, ns, 5, nil)
-		waitSettled(t, ns, 5)
-		mark := len(op.StartedIn(ns))
+		ns, mark := settledTenant(t, 5)
 		stop()
 
 		require.NoError(t, harness.Client.Delete(context.Background(), node(ns, "fe4")))
@@ -108,10 +99,7 @@ func TestWhileTheSequencerIsDown(t *testing.T) {
 
 	t.Run("a node taken down and a change to all are rolled without it", func(t *testing.T) {
 		stop := startSequencer(t)
-		ns := namespace(t)
-		createTenant(t, ns, 5, nil)
-		waitSettled(t, ns, 5)
-		mark := len(op.StartedIn(ns))
+		ns, mark := settledTenant(t, 5)
 		stop()
 
 		setUp(t, ns, false, "fe2")

@@ -50,10 +50,7 @@ func TestANewTenantIsProvisionedInOrderAndThenLeftAlone(t *testing.T) {
 
 func TestAChangeToAllNodesRollsFe1Fe2ThenTheBackend(t *testing.T) {
 	startSequencer(t)
-	ns := namespace(t)
-	createTenant(t, ns, 5, nil)
-	waitSettled(t, ns, 5)
-	mark := len(op.StartedIn(ns))
+	ns, mark := settledTenant(t, 5)
 
 	setVersion(t, ns, v2, keys(5)...)
 	require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) != "" }))
@@ -69,10 +66,7 @@ func TestAChangeToAllNodesRollsFe1Fe2ThenTheBackend(t *testing.T) {
 
 func TestAllNodesDownAreBroughtBackBackendFirst(t *testing.T) {
 	startSequencer(t)
-	ns := namespace(t)
-	createTenant(t, ns, 5, nil)
-	waitSettled(t, ns, 5)
-	mark := len(op.StartedIn(ns))
+	ns, mark := settledTenant(t, 5)
 	for _, k := range keys(5) {
 		require.NoError(t, op.Crash(context.Background(), harness.Client, ns, "acme-"+k))
 	}
@@ -82,10 +76,7 @@ func TestAllNodesDownAreBroughtBackBackendFirst(t *testing.T) {
 
 func TestADownBackendComesBackBeforeAPendingFrontendChange(t *testing.T) {
 	startSequencer(t)
-	ns := namespace(t)
-	createTenant(t, ns, 5, nil)
-	waitSettled(t, ns, 5)
-	mark := len(op.StartedIn(ns))
+	ns, mark := settledTenant(t, 5)
 	require.NoError(t, op.Crash(context.Background(), harness.Client, ns, "acme-be"))
 	setVersion(t, ns, v2, "fe1", "fe2", "fe3", "fe4")
 	waitSettled(t, ns, 5)
@@ -138,10 +129,7 @@ func TestExplicitDependenciesOverrideTheDefaultOrder(t *testing.T) {
 
 func TestANodeToggledDownAndUpMidRolloutIsReordered(t *testing.T) {
 	startSequencer(t)
-	ns := namespace(t)
-	createTenant(t, ns, 5, nil)
-	waitSettled(t, ns, 5)
-	mark := len(op.StartedIn(ns))
+	ns, mark := settledTenant(t, 5)
 	setVersion(t, ns, v2, keys(5)...)
 	require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) != "" }))
 	setUp(t, ns, false, "fe2")

@@ -117,6 +117,17 @@ func createTenant(t *testing.T, ns string, size int, edit func(k string, s *v2al
 	}
 }
 
+// settledTenant creates a tenant of size nodes in a new namespace, waits
+// until it is provisioned, and returns the namespace and how many rollouts
+// the operator has started there so far.
+func settledTenant(t *testing.T, size int) (ns string, mark int) {
+	t.Helper()
+	ns = namespace(t)
+	createTenant(t, ns, size, nil)
+	waitSettled(t, ns, size)
+	return ns, len(op.StartedIn(ns))
+}
+
 // update changes nodes through the API server (and so the webhooks),
 // retrying on conflicts as kubectl does.
 func update(t *testing.T, ns string, edit func(v2alpha1.Node), keys ...string) {

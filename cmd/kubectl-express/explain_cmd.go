@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/sequencer"
+)
+
+func newExplainCommand(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "explain NODE",
+		Short: "Say why a node is (not) moving, the chain it waits on, and what would unblock it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := e.client()
+			if err != nil {
+				return err
+			}
+			orders, err := e.orders()
+			if err != nil {
+				return err
+			}
+			n, err := getNode(cmd, c, ns, args[0])
+			if err != nil {
+				return err
+			}
+			s, err := tenantSnapshot(contextOf(cmd), c, ns, n.NodeSpec().ClusterConfig.ClusterName, orders)
+			if err != nil {
+				return err
+			}
+			explain(e, s, n.GetName())
+			return nil
+		},
+	}
+}
+
+func explain(e *env, s *sequencer.Snapshot, name string) {
+	decisions := map[string]sequencer.Decision{}
+	for _, d := range sequencer.Plan(s) {
+		decisions[d.Node] = d
+	}
+	n, d := s.Nodes[name], decisions[name]
+	spec := n.NodeSpec()
+	ready, onTarget := 0, 0
+	for _, p := range s.Pods[name] {
+		if p.Conditions[string(corev1.PodReady)] == string(corev1.ConditionTrue) {
+			ready++
+			if p.Version == spec.ExpressVersion && p.Revision == spec.DeploymentRevision {
+				onTarget++
+			}
+		}
+	}
+	fmt.Fprintf(e.out, "%s %s, tenant %s in namespace %s\n", n.NodeKind(), name, s.Tenant.ClusterName, s.Tenant.Namespace)
+	fmt.Fprintf(e.out, "  target:  %s%s; up: %v\n", spec.ExpressVersion, revision(spec.DeploymentRevision), spec.IsUp())
+	fmt.Fprintf(e.out, "  pods:    %d, %d Ready, %d Ready on target\n", len(s.Pods[name]), ready, onTarget)
+	if c := meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady); c != nil {
+		fmt.Fprintf(e.out, "  sequencer says: %s (%s): %s\n", c.Reason, c.Status, c.Message)
+	}
+	state := "released"
+	if d.Gated {
+		state = "gated"
+	}
+	mode := ""
+	if d.Mode != "" {
+		mode = ", " + string(d.Mode) + " mode"
+	}
+	fmt.Fprintf(e.out, "  now:     %s%s: %s: %s\n", state, mode, d.Condition.Reason, d.Condition.Message)
+	if len(d.WaitingFor) == 0 {
+		if d.Gated {
+			fmt.Fprintf(e.out, "\nIt is held by its own annotations; remove %s to let it go.\n", v2alpha1.AnnotationPauseRollout)
+		} else {
+			fmt.Fprintln(e.out, "\nNothing holds it.")
+		}
+		return
+	}
+	fmt.Fprintf(e.out, "  waits for: %s\n", strings.Join(d.WaitingFor, ", "))
+	chain := []string{name}
+	for cur := d; len(cur.WaitingFor) > 0; {
+		next := cur.WaitingFor[len(cur.WaitingFor)-1]
+		if strings.Contains(strings.Join(chain, " "), next) {
+			chain = append(chain, next+" (loop)")
+			break
+		}
+		chain = append(chain, next)
+		cur = decisions[next]
+		if cur.Node == "" {
+			break
+		}
+	}
+	fmt.Fprintf(e.out, "  chain:   %s\n", strings.Join(chain, " → "))
+	last := strings.TrimSuffix(chain[len(chain)-1], " (loop)")
+	end, ok := decisions[last]
+	fmt.Fprintln(e.out, "\nWhat would unblock it:")
+	switch {
+	case !ok:
+		fmt.Fprintf(e.out, "  - %s does not exist: create it, or change the prerequisite that names it\n", last)
+	case end.Gated:
+		fmt.Fprintf(e.out, "  - %s is held (%s): %s\n", last, end.Condition.Reason, end.Condition.Message)
+	default:
+		fmt.Fprintf(e.out, "  - %s finishing its rollout: it is released and must become Ready on its target\n", last)
+	}
+	fmt.Fprintf(e.out, "  - or, to go now regardless: kubectl annotate %s %s %s=true\n", strings.ToLower(n.NodeKind()), name, v2alpha1.AnnotationIgnorePrerequisites)
+}
+
+func revision(r string) string {
+	if r == "" {
+		return ""
+	}
+	return " revision " + r
+}

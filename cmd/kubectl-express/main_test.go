@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/test/controlplane"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var (
+	envOnce sync.Once
+	envErr  error
+	harness *controlplane.Harness
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if harness != nil {
+		_ = harness.Stop()
+	}
+	os.Exit(code)
+}
+
+const ns = "plugin-test"
+
+// cluster starts a control plane with the webhooks (no sequencer, so the
+// state stays as the test sets it) and a tenant caught mid-upgrade: fe1
+// released and rolling, fe2 down, the rest gated.
+func cluster(t *testing.T) string {
+	t.Helper()
+	envOnce.Do(func() {
+		if harness, envErr = controlplane.NewHarness(logr.Discard(), func(o *app.Options) { o.Sequencer = false }); envErr == nil {
+			envErr = upgradeInProgress(context.Background(), harness.Client)
+		}
+	})
+	require.NoError(t, envErr)
+	path, err := harness.KubeconfigFile(t.TempDir())
+	require.NoError(t, err)
+	return path
+}
+
+func upgradeInProgress(ctx context.Context, c client.Client) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	for i, key := range []string{"be", "fe1", "fe2", "fe3", "fe4"} {
+		kind := v2alpha1.KindFrontend
+		if i == 0 {
+			kind = v2alpha1.KindBackend
+		}
+		n := v2alpha1.NewNode(kind)
+		n.SetName("acme-" + key)
+		n.SetNamespace(ns)
+		*n.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme"}, ExpressVersion: "express-e689.154"}
+		if key == "fe2" {
+			n.NodeSpec().Up = ptr.To(false)
+		}
+		if err := c.Create(ctx, n); err != nil {
+			return err
+		}
+		version, ready := "express-e689.151", corev1.ConditionTrue
+		if key == "fe1" { // released and rolling
+			base := n.DeepCopyObject().(client.Object)
+			n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+			if err := c.Patch(ctx, n, client.MergeFrom(base), client.FieldOwner(v2alpha1.FieldManager)); err != nil {
+				return err
+			}
+			version, ready = "express-e689.154", corev1.ConditionFalse
+		}
+		if key == "fe2" {
+			continue
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "acme-" + key + "-0", Namespace: ns, Labels: map[string]string{
+				v2alpha1.LabelNode: "acme-" + key, v2alpha1.LabelExpressVersion: version}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			return err
+		}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+		if err := c.Status().Update(ctx, pod); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run runs the plugin with args and returns its output and error output.
+func run(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := newRootCommand(strings.NewReader(stdin), &out, &errOut)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run `go test ./cmd/kubectl-express -update` to write it")
+	assert.Equal(t, string(want), got)
+}
+
+func TestPlanShowsWhoWaitsForWhom(t *testing.T) {
+	kubeconfig := cluster(t)
+	for _, format := range []string{"table", "json", "yaml", "mermaid"} {
+		t.Run(format, func(t *testing.T) {
+			out, _, err := run(t, "", "plan", "acme", "--kubeconfig", kubeconfig, "-n", ns, "-o", format)
+			require.NoError(t, err)
+			golden(t, "plan."+format, out)
+		})
+	}
+	out, _, err := run(t, "", "plan", "--kubeconfig", kubeconfig, "-n", ns)
+	require.NoError(t, err)
+	assert.Contains(t, out, "Tenant acme", "the only tenant of the namespace needs no name")
+	_, _, err = run(t, "", "plan", "zeta", "--kubeconfig", kubeconfig, "-n", ns)
+	assert.ErrorContains(t, err, `no tenant "zeta" in namespace "plugin-test"`)
+	_, _, err = run(t, "", "plan", "-o", "xml", "--kubeconfig", kubeconfig, "-n", ns)
+	assert.ErrorContains(t, err, "want table, json, yaml or mermaid")
+}
+
+func TestExplainFollowsTheChain(t *testing.T) {
+	kubeconfig := cluster(t)
+	out, _, err := run(t, "", "explain", "acme-fe4", "--kubeconfig", kubeconfig, "-n", ns)
+	require.NoError(t, err)
+	golden(t, "explain.fe4", out)
+	_, _, err = run(t, "", "explain", "acme-fe9", "--kubeconfig", kubeconfig, "-n", ns)
+	assert.ErrorContains(t, err, `no Backend or Frontend "acme-fe9" in namespace "plugin-test"`)
+}
+
+func TestPauseAndResumeSetAndClearTheAnnotation(t *testing.T) {
+	kubeconfig := cluster(t)
+	annotation := func() (string, bool) {
+		fe3 := &v2alpha1.Frontend{}
+		require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "acme-fe3"}, fe3))
+		v, ok := fe3.Annotations[v2alpha1.AnnotationPauseRollout]
+		return v, ok
+	}
+	out, _, err := run(t, "", "pause", "acme-fe3", "--kubeconfig", kubeconfig, "-n", ns)
+	require.NoError(t, err)
+	assert.Equal(t, "Frontend/acme-fe3 paused\n", out)
+	v, ok := annotation()
+	assert.True(t, ok)
+	assert.Equal(t, "true", v)
+
+	out, _, err = run(t, "", "resume", "acme-fe3", "--kubeconfig", kubeconfig, "-n", ns)
+	require.NoError(t, err)
+	assert.Equal(t, "Frontend/acme-fe3 resumed\n", out)
+	_, ok = annotation()
+	assert.False(t, ok)
+}
+
+func TestDefaultsWorkOfflineWithTheWebhooksCode(t *testing.T) {
+	out, errOut, err := run(t, "", "defaults", "-f", filepath.Join("testdata", "tenant.yaml"))
+	require.NoError(t, err)
+	golden(t, "defaults.tenant", out)
+	assert.Empty(t, errOut, "defaults that name absent nodes are not warned about")
+
+	data, err := os.ReadFile(filepath.Join("testdata", "tenant.yaml"))
+	require.NoError(t, err)
+	fromStdin, _, err := run(t, string(data), "defaults", "-f", "-")
+	require.NoError(t, err)
+	assert.Equal(t, out, fromStdin, "standard input reads the same")
+
+	_, _, err = run(t, "", "defaults", "-f", filepath.Join("testdata", "cycle.yaml"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "acme-fe2 → acme-fe1 → acme-fe2 is a cycle")
+
+	_, _, err = run(t, "", "defaults")
+	assert.ErrorContains(t, err, "-f is required")
+	_, _, err = run(t, "", "defaults", "-f", "testdata/none.yaml")
+	assert.ErrorContains(t, err, "none.yaml")
+}

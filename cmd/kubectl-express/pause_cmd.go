@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+func newPauseCommand(e *env, pause bool) *cobra.Command {
+	use, short := "resume NODE", "Let a paused node go on"
+	if pause {
+		use, short = "pause NODE", "Hold a node, and so everything that waits for it"
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + ` (the ` + v2alpha1.AnnotationPauseRollout + ` annotation).
+A paused node is not released; a node already released finishes its rollout.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := e.client()
+			if err != nil {
+				return err
+			}
+			n, err := getNode(cmd, c, ns, args[0])
+			if err != nil {
+				return err
+			}
+			value := "null"
+			if pause {
+				value = `"true"`
+			}
+			patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, v2alpha1.AnnotationPauseRollout, value))
+			if err := c.Patch(contextOf(cmd), n, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+				return fmt.Errorf("annotating %s %s: %w", n.NodeKind(), n.GetName(), err)
+			}
+			verb := "resumed"
+			if pause {
+				verb = "paused"
+			}
+			fmt.Fprintf(e.out, "%s/%s %s\n", n.NodeKind(), n.GetName(), verb)
+			return nil
+		},
+	}
+}
+
+// getNode finds a Backend or Frontend by name.
+func getNode(cmd *cobra.Command, c client.Client, ns, name string) (v2alpha1.Node, error) {
+	for _, kind := range []string{v2alpha1.KindFrontend, v2alpha1.KindBackend} {
+		n := v2alpha1.NewNode(kind)
+		err := c.Get(contextOf(cmd), client.ObjectKey{Namespace: ns, Name: name}, n)
+		if err == nil {
+			return n, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("no Backend or Frontend %q in namespace %q", name, ns)
+}

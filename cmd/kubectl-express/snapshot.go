@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/sequencer"
+)
+
+// tenantSnapshot reads a tenant straight from the API server into the
+// snapshot the sequencer plans on, so the plugin decides with the
+// sequencer's own Plan.
+func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders) (*sequencer.Snapshot, error) {
+	nodes, err := namespaceNodes(ctx, c, ns)
+	if err != nil {
+		return nil, err
+	}
+	if cluster == "" {
+		tenants := map[string]bool{}
+		for _, n := range nodes {
+			tenants[n.NodeSpec().ClusterConfig.ClusterName] = true
+		}
+		names := make([]string, 0, len(tenants))
+		for t := range tenants {
+			names = append(names, t)
+		}
+		sort.Strings(names)
+		switch len(names) {
+		case 0:
+			return nil, fmt.Errorf("no Backends or Frontends in namespace %q", ns)
+		case 1:
+			cluster = names[0]
+		default:
+			return nil, fmt.Errorf("namespace %q holds tenants %s: name one", ns, strings.Join(names, ", "))
+		}
+	}
+	s := &sequencer.Snapshot{
+		Tenant: sequencer.Tenant{Namespace: ns, ClusterName: cluster}, Orders: orders, Now: time.Now(),
+		Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]sequencer.Pod{},
+	}
+	for _, n := range nodes {
+		if n.NodeSpec().ClusterConfig.ClusterName == cluster {
+			s.Nodes[n.GetName()] = n
+		}
+	}
+	if len(s.Nodes) == 0 {
+		return nil, fmt.Errorf("no tenant %q in namespace %q", cluster, ns)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{v2alpha1.LabelNode}); err != nil {
+		return nil, fmt.Errorf("listing pods in %s: %w", ns, err)
+	}
+	for i := range pods.Items {
+		name := pods.Items[i].Labels[v2alpha1.LabelNode]
+		if _, ok := s.Nodes[name]; ok {
+			s.Pods[name] = append(s.Pods[name], sequencer.PodOf(&pods.Items[i]))
+		}
+	}
+	return s, nil
+}
+
+func namespaceNodes(ctx context.Context, c client.Reader, ns string) ([]v2alpha1.Node, error) {
+	var bes v2alpha1.BackendList
+	var fes v2alpha1.FrontendList
+	if err := c.List(ctx, &bes, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing Backends in %s: %w", ns, err)
+	}
+	if err := c.List(ctx, &fes, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing Frontends in %s: %w", ns, err)
+	}
+	var out []v2alpha1.Node
+	for i := range bes.Items {
+		out = append(out, &bes.Items[i])
+	}
+	for i := range fes.Items {
+		out = append(out, &fes.Items[i])
+	}
+	return out, nil
+}
+
+// orderOf returns the tenant's keyed nodes in an order: all of them, and
+// the live ones only.
+func orderOf(s *sequencer.Snapshot, o defaults.Order) (all, live []string) {
+	byKey := map[defaults.Key]string{}
+	var keys, liveKeys []defaults.Key
+	for name, n := range s.Nodes {
+		if k, ok := defaults.KeyOf(n); ok {
+			byKey[k] = name
+			keys = append(keys, k)
+			if n.NodeSpec().IsUp() {
+				liveKeys = append(liveKeys, k)
+			}
+		}
+	}
+	for _, k := range o.Sequence(keys) {
+		all = append(all, byKey[k])
+		if slices.Contains(liveKeys, k) {
+			live = append(live, byKey[k])
+		}
+	}
+	return all, live
+}

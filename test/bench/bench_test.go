@@ -1,0 +1,23 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A small run of the benchmark: it must finish, find every tenant in order
+// and report a latency for every release.
+func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
+	var out bytes.Buffer
+	res, err := measure(options{tenants: 3, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute}, &out)
+	require.NoError(t, err, out.String())
+	assert.Empty(t, res.OutOfOrder)
+	assert.Len(t, res.Latencies, 3*3, "one latency per dependent release: fe2, be, fe3 in each tenant")
+	assert.Positive(t, res.APICalls)
+	assert.Positive(t, res.PeakRSSKiB)
+	assert.LessOrEqual(t, res.Percentile(50), res.Percentile(99))
+}

@@ -1,0 +1,42 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/test/controlplane"
+)
+
+// failurePolicy: Fail means no node is ever admitted without its defaults and
+// gate: while no webhook serves, writes are refused with an error that says
+// why; once one serves again, the same create succeeds with defaults.
+func TestWhileNoWebhookServesWritesAreRefusedAndNothingSlipsThrough(t *testing.T) {
+	cp, err := controlplane.Start()
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cp.Stop()) }()
+
+	be := func() *v2alpha1.Backend {
+		return &v2alpha1.Backend{
+			ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: metav1.NamespaceDefault},
+			Spec:       v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme"}},
+		}
+	}
+	err = cp.Client.Create(context.Background(), be())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `failed calling webhook "mbackend.express.medallia.com"`)
+	assert.Contains(t, err.Error(), "connection refused")
+
+	_, stop, err := cp.StartManager(cp.ManagerOptions(t.TempDir(), logr.Discard()))
+	require.NoError(t, err)
+	defer stop()
+	created := be()
+	require.NoError(t, cp.Client.Create(context.Background(), created))
+	assert.NotNil(t, created.Spec.DeploymentDependencies, "defaults injected")
+	assert.True(t, v2alpha1.IsGated(created), "gated")
+}
