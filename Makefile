@@ -14,6 +14,7 @@ help: ## Show the targets.
 
 .PHONY: demo
 demo: control-plane ## Run the local demo on an embedded control plane (DEMO_FLAGS=-keep keeps it up).
+	$(GO) build -o $(BIN)/kubectl-express ./cmd/kubectl-express
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/demo $(DEMO_FLAGS)
 
 .PHONY: test

@@ -25,9 +25,9 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +36,7 @@ import (
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 	"github.com/medallia/express-sequencer/test/controlplane"
 	"github.com/medallia/express-sequencer/test/simoperator"
+	"github.com/medallia/express-sequencer/test/tenantchart"
 )
 
 type options struct {
@@ -96,7 +97,6 @@ type demo struct {
 	c     client.Client
 	op    *simoperator.Operator
 	ns    string
-	nodes int
 }
 
 const (
@@ -118,7 +118,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer h.Stop()
-	d := &demo{timeline: tl, c: h.Client, ns: ns, nodes: 5}
+	d := &demo{timeline: tl, c: h.Client, ns: ns}
 	d.op = &simoperator.Operator{
 		ReadyAfter: o.readyAfter, RecoverAfter: time.Second,
 		OnStart: func(s simoperator.Start) { d.printf("%-9s rolling   to %s", s.Node, s.Version) },
@@ -141,21 +141,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	go d.watch(watchCtx)
 
 	steps := []step{
-		{"create tenant acme: be, fe1…fe4 on " + v151 + ", no deploymentDependencies (the chart without allNodeConfig)",
-			"be fe1 fe2 fe3 fe4", func(ctx context.Context, d *demo) error { return d.createTenant(ctx) }},
-		{"upgrade every node to " + v154, "fe1 fe2 be fe3 fe4",
+		{"helm install: tenant acme from charts/express-tenant (no allNodeConfig), every node on " + v151,
+			"be fe1 fe2 fe3 fe4", func(ctx context.Context, d *demo) error { return d.apply(ctx, nil) }},
+		{"helm upgrade --set expressVersion.Backend=" + v154 + ",expressVersion.Frontend=" + v154, "fe1 fe2 be fe3 fe4",
 			func(ctx context.Context, d *demo) error {
-				return d.setVersion(ctx, v154, "be", "fe1", "fe2", "fe3", "fe4")
+				return d.apply(ctx, map[string]any{"expressVersion": map[string]any{"Backend": v154, "Frontend": v154}})
 			}},
-		{"take fe2 down (up: false), then upgrade the frontends to " + v155, "fe1 fe3 fe4",
+		{"helm upgrade --set nodes.fe2.up=false,expressVersion.Frontend=" + v155, "fe1 fe3 fe4",
 			func(ctx context.Context, d *demo) error {
-				if err := d.update(ctx, "fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }); err != nil {
-					return err
-				}
-				if err := d.waitSettled(ctx, o.timeout); err != nil {
-					return err
-				}
-				return d.setVersion(ctx, v155, "fe1", "fe2", "fe3", "fe4")
+				return d.apply(ctx, map[string]any{
+					"expressVersion": map[string]any{"Backend": v154, "Frontend": v155},
+					"nodes":          map[string]any{"fe2": map[string]any{"up": false}},
+				})
 			}},
 	}
 	type outcome struct{ title, want, got string }
@@ -255,23 +252,37 @@ func (d *demo) watch(ctx context.Context) {
 	}
 }
 
-func (d *demo) createTenant(ctx context.Context) error {
-	for i := 0; i < d.nodes; i++ {
-		key, kind := fmt.Sprintf("fe%d", i), v2alpha1.KindFrontend
-		if i == 0 {
-			key, kind = "be", v2alpha1.KindBackend
+// apply renders the tenant chart with Helm's Go SDK and applies the result
+// the way `helm upgrade` does: nodes it renders are created or have their
+// labels and spec replaced (so the webhook re-injects the defaults the chart
+// leaves out, and keeps the sequencer's gate).
+func (d *demo) apply(ctx context.Context, values map[string]any) error {
+	if values == nil {
+		values = map[string]any{}
+	}
+	values["namespace"] = d.ns
+	_, nodes, err := tenantchart.Render(values)
+	if err != nil {
+		return err
+	}
+	for _, rendered := range nodes {
+		live := v2alpha1.NewNode(rendered.NodeKind())
+		err := d.c.Get(ctx, client.ObjectKeyFromObject(rendered), live)
+		switch {
+		case apierrors.IsNotFound(err):
+			if err := d.c.Create(ctx, rendered); err != nil {
+				return fmt.Errorf("creating %s: %w", rendered.GetName(), err)
+			}
+			continue
+		case err != nil:
+			return err
 		}
-		n := v2alpha1.NewNode(kind)
-		n.SetName("acme-" + key)
-		n.SetNamespace(d.ns)
-		n.SetLabels(map[string]string{"express.medallia.com/source-deployer": "argocd"})
-		*n.NodeSpec() = v2alpha1.NodeSpec{
-			ClusterConfig:   v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "123634", TenantName: "acme"},
-			ExpressVersion:  v151,
-			ConfigChangeset: "867fc47c2326a5b00893b3b0f3d2d7c66b634579",
-		}
-		if err := d.c.Create(ctx, n); err != nil {
-			return fmt.Errorf("creating %s: %w", n.GetName(), err)
+		key := strings.TrimPrefix(rendered.GetName(), "acme-")
+		if err := d.update(ctx, key, func(n v2alpha1.Node) {
+			n.SetLabels(rendered.GetLabels())
+			*n.NodeSpec() = *rendered.NodeSpec()
+		}); err != nil {
+			return fmt.Errorf("updating %s: %w", rendered.GetName(), err)
 		}
 	}
 	return nil
@@ -293,15 +304,6 @@ func (d *demo) update(ctx context.Context, key string, edit func(v2alpha1.Node))
 			return err
 		}
 	}
-}
-
-func (d *demo) setVersion(ctx context.Context, version string, keys ...string) error {
-	for _, k := range keys {
-		if err := d.update(ctx, k, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = version }); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (d *demo) waitSettled(ctx context.Context, timeout time.Duration) error {
@@ -346,16 +348,17 @@ spec:
 `), 0o600); err != nil {
 		return err
 	}
-	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
 	d.say(`
 The control plane stays up until Ctrl-C. In another terminal:
 
-  export KUBECONFIG=%s
-  %s get backends,frontends -n %s
-  %s describe frontend acme-fe2 -n %s
-  %s apply --dry-run=server -o yaml -n %s -f %s    # the defaults and gate the webhook would add
-  %s apply -n %s -f %s                             # then watch fe5 be provisioned
-  %s events -n %s`, kubeconfig, kubectl, ns, kubectl, ns, kubectl, ns, manifest, kubectl, ns, manifest, kubectl, ns)
+  export KUBECONFIG=%[1]s
+  export PATH=%[2]s:%[3]s:$PATH     # kubectl, and the kubectl express plugin (make build)
+  kubectl get backends,frontends -n %[4]s
+  kubectl express plan acme -n %[4]s
+  kubectl express explain acme-fe4 -n %[4]s
+  kubectl apply --dry-run=server -o yaml -n %[4]s -f %[5]s   # the defaults and gate the webhook would add
+  kubectl apply -n %[4]s -f %[5]s                            # then watch: kubectl express plan acme -n %[4]s -w
+  kubectl events -n %[4]s`, kubeconfig, os.Getenv("KUBEBUILDER_ASSETS"), filepath.Join(controlplane.Root(), "bin"), ns, manifest)
 	<-ctx.Done()
 	_ = os.RemoveAll(dir)
 	return nil
