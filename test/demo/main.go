@@ -94,9 +94,9 @@ type step struct {
 
 type demo struct {
 	*timeline
-	c     client.Client
-	op    *simoperator.Operator
-	ns    string
+	c  client.Client
+	op *simoperator.Operator
+	ns string
 }
 
 const (
