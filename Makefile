@@ -48,10 +48,13 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations i
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases \
 		rbac:roleName=manager-role paths=./... output:rbac:artifacts:config=config/rbac \
 		webhook paths=./... output:webhook:artifacts:config=config/webhook
+	cp config/crd/bases/*.yaml charts/express-sequencer/crds/
+	cp config/rbac/role.yaml charts/express-sequencer/files/role.yaml
+	cp config/webhook/manifests.yaml charts/express-sequencer/files/webhooks.yaml
 
 .PHONY: verify
 verify: manifests generate ## Fail if generated code or manifests differ from what is committed, or code is unformatted or vetted unclean.
-	@git diff --exit-code --stat -- api config && test -z "$$(git ls-files --others --exclude-standard -- api config)" \
+	@git diff --exit-code --stat -- api config charts && test -z "$$(git ls-files --others --exclude-standard -- api config charts)" \
 		|| { echo "generated files are stale or untracked: run 'make manifests generate' and commit them"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "unformatted: $$(gofmt -l $$(git ls-files '*.go'))"; exit 1; }
 	$(GO) vet ./...

@@ -5,18 +5,15 @@ package tenantchart
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/test/helmchart"
 )
 
 // Dir is the chart's directory.
@@ -26,39 +23,13 @@ func Dir() string { return filepath.Join(controlplane.Root(), "charts", "express
 // values files and then by overrides, and returns the manifests it renders
 // and the nodes decoded from them, in manifest order.
 func Render(overrides map[string]any, valuesFiles ...string) (string, []v2alpha1.Node, error) {
-	chrt, err := loader.Load(Dir())
-	if err != nil {
-		return "", nil, fmt.Errorf("loading the tenant chart: %w", err)
-	}
-	vals := map[string]any{}
-	for _, f := range valuesFiles {
-		v, err := chartutil.ReadValuesFile(f)
-		if err != nil {
-			return "", nil, err
-		}
-		vals = chartutil.CoalesceTables(v.AsMap(), vals)
-	}
-	vals = chartutil.CoalesceTables(overrides, vals)
-	renderVals, err := chartutil.ToRenderValues(chrt, vals, chartutil.ReleaseOptions{Name: "tenant", Namespace: "default"}, nil)
+	manifests, err := helmchart.Render(Dir(), "default", overrides, valuesFiles...)
 	if err != nil {
 		return "", nil, err
 	}
-	files, err := engine.Render(chrt, renderVals)
-	if err != nil {
-		return "", nil, fmt.Errorf("rendering the tenant chart: %w", err)
-	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var manifests strings.Builder
-	for _, name := range names {
-		manifests.WriteString(files[name])
-	}
 	decoder := serializer.NewCodecFactory(app.Scheme()).UniversalDeserializer()
 	var nodes []v2alpha1.Node
-	for _, doc := range strings.Split(manifests.String(), "\n---") {
+	for _, doc := range strings.Split(manifests, "\n---") {
 		if strings.TrimSpace(doc) == "" {
 			continue
 		}
@@ -76,5 +47,5 @@ func Render(overrides map[string]any, valuesFiles ...string) (string, []v2alpha1
 		}
 		nodes = append(nodes, n)
 	}
-	return manifests.String(), nodes, nil
+	return manifests, nodes, nil
 }

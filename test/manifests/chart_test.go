@@ -1,0 +1,104 @@
+package manifests
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/test/helmchart"
+)
+
+// chart renders charts/express-sequencer into the namespace config/default
+// installs into, and returns its objects by kind and name.
+func chart(t *testing.T, overrides map[string]any) map[string]map[string][]byte {
+	t.Helper()
+	out, err := helmchart.Render(filepath.Join(controlplane.Root(), "charts", "express-sequencer"), "express-sequencer-system", overrides)
+	require.NoError(t, err)
+	objs := map[string]map[string][]byte{}
+	for _, doc := range strings.Split(out, "\n---") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		data, err := utilyaml.ToJSON([]byte(doc))
+		require.NoError(t, err)
+		u := &unstructured.Unstructured{}
+		require.NoError(t, u.UnmarshalJSON(data), doc)
+		if objs[u.GetKind()] == nil {
+			objs[u.GetKind()] = map[string][]byte{}
+		}
+		objs[u.GetKind()][u.GetName()] = data
+	}
+	return objs
+}
+
+// The Helm chart and the kustomize install must agree where a difference
+// would change behaviour: webhook rules and settings, RBAC, the binary's
+// arguments, and the certificate the webhooks are served with.
+func TestTheHelmChartAgreesWithKustomize(t *testing.T) {
+	k, h := install(t), chart(t, nil)
+
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		require.Len(t, h[kind], 1, kind)
+		for name := range k[kind] {
+			var kw, hw struct {
+				Metadata struct{ Annotations map[string]string }
+				Webhooks []admissionregistrationv1.ValidatingWebhook
+			}
+			require.NoError(t, json.Unmarshal(k[kind][name], &kw))
+			require.Contains(t, h[kind], name, "the chart names the %s as kustomize does", kind)
+			require.NoError(t, json.Unmarshal(h[kind][name], &hw))
+			assert.Equal(t, kw.Webhooks, hw.Webhooks, "%s webhooks: rules, paths, policies, service", kind)
+			assert.Equal(t, kw.Metadata.Annotations["cert-manager.io/inject-ca-from"], hw.Metadata.Annotations["cert-manager.io/inject-ca-from"])
+		}
+	}
+
+	kr := decode[rbacv1.ClusterRole](t, k, "ClusterRole", "express-sequencer-manager-role")
+	hr := decode[rbacv1.ClusterRole](t, h, "ClusterRole", "express-sequencer-manager-role")
+	assert.Equal(t, kr.Rules, hr.Rules, "the same permissions, no more")
+
+	kd := decode[appsv1.Deployment](t, k, "Deployment", "express-sequencer-controller-manager")
+	hd := decode[appsv1.Deployment](t, h, "Deployment", "express-sequencer-controller-manager")
+	assert.ElementsMatch(t, kd.Spec.Template.Spec.Containers[0].Args, hd.Spec.Template.Spec.Containers[0].Args)
+	assert.Equal(t, *kd.Spec.Replicas, *hd.Spec.Replicas)
+	assert.Equal(t, kd.Spec.Template.Spec.Containers[0].SecurityContext, hd.Spec.Template.Spec.Containers[0].SecurityContext)
+	assert.Equal(t, kd.Spec.Template.Spec.Volumes, hd.Spec.Template.Spec.Volumes)
+
+	kc := decode[cmapi.Certificate](t, k, "Certificate", "express-sequencer-serving-cert")
+	hc := decode[cmapi.Certificate](t, h, "Certificate", "express-sequencer-serving-cert")
+	assert.Equal(t, kc.Spec.DNSNames, hc.Spec.DNSNames)
+	assert.Equal(t, kc.Spec.SecretName, hc.Spec.SecretName)
+	assert.Equal(t, kc.Spec.IssuerRef, hc.Spec.IssuerRef)
+}
+
+func TestTheHelmChartValues(t *testing.T) {
+	h := chart(t, map[string]any{
+		"replicas": 3, "certMode": "self-signed", "logLevel": "debug",
+		"image":  map[string]any{"repository": "registry.example/express-sequencer", "tag": "v1"},
+		"orders": map[string]any{"provisioningOrder": []any{"be"}, "upgradeOrder": []any{"fe1", "be"}},
+	})
+	d := decode[appsv1.Deployment](t, h, "Deployment", "express-sequencer-controller-manager")
+	c := d.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, int32(3), *d.Spec.Replicas)
+	assert.Equal(t, "registry.example/express-sequencer:v1", c.Image)
+	assert.Contains(t, c.Args, "--cert-mode=self-signed")
+	assert.Contains(t, c.Args, "--log-level=debug")
+	assert.Contains(t, c.Args, "--order-config=/etc/express-sequencer/orders.yaml")
+	assert.Contains(t, c.Args, "--cert-hosts=express-sequencer-webhook-service.express-sequencer-system.svc")
+	assert.Empty(t, h["Certificate"], "no cert-manager objects in self-signed mode")
+	for _, w := range h["MutatingWebhookConfiguration"] {
+		assert.NotContains(t, string(w), "inject-ca-from")
+	}
+	require.Contains(t, h["ConfigMap"], "express-sequencer-orders")
+	assert.Contains(t, string(h["ConfigMap"]["express-sequencer-orders"]), "upgradeOrder")
+}
