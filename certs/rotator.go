@@ -12,6 +12,10 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +50,9 @@ type Rotator struct {
 	// Client patches the CA bundle into the webhook configurations; nil
 	// skips injection.
 	Client client.Client
+	// CASecret, when set, names the Secret that holds the CA every replica
+	// shares; without it the CA lives in Dir alone (one replica, local runs).
+	CASecret *types.NamespacedName
 	// MutatingConfigurations and ValidatingConfigurations are the names of
 	// the webhook configurations to inject the CA bundle into.
 	MutatingConfigurations, ValidatingConfigurations []string
@@ -61,31 +68,33 @@ func (r *Rotator) Ensure(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("creating cert directory: %w", err)
 	}
 	now := r.Clock.Now()
-	ca, caErr := r.load(CAFile, CAKeyFile)
-	caRenewed := caErr != nil || r.due(ca, now, r.CAValidity)
-	if caRenewed {
-		if caErr == nil {
-			if err := writeFile(filepath.Join(r.Dir, PreviousCAFile), ca.CertPEM); err != nil {
-				return false, err
-			}
-		}
-		var err error
-		if ca, err = NewCA(now, r.CAValidity); err != nil {
-			return false, err
-		}
-		if err := r.write(ca, CAFile, CAKeyFile); err != nil {
-			return false, err
-		}
-		r.Log.Info("Created webhook CA", "dir", r.Dir, "validity", r.CAValidity)
+	before, _ := os.ReadFile(filepath.Join(r.Dir, CAFile))
+	var err error
+	if r.CASecret != nil {
+		err = r.syncSharedCA(ctx, now)
+	} else {
+		err = r.renewLocalCA(now)
+	}
+	if err != nil {
+		return false, err
+	}
+	after, _ := os.ReadFile(filepath.Join(r.Dir, CAFile))
+	caChanged := !bytes.Equal(before, after)
+	if caChanged {
+		// Trusted before anything it signed is served.
 		if err := r.Inject(ctx); err != nil {
 			return false, err
 		}
 	}
+	ca, err := r.load(CAFile, CAKeyFile)
+	if err != nil {
+		return false, err
+	}
 	leaf, leafErr := r.load(CertFile, KeyFile)
-	if !caRenewed && leafErr == nil && !r.due(leaf, now, r.CertValidity) && signedBy(leaf, ca) {
+	if !caChanged && leafErr == nil && !r.due(leaf, now, r.CertValidity) && signedBy(leaf, ca) {
 		return false, nil
 	}
-	leaf, err := NewServingCert(ca, r.Hosts, now, r.CertValidity)
+	leaf, err = NewServingCert(ca, r.Hosts, now, r.CertValidity)
 	if err != nil {
 		return false, err
 	}
@@ -95,6 +104,92 @@ func (r *Rotator) Ensure(ctx context.Context) (bool, error) {
 	cert, _ := leaf.Certificate()
 	r.Log.Info("Issued webhook serving certificate", "dir", r.Dir, "hosts", r.Hosts, "notAfter", cert.NotAfter)
 	return true, nil
+}
+
+// renewLocalCA creates the CA in the cert directory, or renews it when due.
+func (r *Rotator) renewLocalCA(now time.Time) error {
+	ca, err := r.load(CAFile, CAKeyFile)
+	if err == nil && !r.due(ca, now, r.CAValidity) {
+		return nil
+	}
+	if err == nil {
+		if err := writeFile(filepath.Join(r.Dir, PreviousCAFile), ca.CertPEM); err != nil {
+			return err
+		}
+	}
+	next, err := NewCA(now, r.CAValidity)
+	if err != nil {
+		return err
+	}
+	r.Log.Info("Created webhook CA", "dir", r.Dir, "validity", r.CAValidity)
+	return r.write(next, CAFile, CAKeyFile)
+}
+
+// syncSharedCA keeps the CA in a Secret that every replica shares, so that
+// the one bundle in the webhook configurations trusts all of them: the first
+// replica creates it, a replica that finds it due renews it (optimistic
+// concurrency: whoever loses takes the winner's), and every replica copies
+// it into its cert directory and issues its own serving certificate from it.
+func (r *Rotator) syncSharedCA(ctx context.Context, now time.Time) error {
+	key := *r.CASecret
+	secret := &corev1.Secret{}
+	err := r.Client.Get(ctx, key, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		ca, err := NewCA(now, r.CAValidity)
+		if err != nil {
+			return err
+		}
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
+			Data:       map[string][]byte{CAFile: ca.CertPEM, CAKeyFile: ca.KeyPEM},
+		}
+		if err := r.Client.Create(ctx, secret); err != nil {
+			if !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating the shared CA Secret %s: %w", key, err)
+			}
+			if err := r.Client.Get(ctx, key, secret); err != nil {
+				return fmt.Errorf("reading the shared CA Secret %s: %w", key, err)
+			}
+		} else {
+			r.Log.Info("Created the shared webhook CA", "secret", key.String(), "validity", r.CAValidity)
+		}
+	case err != nil:
+		return fmt.Errorf("reading the shared CA Secret %s: %w", key, err)
+	}
+	ca := KeyPair{CertPEM: secret.Data[CAFile], KeyPEM: secret.Data[CAKeyFile]}
+	if _, err := tls.X509KeyPair(ca.CertPEM, ca.KeyPEM); err != nil || r.due(ca, now, r.CAValidity) {
+		next, err := NewCA(now, r.CAValidity)
+		if err != nil {
+			return err
+		}
+		renewed := secret.DeepCopy()
+		renewed.Data = map[string][]byte{CAFile: next.CertPEM, CAKeyFile: next.KeyPEM, PreviousCAFile: ca.CertPEM}
+		switch err := r.Client.Update(ctx, renewed); {
+		case err == nil:
+			r.Log.Info("Renewed the shared webhook CA", "secret", key.String())
+			secret = renewed
+		case apierrors.IsConflict(err): // another replica renewed it first
+			if err := r.Client.Get(ctx, key, secret); err != nil {
+				return fmt.Errorf("reading the shared CA Secret %s: %w", key, err)
+			}
+		default:
+			return fmt.Errorf("renewing the shared CA Secret %s: %w", key, err)
+		}
+	}
+	for _, name := range []string{CAFile, CAKeyFile, PreviousCAFile} {
+		data, ok := secret.Data[name]
+		if !ok {
+			continue
+		}
+		if cur, err := os.ReadFile(filepath.Join(r.Dir, name)); err == nil && bytes.Equal(cur, data) {
+			continue
+		}
+		if err := writeFile(filepath.Join(r.Dir, name), data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Bundle returns the PEM CA bundle clients must trust: the current CA and,

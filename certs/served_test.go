@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/medallia/express-sequencer/certs"
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 	"github.com/medallia/express-sequencer/test/controlplane"
 	"github.com/medallia/express-sequencer/webhook"
 )
@@ -67,4 +71,43 @@ func TestRenewedCertificatesAreServedWithoutRestartAndTrustedByTheAPIServer(t *t
 	}, 30*time.Second, 100*time.Millisecond, "after the CA renews, the new CA's certificate is served and trusted through the updated bundle")
 
 	assert.NoError(t, cp.WaitForWebhooks(context.Background(), 10*time.Second), "the API server still reaches the webhooks")
+}
+
+// Two replicas in self-signed mode share the CA through a Secret: the one
+// bundle in the webhook configurations trusts either of them, so when the
+// Service moves from one to the other, admission goes on.
+func TestReplicasShareTheCASoEitherCanServe(t *testing.T) {
+	cp, err := controlplane.Start()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, cp.Stop()) }()
+
+	replica := func(dir string, port int) app.Options {
+		o := cp.ManagerOptions(dir, logr.Discard())
+		o.WebhookPort = port
+		o.Sequencer = false
+		o.CASecret = "default/express-sequencer-webhook-ca"
+		return o
+	}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	_, stopA, err := cp.StartManager(replica(dirA, cp.WebhookPort))
+	require.NoError(t, err)
+	portB, err := controlplane.FreePort()
+	require.NoError(t, err)
+	_, stopB, err := cp.StartManager(replica(dirB, portB))
+	require.NoError(t, err)
+	defer stopB()
+
+	caA, err := os.ReadFile(filepath.Join(dirA, certs.CAFile))
+	require.NoError(t, err)
+	caB, err := os.ReadFile(filepath.Join(dirB, certs.CAFile))
+	require.NoError(t, err)
+	assert.Equal(t, caA, caB, "both replicas use the CA from the Secret")
+	keyA, _ := os.ReadFile(filepath.Join(dirA, certs.KeyFile))
+	keyB, _ := os.ReadFile(filepath.Join(dirB, certs.KeyFile))
+	assert.NotEqual(t, keyA, keyB, "each replica has a serving key of its own")
+
+	assert.NoError(t, cp.WaitForWebhooks(context.Background(), 10*time.Second), "replica A stays trusted once B has started and injected")
+	stopA()
+	require.NoError(t, cp.PointWebhooksAt(context.Background(), portB))
+	assert.NoError(t, cp.WaitForWebhooks(context.Background(), 20*time.Second), "the other replica is trusted through the same bundle")
 }

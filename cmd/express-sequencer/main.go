@@ -59,6 +59,7 @@ Flags:
 	fs.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "Lifetime of a self-signed serving certificate; it is renewed when a third is left.")
 	fs.DurationVar(&o.CAValidity, "ca-validity", o.CAValidity, "Lifetime of the self-signed CA; it is renewed when a third is left, and the old CA stays trusted until it expires.")
 	fs.DurationVar(&o.CertCheck, "cert-check-interval", o.CertCheck, "How often self-signed certificates are checked for renewal.")
+	fs.StringVar(&o.CASecret, "ca-secret", o.CASecret, "With --cert-mode=self-signed and several replicas: namespace/name of a Secret holding the CA they share (created and renewed by whichever replica gets there first), so that the one CA bundle in the webhook configurations trusts them all.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Serve webhooks over HTTP/2 as well; off by default (CVE-2023-44487, CVE-2023-39325).")
 	fs.StringVar(&o.OrdersFile, "order-config", o.OrdersFile, "YAML file with this installation's default orders, e.g. \"provisioningOrder: [be]\" and \"upgradeOrder: [fe1, fe2, be]\"; frontends not listed follow in ascending number. Empty uses those built-in orders.")
 	fs.StringVar(&o.MutatingName, "mutating-webhook-configuration", o.MutatingName, "MutatingWebhookConfiguration to inject the self-signed CA bundle into.")

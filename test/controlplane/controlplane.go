@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"net/url"
 	"runtime"
 	"time"
 
@@ -157,6 +158,45 @@ func (cp *ControlPlane) clientConfig(in admissionregistrationv1.WebhookClientCon
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d%s", cp.WebhookPort, path)
 	return admissionregistrationv1.WebhookClientConfig{URL: &url}
+}
+
+// PointWebhooksAt sends admission reviews to another port from now on, as a
+// Service does when the pod behind it changes; the CA bundle stays as it is.
+func (cp *ControlPlane) PointWebhooksAt(ctx context.Context, port int) error {
+	move := func(c *admissionregistrationv1.WebhookClientConfig) {
+		u, err := url.Parse(*c.URL)
+		if err != nil {
+			return // installWebhookConfigurations wrote it: it parses
+		}
+		u.Host = fmt.Sprintf("127.0.0.1:%d", port)
+		moved := u.String()
+		c.URL = &moved
+	}
+	var m admissionregistrationv1.MutatingWebhookConfigurationList
+	if err := cp.Client.List(ctx, &m); err != nil {
+		return err
+	}
+	for i := range m.Items {
+		for j := range m.Items[i].Webhooks {
+			move(&m.Items[i].Webhooks[j].ClientConfig)
+		}
+		if err := cp.Client.Update(ctx, &m.Items[i]); err != nil {
+			return err
+		}
+	}
+	var v admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := cp.Client.List(ctx, &v); err != nil {
+		return err
+	}
+	for i := range v.Items {
+		for j := range v.Items[i].Webhooks {
+			move(&v.Items[i].Webhooks[j].ClientConfig)
+		}
+		if err := cp.Client.Update(ctx, &v.Items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ManagerOptions are express-sequencer's options for serving this control

@@ -95,6 +95,7 @@ func TestTheHelmChartValues(t *testing.T) {
 	assert.Contains(t, c.Args, "--log-level=debug")
 	assert.Contains(t, c.Args, "--order-config=/etc/express-sequencer/orders.yaml")
 	assert.Contains(t, c.Args, "--cert-hosts=express-sequencer-webhook-service.express-sequencer-system.svc")
+	assert.Contains(t, c.Args, "--ca-secret=express-sequencer-system/express-sequencer-webhook-ca", "replicas share one CA")
 	assert.Empty(t, h["Certificate"], "no cert-manager objects in self-signed mode")
 	for _, w := range h["MutatingWebhookConfiguration"] {
 		assert.NotContains(t, string(w), "inject-ca-from")

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -72,6 +74,7 @@ type Options struct {
 	ProgressDeadline time.Duration
 	SettleTime       time.Duration
 	MaxConcurrent    int
+	CASecret         string
 	MutatingName     string
 	ValidatingName   string
 
@@ -198,8 +201,16 @@ func webhookServer(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 		if err != nil {
 			return nil, nil, fmt.Errorf("creating client for CA injection: %w", err)
 		}
+		var caSecret *types.NamespacedName
+		if o.CASecret != "" {
+			ns, name, ok := strings.Cut(o.CASecret, "/")
+			if !ok || ns == "" || name == "" {
+				return nil, nil, fmt.Errorf("--ca-secret %q: want namespace/name", o.CASecret)
+			}
+			caSecret = &types.NamespacedName{Namespace: ns, Name: name}
+		}
 		rotator := &certs.Rotator{
-			Dir: o.CertDir, Hosts: o.CertHosts, Clock: o.Clock, Client: direct,
+			Dir: o.CertDir, Hosts: o.CertHosts, Clock: o.Clock, Client: direct, CASecret: caSecret,
 			CAValidity: o.CAValidity, CertValidity: o.CertValidity, CheckInterval: o.CertCheck,
 			MutatingConfigurations: []string{o.MutatingName}, ValidatingConfigurations: []string{o.ValidatingName},
 			Log: o.Log.WithName("certs"),
