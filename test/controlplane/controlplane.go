@@ -12,9 +12,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
-	"net/url"
 	"runtime"
 	"time"
 
