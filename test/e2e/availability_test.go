@@ -2,12 +2,17 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/test/controlplane"
@@ -32,7 +37,22 @@ func TestWhileNoWebhookServesWritesAreRefusedAndNothingSlipsThrough(t *testing.T
 	assert.Contains(t, err.Error(), `failed calling webhook "mbackend.express.medallia.com"`)
 	assert.Contains(t, err.Error(), "connection refused")
 
-	_, stop, err := cp.StartManager(cp.ManagerOptions(t.TempDir(), logr.Discard()))
+	// express-sequencer comes back as an identity bound to exactly its
+	// generated ClusterRole: enough to inject its CA bundle and to read the
+	// nodes the validating webhook checks.
+	data, err := os.ReadFile(filepath.Join(controlplane.Root(), "config", "rbac", "role.yaml"))
+	require.NoError(t, err)
+	role := &rbacv1.ClusterRole{}
+	require.NoError(t, yaml.Unmarshal(data, role))
+	require.NoError(t, cp.Client.Create(context.Background(), role))
+	user, err := cp.Env.AddUser(envtest.User{Name: "express-sequencer"}, cp.Config)
+	require.NoError(t, err)
+	require.NoError(t, cp.Client.Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "express-sequencer"}},
+	}))
+	_, stop, err := cp.StartManagerAs(user.Config(), cp.ManagerOptions(t.TempDir(), logr.Discard()))
 	require.NoError(t, err)
 	defer stop()
 	created := be()
