@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,32 +19,19 @@ import (
 )
 
 // The control plane starts on first use, so that the fuzz target, which
-// needs none, does not pay for it.
-var (
-	envOnce sync.Once
-	envErr  error
-	harness *controlplane.Harness
-)
+// needs none, does not pay for it. Only the webhooks run: the gates they add
+// stay for the tests to see.
+var shared = controlplane.Lazy{Edits: []func(*app.Options){controlplane.WebhooksOnly}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if harness != nil {
-		_ = harness.Stop()
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
 // env returns the shared control plane with express-sequencer serving its
 // webhooks over TLS with self-signed certificates it injected itself.
-func env(t *testing.T) *controlplane.Harness {
-	t.Helper()
-	envOnce.Do(func() {
-		// Only the webhooks: the gates they add stay for the tests to see.
-		harness, envErr = controlplane.NewHarness(logr.Discard(), func(o *app.Options) { o.Sequencer = false })
-	})
-	require.NoError(t, envErr)
-	return harness
-}
+func env(t *testing.T) *controlplane.Harness { return shared.Get(t) }
 
 // namespace creates a namespace of the test's own.
 func namespace(t *testing.T) string {

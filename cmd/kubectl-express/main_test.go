@@ -7,10 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -25,34 +23,26 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-var (
-	envOnce sync.Once
-	envErr  error
-	harness *controlplane.Harness
-)
+// shared is a control plane with the webhooks (no sequencer, so the state
+// stays as the test sets it) and a tenant caught mid-upgrade: fe1 released
+// and rolling, fe2 down, the rest gated.
+var shared = controlplane.Lazy{
+	Edits: []func(*app.Options){controlplane.WebhooksOnly},
+	Setup: func(h *controlplane.Harness) error { return upgradeInProgress(context.Background(), h.Client) },
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if harness != nil {
-		_ = harness.Stop()
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
 const ns = "plugin-test"
 
-// cluster starts a control plane with the webhooks (no sequencer, so the
-// state stays as the test sets it) and a tenant caught mid-upgrade: fe1
-// released and rolling, fe2 down, the rest gated.
+// cluster returns a kubeconfig for the shared control plane.
 func cluster(t *testing.T) string {
 	t.Helper()
-	envOnce.Do(func() {
-		if harness, envErr = controlplane.NewHarness(logr.Discard(), func(o *app.Options) { o.Sequencer = false }); envErr == nil {
-			envErr = upgradeInProgress(context.Background(), harness.Client)
-		}
-	})
-	require.NoError(t, envErr)
-	path, err := harness.KubeconfigFile(t.TempDir())
+	path, err := shared.Get(t).KubeconfigFile(t.TempDir())
 	require.NoError(t, err)
 	return path
 }
@@ -156,7 +146,7 @@ func TestPauseAndResumeSetAndClearTheAnnotation(t *testing.T) {
 	kubeconfig := cluster(t)
 	annotation := func() (string, bool) {
 		fe3 := &v2alpha1.Frontend{}
-		require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "acme-fe3"}, fe3))
+		require.NoError(t, shared.Get(t).Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "acme-fe3"}, fe3))
 		v, ok := fe3.Annotations[v2alpha1.AnnotationPauseRollout]
 		return v, ok
 	}

@@ -3,8 +3,11 @@ package controlplane
 import (
 	"errors"
 	"os"
+	"sync"
+	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
@@ -49,3 +52,39 @@ func (h *Harness) Stop() error {
 	h.stop()
 	return errors.Join(h.ControlPlane.Stop(), os.RemoveAll(h.CertDir))
 }
+
+// Lazy is a Harness a test binary starts on first use (so tests that need
+// none, such as fuzz targets, do not pay for it) and stops from TestMain.
+type Lazy struct {
+	// Setup, if set, runs once after the harness starts (creating fixtures).
+	Setup func(*Harness) error
+	// Edits change express-sequencer's options, as for NewHarness.
+	Edits []func(*app.Options)
+
+	once    sync.Once
+	err     error
+	harness *Harness
+}
+
+// Get starts the harness on first use and fails the test if it cannot.
+func (l *Lazy) Get(t testing.TB) *Harness {
+	t.Helper()
+	l.once.Do(func() {
+		if l.harness, l.err = NewHarness(logr.Discard(), l.Edits...); l.err == nil && l.Setup != nil {
+			l.err = l.Setup(l.harness)
+		}
+	})
+	require.NoError(t, l.err)
+	return l.harness
+}
+
+// Stop stops the harness if it was started.
+func (l *Lazy) Stop() {
+	if l.harness != nil {
+		_ = l.harness.Stop()
+	}
+}
+
+// WebhooksOnly runs express-sequencer without its sequencer: gates the
+// webhooks add stay for tests to see.
+func WebhooksOnly(o *app.Options) { o.Sequencer = false }
