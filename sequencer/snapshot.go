@@ -129,3 +129,25 @@ func Gather(ctx context.Context, r client.Reader, tenant Tenant, orders defaults
 func condition(n v2alpha1.Node) *metav1.Condition {
 	return meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
 }
+
+// NamespaceNodes lists every Backend and Frontend of a namespace, whatever
+// their tenant: the validating webhook needs the other tenants' nodes too, to
+// recognise a prerequisite that names one.
+func NamespaceNodes(ctx context.Context, r client.Reader, namespace string) ([]v2alpha1.Node, error) {
+	var bes v2alpha1.BackendList
+	if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Backends in %s: %w", namespace, err)
+	}
+	var fes v2alpha1.FrontendList
+	if err := r.List(ctx, &fes, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Frontends in %s: %w", namespace, err)
+	}
+	nodes := make([]v2alpha1.Node, 0, len(bes.Items)+len(fes.Items))
+	for i := range bes.Items {
+		nodes = append(nodes, &bes.Items[i])
+	}
+	for i := range fes.Items {
+		nodes = append(nodes, &fes.Items[i])
+	}
+	return nodes, nil
+}

@@ -53,7 +53,7 @@ func (v *Validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, e
 }
 
 func (v *Validator[T]) validate(ctx context.Context, obj T) (admission.Warnings, error) {
-	siblings, err := tenantNodes(ctx, v.Reader, obj)
+	siblings, err := sequencer.NamespaceNodes(ctx, v.Reader, obj.GetNamespace())
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -63,28 +63,6 @@ func (v *Validator[T]) validate(ctx context.Context, obj T) (admission.Warnings,
 		return warnings, apierrors.NewInvalid(gk, obj.GetName(), errs)
 	}
 	return warnings, nil
-}
-
-// tenantNodes lists the Backends and Frontends in the node's namespace. They
-// are all returned, whatever their tenant: a prerequisite naming a node of
-// another tenant must be recognised as such.
-func tenantNodes(ctx context.Context, r client.Reader, obj v2alpha1.Node) ([]v2alpha1.Node, error) {
-	var bes v2alpha1.BackendList
-	if err := r.List(ctx, &bes, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil, fmt.Errorf("listing Backends in %s: %w", obj.GetNamespace(), err)
-	}
-	var fes v2alpha1.FrontendList
-	if err := r.List(ctx, &fes, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil, fmt.Errorf("listing Frontends in %s: %w", obj.GetNamespace(), err)
-	}
-	nodes := make([]v2alpha1.Node, 0, len(bes.Items)+len(fes.Items))
-	for i := range bes.Items {
-		nodes = append(nodes, &bes.Items[i])
-	}
-	for i := range fes.Items {
-		nodes = append(nodes, &fes.Items[i])
-	}
-	return nodes, nil
 }
 
 // Check validates a node against the other nodes of its namespace. It is pure

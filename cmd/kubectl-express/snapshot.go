@@ -20,7 +20,7 @@ import (
 // snapshot the sequencer plans on, so the plugin decides with the
 // sequencer's own Plan.
 func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders) (*sequencer.Snapshot, error) {
-	nodes, err := namespaceNodes(ctx, c, ns)
+	nodes, err := sequencer.NamespaceNodes(ctx, c, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -66,25 +66,6 @@ func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, or
 		}
 	}
 	return s, nil
-}
-
-func namespaceNodes(ctx context.Context, c client.Reader, ns string) ([]v2alpha1.Node, error) {
-	var bes v2alpha1.BackendList
-	var fes v2alpha1.FrontendList
-	if err := c.List(ctx, &bes, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing Backends in %s: %w", ns, err)
-	}
-	if err := c.List(ctx, &fes, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing Frontends in %s: %w", ns, err)
-	}
-	var out []v2alpha1.Node
-	for i := range bes.Items {
-		out = append(out, &bes.Items[i])
-	}
-	for i := range fes.Items {
-		out = append(out, &fes.Items[i])
-	}
-	return out, nil
 }
 
 // orderOf returns the tenant's keyed nodes in an order: all of them, and

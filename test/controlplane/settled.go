@@ -9,26 +9,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/sequencer"
 )
 
 // Nodes lists the Backends and Frontends of a namespace.
 func Nodes(ctx context.Context, c client.Reader, ns string) ([]v2alpha1.Node, error) {
-	var bes v2alpha1.BackendList
-	var fes v2alpha1.FrontendList
-	if err := c.List(ctx, &bes, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	if err := c.List(ctx, &fes, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var out []v2alpha1.Node
-	for i := range bes.Items {
-		out = append(out, &bes.Items[i])
-	}
-	for i := range fes.Items {
-		out = append(out, &fes.Items[i])
-	}
-	return out, nil
+	return sequencer.NamespaceNodes(ctx, c, ns)
 }
 
 // Settled reports whether every node in the namespace is done: an up node
