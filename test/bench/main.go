@@ -51,6 +51,7 @@ type options struct {
 	settle, timeout         time.Duration
 	binary                  string
 	rate                    float64
+	slowest                 int
 }
 
 func main() {
@@ -61,6 +62,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle-time", time.Second, "express-sequencer's --settle-time.")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
 	flag.Float64Var(&o.rate, "upgrade-rate", 0, "Tenants upgraded per second; 0 upgrades them all at once.")
+	flag.IntVar(&o.slowest, "slowest", 0, "Also list the N slowest releases, to find where a tail comes from.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
@@ -74,6 +76,7 @@ type Result struct {
 	Tenants, Nodes     int
 	Provision, Upgrade time.Duration
 	Latencies          []time.Duration
+	Slowest            []string
 	OutOfOrder         []string
 	APICalls           int
 	PeakRSSKiB         int
@@ -109,6 +112,17 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "  sequencer API calls:     %d\n", res.APICalls)
 	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB\n", res.PeakRSSKiB/1024)
 	fmt.Fprintf(out, "  sequencer CPU time:      %s (of %s wall clock for both phases)\n", res.CPU.Round(time.Second), (res.Provision + res.Upgrade).Round(time.Second))
+	if o.slowest > 0 {
+		idx := make([]int, len(res.Latencies))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return int(res.Latencies[b] - res.Latencies[a]) })
+		fmt.Fprintln(out, "  slowest releases:")
+		for _, i := range idx[:min(o.slowest, len(idx))] {
+			fmt.Fprintln(out, "   ", res.Slowest[i])
+		}
+	}
 	if len(res.OutOfOrder) > 0 {
 		return fmt.Errorf("%d tenants rolled out of order, e.g. %s", len(res.OutOfOrder), res.OutOfOrder[0])
 	}
@@ -279,6 +293,9 @@ func measure(o options, out io.Writer) (Result, error) {
 			ungated := rec.released[ns+"/"+want[j]]
 			released := ungated[len(ungated)-1] // the upgrade's release is the last
 			res.Latencies = append(res.Latencies, released.Sub(readyPrev))
+			res.Slowest = append(res.Slowest, fmt.Sprintf("%s %s after %s: %s (ready %s, released %s)",
+				ns, want[j], want[j-1], released.Sub(readyPrev).Round(time.Millisecond),
+				readyPrev.Format("15:04:05.000"), released.Format("15:04:05.000")))
 		}
 	}
 	rec.mu.Unlock()
