@@ -64,6 +64,6 @@ docker-build: ## Build the container image IMG (needs a Docker engine).
 	docker build -t $(IMG) .
 
 .PHONY: bench
-bench: control-plane ## 1,000 tenants × 8 nodes through a full upgrade, all at once and at 5 tenants/s (see docs/performance.md).
+bench: control-plane ## 1,000 tenants × 8 nodes through a full upgrade, all at once and at 2 tenants/s (see docs/performance.md).
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 1000
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 1000 -upgrade-rate 5
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 1000 -upgrade-rate 2
