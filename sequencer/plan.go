@@ -116,7 +116,8 @@ func (s *Snapshot) decide(name string) (Decision, []blocker) {
 		return d, nil
 	}
 	var blockers []blocker
-	for _, r := range s.requirements(name, d.Mode) {
+	reqs := s.requirements(name, d.Mode)
+	for _, r := range reqs {
 		b, blocked := s.check(r)
 		if !blocked {
 			continue
@@ -139,7 +140,7 @@ func (s *Snapshot) decide(name string) (Decision, []blocker) {
 			d.RecheckAfter = wait
 			return d, nil
 		}
-		set(false, metav1.ConditionTrue, v2alpha1.ReasonReleased, "released for %s: %s", d.Mode, s.describeMet(name, d.Mode))
+		set(false, metav1.ConditionTrue, v2alpha1.ReasonReleased, "released for %s: %s", d.Mode, describeMet(reqs))
 		return d, nil
 	}
 	// The nearest blocker — the last in order, right before this node — is
@@ -187,9 +188,9 @@ func (s *Snapshot) inProgress(n v2alpha1.Node, d *Decision, cur *metav1.Conditio
 }
 
 // describeMet says which prerequisites a released node found ready.
-func (s *Snapshot) describeMet(name string, mode Mode) string {
+func describeMet(reqs []requirement) string {
 	var met []string
-	for _, r := range s.requirements(name, mode) {
+	for _, r := range reqs {
 		if !slices.Contains(met, r.node) {
 			met = append(met, r.node)
 		}
@@ -212,18 +213,7 @@ func markCycles(decisions []Decision, blockersOf map[string][]blocker) {
 			held[d.Node] = i
 		}
 	}
-	for name, i := range held {
-		if path, ok := loopFrom(name, held, blockersOf); ok {
-			decisions[i].Condition.Reason = v2alpha1.ReasonDependencyCycle
-			decisions[i].Condition.Message = fmt.Sprintf(
-				"%s wait for each other and can never be released: change a prerequisite or set %s on one of them",
-				strings.Join(path, " → "), v2alpha1.AnnotationIgnorePrerequisites)
-		}
-	}
-}
-
-// loopFrom returns a loop of held nodes from start back to start.
-func loopFrom(start string, held map[string]int, blockersOf map[string][]blocker) ([]string, bool) {
+	// Edges between held nodes only: a node that is not held can progress.
 	edges := map[string][]string{}
 	for name := range held {
 		for _, b := range blockersOf[name] {
@@ -232,6 +222,18 @@ func loopFrom(start string, held map[string]int, blockersOf map[string][]blocker
 			}
 		}
 	}
+	for name, i := range held {
+		if path, ok := loopFrom(name, edges); ok {
+			decisions[i].Condition.Reason = v2alpha1.ReasonDependencyCycle
+			decisions[i].Condition.Message = fmt.Sprintf(
+				"%s wait for each other and can never be released: change a prerequisite or set %s on one of them",
+				strings.Join(path, " → "), v2alpha1.AnnotationIgnorePrerequisites)
+		}
+	}
+}
+
+// loopFrom returns a loop along edges from start back to start.
+func loopFrom(start string, edges map[string][]string) ([]string, bool) {
 	for _, next := range edges[start] {
 		if path, ok := pathTo(edges, next, start, map[string]bool{}); ok {
 			return append([]string{start}, path...), true

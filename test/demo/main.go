@@ -300,7 +300,7 @@ func (d *demo) update(ctx context.Context, key string, edit func(v2alpha1.Node))
 		}
 		edit(n)
 		err := d.c.Update(ctx, n)
-		if err == nil || !strings.Contains(err.Error(), "the object has been modified") {
+		if !apierrors.IsConflict(err) {
 			return err
 		}
 	}
