@@ -26,14 +26,19 @@ var (
 		Help: "Gates the sequencer removed, by reason (Released, PrerequisitesIgnored, NodeDown).",
 	}, []string{"reason"})
 
+	podReleases = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "express_sequencer_pod_releases_total",
+		Help: "Pod scheduling gates the sequencer removed (recovering nodes whose provisioning prerequisites became Ready).",
+	})
+
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
-		Help: "Tenant reconciles that failed, by step (gather, gate, status).",
+		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
 	}, []string{"step"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(gatedNodes, releaseLatency, releases, reconcileErrors)
+	metrics.Registry.MustRegister(gatedNodes, releaseLatency, releases, podReleases, reconcileErrors)
 }
 
 // gatedCounts keeps each tenant's gated nodes by reason, so the gauge is

@@ -9,36 +9,34 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
-// independentRequirementsHold re-derives, without the planner's code, whether
-// node name may be released now under the built-in orders (DESIGN.md §3–§4).
-// The property test holds every release the planner makes against it.
-func independentRequirementsHold(w *world, name string) (bool, string) {
-	n := w.nodes[name]
-	if n.GetAnnotations()[v2alpha1.AnnotationIgnorePrerequisites] == "true" {
-		return true, ""
-	}
-	allPods := func(m string, f func(Pod) bool) bool {
-		if len(w.pods[m]) == 0 {
-			return false
-		}
-		for _, p := range w.pods[m] {
-			if !f(p) {
-				return false
-			}
-		}
-		return true
-	}
-	ready := func(m string) bool {
-		return allPods(m, func(p Pod) bool { return p.Conditions["Ready"] == "True" })
-	}
-	up := func(m string) bool { return w.nodes[m].NodeSpec().Up == nil || *w.nodes[m].NodeSpec().Up }
+// The oracle re-derives, without the planner's code, whether a node may be
+// released, or its pods may schedule, under the built-in orders (DESIGN v2
+// §3–§4b). It reads the simulated world's truth: what the operator is
+// rolling, which pods carry which target. The property test holds every
+// release the planner makes against it.
 
+type need struct {
+	node              string
+	condType, status  string
+	version, revision string
+	onTarget          bool
+	upgrade           bool
+}
+
+type oracle struct {
+	w         *world
+	releasing map[string]bool
+	prov, upg []string
+}
+
+func newOracle(w *world, releasing map[string]bool) *oracle {
+	o := &oracle{w: w, releasing: releasing}
 	// The built-in orders, written out: provisioning be, fe1, fe2, …;
 	// upgrade fe1, fe2, be, fe3, …
 	var fes []int
 	hasBE := false
 	for m := range w.nodes {
-		key := strings.TrimPrefix(m, w.cluster+"-")
+		key := w.key(m)
 		if key == "be" {
 			hasBE = true
 		} else if i, err := strconv.Atoi(strings.TrimPrefix(key, "fe")); err == nil {
@@ -46,35 +44,72 @@ func independentRequirementsHold(w *world, name string) (bool, string) {
 		}
 	}
 	sort.Ints(fes)
-	var prov, upg []string
 	if hasBE {
-		prov = append(prov, w.name("be"))
+		o.prov = append(o.prov, w.name("be"))
 	}
 	for _, i := range fes {
-		prov = append(prov, w.name(fmt.Sprintf("fe%d", i)))
+		o.prov = append(o.prov, w.name(fmt.Sprintf("fe%d", i)))
 		if i <= 2 {
-			upg = append(upg, w.name(fmt.Sprintf("fe%d", i)))
+			o.upg = append(o.upg, w.name(fmt.Sprintf("fe%d", i)))
 		}
 	}
 	if hasBE {
-		upg = append(upg, w.name("be"))
+		o.upg = append(o.upg, w.name("be"))
 	}
 	for _, i := range fes {
 		if i > 2 {
-			upg = append(upg, w.name(fmt.Sprintf("fe%d", i)))
+			o.upg = append(o.upg, w.name(fmt.Sprintf("fe%d", i)))
 		}
 	}
+	return o
+}
 
-	type need struct {
-		node              string
-		condType, status  string
-		version, revision string
-		onTarget          bool
+func (o *oracle) live(m string) bool {
+	n := o.w.nodes[m]
+	return (n.NodeSpec().Up == nil || *n.NodeSpec().Up) && n.GetDeletionTimestamp() == nil
+}
+
+func (o *oracle) gated(m string) bool { return len(o.w.nodes[m].NodeSpec().RolloutGates) > 0 }
+
+func (o *oracle) allPods(m string, f func(Pod) bool) bool {
+	if len(o.w.pods[m]) == 0 {
+		return false
 	}
-	var needs []need
-	var walk func(m string, list string, onTarget bool, seen map[string]bool) bool
-	walk = func(m string, list string, onTarget bool, seen map[string]bool) bool {
-		deps := w.nodes[m].NodeSpec().DeploymentDependencies
+	for _, p := range o.w.pods[m] {
+		if !f(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *oracle) hash(m string) string {
+	return o.w.nodes[m].GetAnnotations()[v2alpha1.AnnotationTargetHash]
+}
+
+// readyFor: Ready, and — once released — Ready on the released target; a
+// node released in the same pass is about to roll and is Ready for no one.
+func (o *oracle) readyFor(m string, need need) bool {
+	if o.releasing[m] {
+		return false
+	}
+	if !o.gated(m) && !o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) }) {
+		return false // released and not rolled yet, or rolling
+	}
+	return o.allPods(m, func(p Pod) bool {
+		return p.Conditions[need.condType] == need.status &&
+			(need.version == "" || p.Version == need.version) && (need.revision == "" || p.Revision == need.revision) &&
+			(!need.onTarget || p.Hash == o.hash(m))
+	}) && (!need.onTarget || !o.gated(m))
+}
+
+// needs lists what m's list ("provisioning" or "upgrade") asks for; false
+// when it names a node that does not exist.
+func (o *oracle) needs(m, list string) ([]need, bool) {
+	var out []need
+	var walk func(m string, seen map[string]bool) bool
+	walk = func(m string, seen map[string]bool) bool {
+		deps := o.w.nodes[m].NodeSpec().DeploymentDependencies
 		var entries []v2alpha1.Prerequisite
 		if deps != nil {
 			entries = deps.ProvisioningPrerequisites
@@ -82,18 +117,18 @@ func independentRequirementsHold(w *world, name string) (bool, string) {
 				entries = deps.UpgradePrerequisites
 			}
 		}
-		record := w.nodes[m].GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites]
+		record := o.w.nodes[m].GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites]
 		if entries == nil || strings.Contains(record, list+"Prerequisites") {
-			order := prov
+			order := o.prov
 			if list == "upgrade" {
-				order = upg
+				order = o.upg
 			}
-			for _, o := range order {
-				if o == m {
+			for _, x := range order {
+				if x == m {
 					break
 				}
-				if up(o) {
-					needs = append(needs, need{node: o, condType: "Ready", status: "True", onTarget: onTarget})
+				if o.live(x) {
+					out = append(out, need{node: x, condType: "Ready", status: "True", onTarget: list == "upgrade", upgrade: list == "upgrade"})
 				}
 			}
 			return true
@@ -102,49 +137,177 @@ func independentRequirementsHold(w *world, name string) (bool, string) {
 			if seen[p.ExpressNode] {
 				continue
 			}
-			if _, ok := w.nodes[p.ExpressNode]; !ok {
+			if _, ok := o.w.nodes[p.ExpressNode]; !ok {
 				return false
 			}
-			if !up(p.ExpressNode) {
+			if !o.live(p.ExpressNode) {
 				seen[p.ExpressNode] = true
-				if !walk(p.ExpressNode, list, onTarget, seen) {
+				if !walk(p.ExpressNode, seen) {
 					return false
 				}
 				continue
 			}
-			needs = append(needs, need{p.ExpressNode, p.PodConditionType, p.ConditionStatus, p.ExpressVersion, p.DeploymentRevision, onTarget})
+			out = append(out, need{p.ExpressNode, p.PodConditionType, p.ConditionStatus, p.ExpressVersion, p.DeploymentRevision, list == "upgrade", list == "upgrade"})
 		}
 		return true
 	}
-	provisioning := !ready(name)
-	if provisioning && n.NodeKind() == v2alpha1.KindFrontend && !hasBE {
-		return false, "no Backend"
+	ok := walk(m, map[string]bool{m: true})
+	return out, ok
+}
+
+// unmet returns the needs of m that do not hold now.
+func (o *oracle) unmet(m string, upgrade bool) ([]need, bool) {
+	needs, ok := o.needs(m, "provisioning")
+	if upgrade {
+		more, ok2 := o.needs(m, "upgrade")
+		needs, ok = append(needs, more...), ok && ok2
 	}
-	if !walk(name, "provisioning", false, map[string]bool{name: true}) {
-		return false, "a provisioning prerequisite does not exist"
-	}
-	if !provisioning && !walk(name, "upgrade", true, map[string]bool{name: true}) {
-		return false, "an upgrade prerequisite does not exist"
-	}
+	var out []need
 	for _, nd := range needs {
-		dep := w.nodes[nd.node].NodeSpec()
-		version, revision := nd.version, nd.revision
-		if nd.onTarget {
-			if version == "" {
-				version = dep.ExpressVersion
-			}
-			if revision == "" {
-				revision = dep.DeploymentRevision
-			}
-			if len(dep.RolloutGates) > 0 {
-				return false, nd.node + " is gated"
-			}
+		if !o.readyFor(nd.node, nd) {
+			out = append(out, nd)
 		}
-		if !allPods(nd.node, func(p Pod) bool {
-			return p.Conditions[nd.condType] == nd.status && (version == "" || p.Version == version) && (revision == "" || p.Revision == revision)
-		}) {
-			return false, fmt.Sprintf("%s is not %s=%s on %q/%q", nd.node, nd.condType, nd.status, version, revision)
+	}
+	return out, ok
+}
+
+// upgradeMode: a gated node with a target the sequencer has not released.
+func (o *oracle) upgradeMode(m string) bool {
+	ann := o.w.nodes[m].GetAnnotations()
+	released := ann[v2alpha1.AnnotationReleasedTarget]
+	return released != "" && released != ann[v2alpha1.AnnotationTargetHash]
+}
+
+// waiting: a live node that cannot move until others do — gated and not
+// paused or ignored, or recovering (not Ready, not in a released rollout):
+// its new pods wait for its provisioning-predecessors.
+func (o *oracle) waiting(m string) bool {
+	n := o.w.nodes[m]
+	if !o.live(m) || annotated(n, v2alpha1.AnnotationPauseRollout) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) {
+		return false
+	}
+	if o.gated(m) {
+		return true
+	}
+	return !o.inFlight(m) && !o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) && p.Conditions["Ready"] == "True" })
+}
+
+// circular: one of x's unmet upgrade needs waits, through waiting nodes and
+// at least one provisioning wait, for x.
+func (o *oracle) circular(x string) bool {
+	type state struct {
+		node string
+		prov bool
+	}
+	first, _ := o.unmet(x, true)
+	var queue []state
+	for _, nd := range first {
+		if nd.upgrade {
+			queue = append(queue, state{nd.node, false})
 		}
+	}
+	seen := map[state]bool{}
+	for len(queue) > 0 {
+		st := queue[0]
+		queue = queue[1:]
+		if st.node == x {
+			if st.prov {
+				return true
+			}
+			continue
+		}
+		if seen[st] || !o.waiting(st.node) {
+			continue
+		}
+		seen[st] = true
+		next, _ := o.unmet(st.node, o.gated(st.node) && o.upgradeMode(st.node))
+		for _, nd := range next {
+			queue = append(queue, state{nd.node, st.prov || !nd.upgrade})
+		}
+	}
+	return false
+}
+
+// independentRequirementsHold: may node name be released now?
+func independentRequirementsHold(w *world, name string, releasing map[string]bool) (bool, string) {
+	n := w.nodes[name]
+	if annotated(n, v2alpha1.AnnotationIgnorePrerequisites) {
+		return true, ""
+	}
+	o := newOracle(w, releasing)
+	o.releasing = without(releasing, name)
+	upgrade := o.upgradeMode(name)
+	unmet, ok := o.unmet(name, upgrade)
+	if !ok {
+		return false, "a prerequisite does not exist"
+	}
+	if upgrade && len(unmet) > 0 && o.circular(name) {
+		upgrade = false
+		unmet, _ = o.unmet(name, false)
+	}
+	if !upgrade && n.NodeKind() == v2alpha1.KindFrontend {
+		if _, ok := w.nodes[w.name("be")]; !ok {
+			return false, "no Backend"
+		}
+	}
+	if len(unmet) > 0 {
+		return false, fmt.Sprintf("%s is not %s=%s (on target: %v, upgrade: %v)", unmet[0].node, unmet[0].condType, unmet[0].status, unmet[0].onTarget, unmet[0].upgrade)
 	}
 	return true, ""
+}
+
+// podsMayStartOracle: may the held pods of node name schedule now? Only when
+// its live provisioning-predecessors are Ready, unless the node is in a
+// released rollout (or is released in this pass), not live, or ignored.
+func podsMayStartOracle(w *world, name string, releasing map[string]bool) (bool, string) {
+	n := w.nodes[name]
+	o := newOracle(w, releasing)
+	if !o.live(name) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) || releasing[name] {
+		return true, ""
+	}
+	if o.inFlight(name) {
+		return true, "" // the rollout released for this target is still under way
+	}
+	unmet, ok := o.unmet(name, false)
+	if !ok {
+		return false, "a provisioning prerequisite does not exist"
+	}
+	if len(unmet) > 0 {
+		return false, fmt.Sprintf("%s is not Ready", unmet[0].node)
+	}
+	return true, ""
+}
+
+// inFlight: released for its current target, and not recorded converged
+// since: no condition observed at or after the release's generation says
+// RolloutComplete, or a state reached only from there.
+func (o *oracle) inFlight(m string) bool {
+	n := o.w.nodes[m]
+	ann := n.GetAnnotations()
+	if o.gated(m) || ann[v2alpha1.AnnotationReleasedTarget] != o.hash(m) {
+		return false
+	}
+	if o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) && p.Conditions["Ready"] == "True" }) {
+		return false
+	}
+	gen, _ := strconv.ParseInt(ann[v2alpha1.AnnotationReleasedGeneration], 10, 64)
+	for _, c := range n.NodeStatus().Conditions {
+		if c.Type == v2alpha1.ConditionPrerequisitesReady && c.ObservedGeneration >= gen {
+			switch c.Reason {
+			case "RolloutComplete", "Recovering", "WaitingForPrerequisite", "DependencyCycle":
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func without(m map[string]bool, key string) map[string]bool {
+	out := map[string]bool{}
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -18,17 +18,24 @@ type Decision struct {
 	Node string
 	// Gated is whether the node must carry the sequencer's gate.
 	Gated bool
+	// RecordRelease: the patch that removes the gate also records the
+	// released target (a release of a live node, not the gate of a node
+	// that went down or is being deleted).
+	RecordRelease bool
+	// PodsToRelease are the node's pods whose sequencer scheduling gate is
+	// removed.
+	PodsToRelease []string
 	// Condition is the PrerequisitesReady condition the node must show
 	// (type, status, reason, message, observedGeneration).
 	Condition metav1.Condition
 	// Event, when set, is worth an Event: the reason or the gate changed.
 	Event *Event
-	// Mode is the mode of a node with pending work, empty otherwise.
+	// Mode is the mode of a gated node, empty otherwise.
 	Mode Mode
 	// WaitingFor names the nodes the node waits for, in order.
 	WaitingFor []string
 	// RecheckAfter asks for another look after this long: a released node
-	// whose progress deadline is still ahead.
+	// whose progress deadline is still ahead, a hold that ends by itself.
 	RecheckAfter time.Duration
 }
 
@@ -39,9 +46,9 @@ type Event struct {
 	Message string
 }
 
-// Changed reports whether applying the decision changes the node.
+// Changed reports whether applying the decision changes the node or its pods.
 func (d Decision) Changed(n v2alpha1.Node) bool {
-	if d.Gated != n.NodeSpec().HasGate(v2alpha1.GateSequencer) {
+	if d.Gated != gated(n) || len(d.PodsToRelease) > 0 {
 		return true
 	}
 	c := condition(n)
@@ -50,111 +57,294 @@ func (d Decision) Changed(n v2alpha1.Node) bool {
 }
 
 // ordinaryWaits are the reasons of a node simply waiting its turn.
-var ordinaryWaits = []string{v2alpha1.ReasonSettling, v2alpha1.ReasonWaitingForPrerequisite}
+var ordinaryWaits = []string{v2alpha1.ReasonSettling, v2alpha1.ReasonChangeLanding, v2alpha1.ReasonWaitingForPrerequisite}
 
 // releasedReasons mark a rollout the sequencer released and that has not
-// converged yet: such a node is never gated again for the same rollout.
+// converged yet.
 var releasedReasons = []string{v2alpha1.ReasonReleased, v2alpha1.ReasonPrerequisitesIgnored, v2alpha1.ReasonProgressDeadlineExceeded}
 
-// Plan decides, for every node of the snapshot's tenant, whether it is gated
-// and what its PrerequisitesReady condition says. It is pure: the same
-// snapshot always gives the same decisions, sorted by node name.
-//
-// A node is released only when every requirement holds at the moment of the
-// snapshot; see doc.go for the state machine.
-func Plan(s *Snapshot) []Decision {
-	names := make([]string, 0, len(s.Nodes))
-	for name := range s.Nodes {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+// planner holds one planning pass over a snapshot.
+type planner struct {
+	*Snapshot
+	names   []string
+	landing landing
+	// dropUpgrade: gated nodes in upgrade mode whose upgrade wait is
+	// circular with a provisioning wait; they proceed by the provisioning
+	// order (DESIGN §4).
+	dropUpgrade map[string]bool
+	// blockers of each waiting node, and the nodes it relies on.
+	blockers map[string][]blocker
+	reliesOn map[string][]string
+	// candidates are gated nodes whose requirements hold; releasing are the
+	// ones released in this pass.
+	candidates map[string]bool
+	releasing  map[string]bool
+	// cycles maps each node in a wait-for loop to the loop.
+	cycles map[string][]string
+}
 
-	decisions := make([]Decision, 0, len(names))
-	blockersOf := map[string][]blocker{}
-	for _, name := range names {
-		d, blockers := s.decide(name)
-		blockersOf[name] = blockers
-		decisions = append(decisions, d)
+// Plan decides, for every node of the snapshot's tenant, whether it is gated,
+// whether its held pods may schedule, and what its PrerequisitesReady
+// condition says. It is pure: the same snapshot always gives the same
+// decisions, sorted by node name. See doc.go for the rules.
+func Plan(s *Snapshot) []Decision {
+	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]bool{}}
+	for name := range s.Nodes {
+		p.names = append(p.names, name)
 	}
-	markCycles(decisions, blockersOf)
-	for i := range decisions {
-		decisions[i].Event = eventFor(s.Nodes[decisions[i].Node], decisions[i])
+	slices.Sort(p.names)
+	p.findWaits()
+	p.chooseReleases()
+	decisions := make([]Decision, 0, len(p.names))
+	for _, name := range p.names {
+		d := p.decide(name)
+		d.Event = eventFor(s.Nodes[name], d, p.landing)
+		decisions = append(decisions, d)
 	}
 	return decisions
 }
 
-func (s *Snapshot) decide(name string) (Decision, []blocker) {
-	n := s.Nodes[name]
-	spec := n.NodeSpec()
-	gated := spec.HasGate(v2alpha1.GateSequencer)
+// findWaits finds what every gated node and every recovering node waits for,
+// letting the provisioning order win wherever an upgrade wait is circular
+// with a provisioning wait, until no such circle is left.
+func (p *planner) findWaits() {
+	for range len(p.names) + 1 {
+		p.blockers, p.reliesOn, p.candidates = map[string][]blocker{}, map[string][]string{}, map[string]bool{}
+		for _, name := range p.names {
+			p.evaluate(name)
+		}
+		p.cycles = p.findCycles()
+		dropped := false
+		edges := p.waitEdges()
+		for name := range p.cycles {
+			if gated(p.Nodes[name]) && p.mode(name) == ModeUpgrade && !p.dropUpgrade[name] && p.upgradeWaitIsCircular(name, edges) {
+				p.dropUpgrade[name] = true
+				dropped = true
+			}
+		}
+		if !dropped {
+			return
+		}
+	}
+}
+
+// evaluate records what node name waits for, if it waits for anyone.
+func (p *planner) evaluate(name string) {
+	n := p.Nodes[name]
+	if !live(n) {
+		return
+	}
+	if !gated(n) {
+		if p.recovering(name) {
+			p.blockers[name], p.reliesOn[name] = p.wait(name, false, nil)
+		}
+		return
+	}
+	switch {
+	case annotated(n, v2alpha1.AnnotationIgnorePrerequisites):
+		p.candidates[name] = true
+		return
+	case annotated(n, v2alpha1.AnnotationPauseRollout), p.landing.hold:
+		return
+	}
+	upgrade := p.mode(name) == ModeUpgrade && !p.dropUpgrade[name]
+	p.blockers[name], p.reliesOn[name] = p.wait(name, upgrade, nil)
+	if len(p.blockers[name]) == 0 {
+		p.candidates[name] = true
+	}
+}
+
+// wait checks node name's requirements and returns the unmet ones and every
+// node it relies on.
+func (p *planner) wait(name string, upgrade bool, releasing map[string]bool) ([]blocker, []string) {
+	var blockers []blocker
+	var relies []string
+	for _, r := range p.requirements(name, upgrade) {
+		if !slices.Contains(relies, r.node) {
+			relies = append(relies, r.node)
+		}
+		if b, blocked := p.check(r, releasing); blocked {
+			blockers = append(blockers, b)
+		}
+	}
+	return blockers, relies
+}
+
+// chooseReleases picks the candidates released in this pass: a node about to
+// roll stops being Ready, so no node is released in the same pass as a node
+// it relies on. Nodes released regardless of prerequisites go first, then
+// nodes no other candidate relies on before those that rely on candidates.
+func (p *planner) chooseReleases() {
+	p.releasing = map[string]bool{}
+	var order []string
+	for _, name := range p.names {
+		if p.candidates[name] {
+			order = append(order, name)
+		}
+	}
+	rank := func(name string) int {
+		if annotated(p.Nodes[name], v2alpha1.AnnotationIgnorePrerequisites) {
+			return -1
+		}
+		count := 0
+		for _, r := range p.reliesOn[name] {
+			if p.candidates[r] {
+				count++
+			}
+		}
+		return count
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return rank(a) - rank(b) })
+	for _, c := range order {
+		conflict := slices.ContainsFunc(p.reliesOn[c], func(r string) bool { return p.releasing[r] })
+		for r := range p.releasing {
+			conflict = conflict || slices.Contains(p.reliesOn[r], c)
+		}
+		if !conflict || annotated(p.Nodes[c], v2alpha1.AnnotationIgnorePrerequisites) {
+			p.releasing[c] = true
+		}
+	}
+}
+
+// PodsMayStart reports whether new pods of node name may be scheduled now:
+// the node is not live, is released regardless of its prerequisites, is in
+// a released rollout that has not converged (a half-done rollout is never
+// frozen), or its live provisioning-predecessors are Ready. Otherwise it
+// returns the blockers' message. The pod admission webhook and the
+// sequencer decide with it.
+func PodsMayStart(s *Snapshot, name string) (bool, string) {
+	p := &planner{Snapshot: s}
+	ok, blockers := p.podsMayStart(name, nil)
+	if ok {
+		return true, ""
+	}
+	return false, nearest(blockers).message
+}
+
+func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []blocker) {
+	n := p.Nodes[name]
+	if !live(n) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) || p.inFlight(name) || releasing[name] {
+		return true, nil
+	}
+	blockers, _ := p.wait(name, false, releasing)
+	return len(blockers) == 0, blockers
+}
+
+// decide turns the pass's findings into node name's decision.
+func (p *planner) decide(name string) Decision {
+	n := p.Nodes[name]
 	d := Decision{Node: name}
 	set := d.setter(n)
-	if !isUp(n) {
+	podsOK, podBlockers := p.podsMayStart(name, p.releasing)
+	if podsOK {
+		for _, pod := range p.Pods[name] {
+			if pod.HeldBySequencer() {
+				d.PodsToRelease = append(d.PodsToRelease, pod.Name)
+			}
+		}
+	}
+	switch {
+	case n.GetDeletionTimestamp() != nil:
+		set(false, metav1.ConditionTrue, v2alpha1.ReasonNodeDown, "%s is being deleted and takes no part in the order", name)
+	case !isUp(n):
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonNodeDown, "%s is intentionally down (up: false) and takes no part in the order", name)
-		return d, nil
+	case gated(n):
+		p.decideGated(name, &d)
+	case p.converged(name):
+		msg := "Ready on " + describeTarget(n)
+		if p.onFallback(name) {
+			msg += fmt.Sprintf(" (judged by the version and revision labels: its pods carry no %s label)", v2alpha1.LabelTargetHash)
+		}
+		set(false, metav1.ConditionTrue, v2alpha1.ReasonRolloutComplete, "%s", msg)
+	case p.inFlight(name):
+		p.inProgress(n, &d)
+	case p.cycles[name] != nil:
+		d.WaitingFor = blockerNodes(podBlockers)
+		set(false, metav1.ConditionFalse, v2alpha1.ReasonDependencyCycle, "recovering: new pods held scheduling-gated; %s", cycleMessage(p.cycles[name]))
+	case !podsOK:
+		d.WaitingFor = blockerNodes(podBlockers)
+		set(false, metav1.ConditionFalse, v2alpha1.ReasonWaitingForPrerequisite, "recovering: new pods held scheduling-gated; %s", nearest(podBlockers).message)
+	default:
+		reqs := p.requirements(name, false)
+		set(false, metav1.ConditionTrue, v2alpha1.ReasonRecovering, "recovering on %s: pods may schedule, %s", describeTarget(n), describeMet(reqs))
 	}
-	pending := s.hasPendingWork(name)
-	if !pending {
-		set(false, metav1.ConditionTrue, v2alpha1.ReasonRolloutComplete, "Ready on %s", target(spec.ExpressVersion, spec.DeploymentRevision))
-		return d, nil
+	return d
+}
+
+// decideGated decides a gated live node: ignore, pause, landing, waits,
+// release — in that order.
+func (p *planner) decideGated(name string, d *Decision) {
+	n := p.Nodes[name]
+	set := d.setter(n)
+	d.Mode = p.mode(name)
+	what := string(d.Mode) + " of " + describeTarget(n)
+	if p.dropUpgrade[name] {
+		what += " by the provisioning order (its upgrade wait was circular)"
 	}
-	d.Mode = s.mode(name)
-	cur := condition(n)
-	if !gated && cur != nil && slices.Contains(releasedReasons, cur.Reason) {
-		// Released by the sequencer and not converged yet: never gated
-		// again for this rollout; only watched against its deadline.
-		s.inProgress(n, &d, cur)
-		return d, nil
-	}
-	if annotated(n, v2alpha1.AnnotationIgnorePrerequisites) {
+	switch {
+	case annotated(n, v2alpha1.AnnotationIgnorePrerequisites):
+		d.RecordRelease = true
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonPrerequisitesIgnored,
-			"released for %s without checking prerequisites (%s)", d.Mode, v2alpha1.AnnotationIgnorePrerequisites)
-		return d, nil
-	}
-	if annotated(n, v2alpha1.AnnotationPauseRollout) {
+			"released for %s without checking prerequisites (%s)", what, v2alpha1.AnnotationIgnorePrerequisites)
+	case annotated(n, v2alpha1.AnnotationPauseRollout):
 		set(true, metav1.ConditionFalse, v2alpha1.ReasonRolloutPaused, "held by %s", v2alpha1.AnnotationPauseRollout)
-		return d, nil
-	}
-	var blockers []blocker
-	reqs := s.requirements(name, d.Mode)
-	for _, r := range reqs {
-		b, blocked := s.check(r)
-		if !blocked {
-			continue
+	case p.landing.hold:
+		set(true, metav1.ConditionFalse, p.landing.reason, "%s", p.landing.message)
+		d.RecheckAfter = p.landing.recheckAfter
+	case p.cycles[name] != nil:
+		d.WaitingFor = blockerNodes(p.blockers[name])
+		set(true, metav1.ConditionFalse, v2alpha1.ReasonDependencyCycle, "%s", cycleMessage(p.cycles[name]))
+	case len(p.blockers[name]) > 0:
+		d.WaitingFor = blockerNodes(p.blockers[name])
+		b := nearest(p.blockers[name])
+		set(true, metav1.ConditionFalse, b.reason, "%s", b.message)
+	case p.releasing[name]:
+		d.RecordRelease = true
+		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.requirements(name, p.mode(name) == ModeUpgrade && !p.dropUpgrade[name])))
+		if p.landing.timedOut != "" {
+			msg += "; " + p.landing.timedOut
 		}
-		// A node both lists name is reported once, by its stricter
-		// (later, upgrade) requirement.
-		if i := slices.Index(d.WaitingFor, b.node); i >= 0 {
-			blockers[i] = b
-			continue
+		set(false, metav1.ConditionTrue, v2alpha1.ReasonReleased, "%s", msg)
+	default: // a candidate that relies on a node released in this pass
+		blockers, _ := p.wait(name, p.mode(name) == ModeUpgrade && !p.dropUpgrade[name], p.releasing)
+		for r := range p.releasing {
+			if slices.Contains(p.reliesOn[r], name) {
+				blockers = append(blockers, blocker{node: r, reason: v2alpha1.ReasonWaitingForPrerequisite,
+					message: fmt.Sprintf("waiting for %s: it is being released now and relies on %s being Ready", r, name)})
+			}
 		}
-		blockers = append(blockers, b)
-		d.WaitingFor = append(d.WaitingFor, b.node)
+		slices.SortFunc(blockers, func(a, b blocker) int { return strings.Compare(a.node, b.node) })
+		d.WaitingFor = blockerNodes(blockers)
+		b := nearest(blockers)
+		set(true, metav1.ConditionFalse, b.reason, "%s", b.message)
 	}
+}
+
+// nearest returns the blocker a condition names: the last in order — right
+// before the node, so it changes only when that node moves, not at every
+// step of the rollout ahead of it — unless a missing or paused prerequisite
+// says more.
+func nearest(blockers []blocker) blocker {
 	if len(blockers) == 0 {
-		latest := s.latestChange()
-		if wait := latest.Add(s.SettleTime).Sub(s.Now); gated && s.SettleTime > 0 && wait > 0 {
-			set(true, metav1.ConditionFalse, v2alpha1.ReasonSettling,
-				"prerequisites ready; holding until %s after the latest change to tenant %s (%s) so that all of it has landed",
-				s.SettleTime, s.Tenant.ClusterName, latest.Format(time.RFC3339))
-			d.RecheckAfter = wait
-			return d, nil
-		}
-		set(false, metav1.ConditionTrue, v2alpha1.ReasonReleased, "released for %s: %s", d.Mode, describeMet(reqs))
-		return d, nil
+		return blocker{}
 	}
-	// The nearest blocker — the last in order, right before this node — is
-	// named: it changes only when that node moves, not at every step of
-	// the rollout ahead of it, so the condition is rewritten O(1) times.
-	nearest := blockers[len(blockers)-1]
 	for _, b := range blockers {
 		if b.reason != v2alpha1.ReasonWaitingForPrerequisite {
-			nearest = b // a missing or paused prerequisite says more
-			break
+			return b
 		}
 	}
-	set(true, metav1.ConditionFalse, nearest.reason, "%s", nearest.message)
-	return d, blockers
+	return blockers[len(blockers)-1]
+}
+
+// blockerNodes lists the nodes of the blockers, each once, in order.
+func blockerNodes(blockers []blocker) []string {
+	var out []string
+	for _, b := range blockers {
+		if !slices.Contains(out, b.node) {
+			out = append(out, b.node)
+		}
+	}
+	return out
 }
 
 // setter returns a function that sets the decision's gate and condition.
@@ -169,21 +359,27 @@ func (d *Decision) setter(n v2alpha1.Node) func(bool, metav1.ConditionStatus, st
 }
 
 // inProgress watches a released node against its progress deadline.
-func (s *Snapshot) inProgress(n v2alpha1.Node, d *Decision, cur *metav1.Condition) {
+func (p *planner) inProgress(n v2alpha1.Node, d *Decision) {
 	set := d.setter(n)
-	elapsed := s.Now.Sub(cur.LastTransitionTime.Time)
-	if cur.Reason == v2alpha1.ReasonProgressDeadlineExceeded || (s.ProgressDeadline > 0 && elapsed >= s.ProgressDeadline) {
-		spec := n.NodeSpec()
-		ready, total := podsIn(s.Pods[n.GetName()], string(corev1.PodReady), string(corev1.ConditionTrue), spec.ExpressVersion, spec.DeploymentRevision)
+	cur := condition(n)
+	if cur == nil || !slices.Contains(releasedReasons, cur.Reason) {
+		// The release was recorded but its condition was lost (a failed
+		// status write): say so now and time the deadline from here.
+		set(false, metav1.ConditionTrue, v2alpha1.ReasonReleased, "rolling out %s (released)", describeTarget(n))
+		d.RecheckAfter = p.ProgressDeadline
+		return
+	}
+	elapsed := p.Now.Sub(cur.LastTransitionTime.Time)
+	if cur.Reason == v2alpha1.ReasonProgressDeadlineExceeded || (p.ProgressDeadline > 0 && elapsed >= p.ProgressDeadline) {
 		set(false, metav1.ConditionFalse, v2alpha1.ReasonProgressDeadlineExceeded,
 			"released but not Ready on %s within %s: %d/%d pods Ready on target; its dependents stay gated",
-			target(spec.ExpressVersion, spec.DeploymentRevision), s.ProgressDeadline, ready, total)
+			describeTarget(n), p.ProgressDeadline, p.readyOnTarget(n.GetName()), len(p.Pods[n.GetName()]))
 		return
 	}
 	set(false, cur.Status, cur.Reason, "%s", cur.Message)
 	d.Condition.ObservedGeneration = cur.ObservedGeneration
-	if s.ProgressDeadline > 0 {
-		d.RecheckAfter = s.ProgressDeadline - elapsed
+	if p.ProgressDeadline > 0 {
+		d.RecheckAfter = p.ProgressDeadline - elapsed
 	}
 }
 
@@ -204,64 +400,29 @@ func describeMet(reqs []requirement) string {
 	return strings.Join(met, ", ") + " ready"
 }
 
-// markCycles finds nodes that hold each other in a loop — each gated and
-// waiting for the next — and says so: none of them can ever be released.
-func markCycles(decisions []Decision, blockersOf map[string][]blocker) {
-	held := map[string]int{}
-	for i, d := range decisions {
-		if d.Gated && len(blockersOf[d.Node]) > 0 {
-			held[d.Node] = i
-		}
-	}
-	// Edges between held nodes only: a node that is not held can progress.
-	edges := map[string][]string{}
-	for name := range held {
-		for _, b := range blockersOf[name] {
-			if _, ok := held[b.node]; ok {
-				edges[name] = append(edges[name], b.node)
-			}
-		}
-	}
-	for name, i := range held {
-		if path, ok := loopFrom(name, edges); ok {
-			decisions[i].Condition.Reason = v2alpha1.ReasonDependencyCycle
-			decisions[i].Condition.Message = fmt.Sprintf(
-				"%s wait for each other and can never be released: change a prerequisite or set %s on one of them",
-				strings.Join(path, " → "), v2alpha1.AnnotationIgnorePrerequisites)
-		}
-	}
-}
-
-// loopFrom returns a loop along edges from start back to start.
-func loopFrom(start string, edges map[string][]string) ([]string, bool) {
-	for _, next := range edges[start] {
-		if path, ok := pathTo(edges, next, start, map[string]bool{}); ok {
-			return append([]string{start}, path...), true
-		}
-	}
-	return nil, false
-}
-
-func eventFor(n v2alpha1.Node, d Decision) *Event {
+func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 	cur := condition(n)
-	gateChanged := d.Gated != n.NodeSpec().HasGate(v2alpha1.GateSequencer)
-	if !gateChanged && cur != nil && cur.Reason == d.Condition.Reason {
+	gateChanged := d.Gated != gated(n)
+	if !gateChanged && cur != nil && cur.Reason == d.Condition.Reason && len(d.PodsToRelease) == 0 {
 		return nil
 	}
-	if d.Condition.Reason == v2alpha1.ReasonRolloutComplete && (cur == nil || !slices.Contains(releasedReasons, cur.Reason)) {
-		return nil // steady nodes need no Event; finishing a rollout does
+	if d.Condition.Reason == v2alpha1.ReasonRolloutComplete && (cur == nil ||
+		!slices.Contains(releasedReasons, cur.Reason) && !slices.Contains(convergedReasons[1:], cur.Reason)) {
+		return nil // steady nodes need no Event; finishing a rollout or a recovery does
 	}
-	if !gateChanged && cur != nil && slices.Contains(ordinaryWaits, cur.Reason) && slices.Contains(ordinaryWaits, d.Condition.Reason) {
+	if !gateChanged && len(d.PodsToRelease) == 0 && cur != nil && slices.Contains(ordinaryWaits, cur.Reason) && slices.Contains(ordinaryWaits, d.Condition.Reason) {
 		return nil // still in line: the first Event of the wait said so
 	}
 	typ := corev1.EventTypeNormal
 	switch d.Condition.Reason {
 	case v2alpha1.ReasonProgressDeadlineExceeded, v2alpha1.ReasonDependencyCycle, v2alpha1.ReasonPrerequisiteNotFound:
 		typ = corev1.EventTypeWarning
+	case v2alpha1.ReasonReleased:
+		typ = l.eventType()
 	}
 	msg := d.Condition.Message
-	if gateChanged && d.Gated {
-		msg = "gated: " + msg
+	if len(d.PodsToRelease) > 0 {
+		msg = fmt.Sprintf("%s (scheduling gate removed from %s)", msg, strings.Join(d.PodsToRelease, ", "))
 	}
 	return &Event{Type: typ, Reason: d.Condition.Reason, Message: msg}
 }

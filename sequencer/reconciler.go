@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,9 +47,8 @@ type Reconciler struct {
 	// ProgressDeadline is how long a released node may take to become Ready
 	// on its target; 0 turns the check off.
 	ProgressDeadline time.Duration
-	// SettleTime is how long after a tenant's latest target change its
-	// gated nodes stay held.
-	SettleTime time.Duration
+	// Grouping says how a change applied node by node is recognised as one.
+	Grouping Grouping
 	// Recorder records Events on nodes.
 	Recorder events.EventRecorder
 
@@ -77,6 +79,7 @@ func stripPod(obj any) (any, error) {
 			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
 		},
+		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates},
 		Status: corev1.PodStatus{Conditions: p.Status.Conditions},
 	}, nil
 }
@@ -132,7 +135,7 @@ func (r *Reconciler) observe(t Tenant) { r.observed.LoadOrStore(t, r.Clock.Now()
 // Reconcile sequences one tenant: gather, plan, apply.
 func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result, error) {
 	since, _ := r.observed.LoadAndDelete(t)
-	snap, err := Gather(ctx, r.Client, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.SettleTime)
+	snap, err := Gather(ctx, r.Client, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
 	if err != nil {
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
@@ -155,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 	var rest []Decision
 	for _, d := range decisions {
 		if releasing(snap, d) {
-			errs = append(errs, r.apply(ctx, snap.Nodes[d.Node], d, since))
+			errs = append(errs, r.apply(ctx, snap, d, since))
 		} else if d.Changed(snap.Nodes[d.Node]) {
 			rest = append(rest, d)
 		}
@@ -166,7 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := r.apply(ctx, snap.Nodes[d.Node], d, since)
+			err := r.apply(ctx, snap, d, since)
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
@@ -179,21 +182,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 
 // releasing reports whether the decision removes the node's gate.
 func releasing(s *Snapshot, d Decision) bool {
-	return !d.Gated && s.Nodes[d.Node].NodeSpec().HasGate(v2alpha1.GateSequencer)
+	return !d.Gated && gated(s.Nodes[d.Node])
 }
 
 // apply makes one node match its decision. The gate goes first, as a JSON
 // patch that tests the generation and the gates it decided on: if the spec
 // changed since the snapshot the patch fails, and the tenant is planned
 // again from fresh data; status and annotation changes do not get in the way.
-func (r *Reconciler) apply(ctx context.Context, n v2alpha1.Node, d Decision, since any) error {
+// Then the held pods' scheduling gates, the condition, the Event.
+func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, since any) error {
+	n := snap.Nodes[d.Node]
 	if !d.Changed(n) {
 		return nil
 	}
 	logger := log.FromContext(ctx).WithValues("node", n.GetName(), "kind", n.NodeKind())
-	before := n.NodeSpec().HasGate(v2alpha1.GateSequencer)
+	before := gated(n)
 	if before != d.Gated {
-		patch, err := gatePatch(n, d.Gated)
+		patch, err := gatePatch(n, d.Gated, d.RecordRelease)
 		if err != nil {
 			return err
 		}
@@ -209,6 +214,10 @@ func (r *Reconciler) apply(ctx context.Context, n v2alpha1.Node, d Decision, sin
 		}
 		logger.Info("Changed gate", "gated", d.Gated, "reason", d.Condition.Reason, "message", d.Condition.Message)
 	}
+	if err := r.releasePods(ctx, snap, d); err != nil {
+		reconcileErrors.WithLabelValues("pod").Inc()
+		return err
+	}
 	d.Condition.ObservedGeneration = n.GetGeneration()
 	if err := r.applyCondition(ctx, n, d); err != nil {
 		reconcileErrors.WithLabelValues("status").Inc()
@@ -219,17 +228,70 @@ func (r *Reconciler) apply(ctx context.Context, n v2alpha1.Node, d Decision, sin
 		switch {
 		case before && !d.Gated:
 			action = "Release"
-		case !before && d.Gated:
-			action = "Gate"
+		case len(d.PodsToRelease) > 0:
+			action = "ReleasePods"
 		}
 		r.Recorder.Eventf(n, nil, d.Event.Type, d.Event.Reason, action, "%s", d.Event.Message)
 	}
 	return nil
 }
 
+// releasePods removes the sequencer's scheduling gate from the decision's
+// pods, each with a JSON patch that tests the gates it saw: only its own
+// gate goes, whatever else holds the pod.
+func (r *Reconciler) releasePods(ctx context.Context, snap *Snapshot, d Decision) error {
+	var errs []error
+	for _, name := range d.PodsToRelease {
+		i := slices.IndexFunc(snap.Pods[d.Node], func(p Pod) bool { return p.Name == name })
+		if i < 0 {
+			continue
+		}
+		patch, err := podGatePatch(snap.Pods[d.Node][i])
+		if err != nil {
+			return err
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: snap.Tenant.Namespace}}
+		if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(v2alpha1.FieldManager)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("removing the scheduling gate of pod %s: %w", name, err))
+			continue
+		}
+		podReleases.Inc()
+		log.FromContext(ctx).Info("Released pod", "node", d.Node, "pod", name)
+	}
+	return errors.Join(errs...)
+}
+
+// podGatePatch returns the JSON patch that removes the sequencer's scheduling
+// gate from a pod, guarded by a test of the gates it had.
+func podGatePatch(p Pod) (client.Patch, error) {
+	gates := make([]corev1.PodSchedulingGate, 0, len(p.Gates))
+	var rest []corev1.PodSchedulingGate
+	for _, g := range p.Gates {
+		gates = append(gates, corev1.PodSchedulingGate{Name: g})
+		if g != v2alpha1.GateSequencer {
+			rest = append(rest, corev1.PodSchedulingGate{Name: g})
+		}
+	}
+	ops := []map[string]any{{"op": "test", "path": "/spec/schedulingGates", "value": gates}}
+	if len(rest) == 0 {
+		ops = append(ops, map[string]any{"op": "remove", "path": "/spec/schedulingGates"})
+	} else {
+		ops = append(ops, map[string]any{"op": "replace", "path": "/spec/schedulingGates", "value": rest})
+	}
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the scheduling gate patch of %s: %w", p.Name, err)
+	}
+	return client.RawPatch(types.JSONPatchType, data), nil
+}
+
 // gatePatch returns the JSON patch that adds or removes the sequencer's gate,
-// guarded by tests of the generation and of the current gates.
-func gatePatch(n v2alpha1.Node, gated bool) (client.Patch, error) {
+// guarded by tests of the generation and of the current gates. A release
+// (record) also writes, in the same patch, the target it released and the
+// generation the patch produces, guarded by a test of the target hash: the
+// release can never be lost between two writes, nor recorded for a target
+// that changed meanwhile.
+func gatePatch(n v2alpha1.Node, gated, record bool) (client.Patch, error) {
 	gates := n.NodeSpec().RolloutGates
 	next := n.NodeSpec().DeepCopy()
 	if gated {
@@ -248,11 +310,33 @@ func gatePatch(n v2alpha1.Node, gated bool) (client.Patch, error) {
 		ops = append(ops, map[string]any{"op": "test", "path": "/spec/rolloutGates", "value": gates},
 			map[string]any{"op": "replace", "path": "/spec/rolloutGates", "value": next.RolloutGates})
 	}
+	if record {
+		hash := targetHash(n)
+		released := map[string]string{
+			v2alpha1.AnnotationReleasedTarget:     hash,
+			v2alpha1.AnnotationReleasedGeneration: strconv.FormatInt(n.GetGeneration()+1, 10),
+		}
+		if len(n.GetAnnotations()) == 0 {
+			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": released})
+		} else {
+			if hash != "" {
+				ops = append(ops, map[string]any{"op": "test", "path": annotationPath(v2alpha1.AnnotationTargetHash), "value": hash})
+			}
+			for _, key := range sequencerOnly {
+				ops = append(ops, map[string]any{"op": "add", "path": annotationPath(key), "value": released[key]})
+			}
+		}
+	}
 	data, err := json.Marshal(ops)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the gate patch of %s: %w", n.GetName(), err)
 	}
 	return client.RawPatch(types.JSONPatchType, data), nil
+}
+
+// annotationPath is the JSON pointer of an annotation.
+func annotationPath(key string) string {
+	return "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
 }
 
 // applyCondition server-side applies the PrerequisitesReady condition as

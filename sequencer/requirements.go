@@ -9,16 +9,6 @@ import (
 	"github.com/medallia/express-sequencer/defaults"
 )
 
-// Mode is how a node with pending work is rolled: provisioned (it is not
-// Ready: new, crashed, coming back up) or upgraded (Ready, new target).
-type Mode string
-
-// The two modes.
-const (
-	ModeProvisioning Mode = "provisioning"
-	ModeUpgrade      Mode = "upgrade"
-)
-
 // requirement is one live node that must be in a state before another node
 // may proceed.
 type requirement struct {
@@ -42,11 +32,9 @@ type blocker struct {
 	node    string
 	reason  string
 	message string
+	// upgrade: the requirement comes from the upgrade list.
+	upgrade bool
 }
-
-func isUp(n v2alpha1.Node) bool { return n.NodeSpec().IsUp() }
-
-func annotated(n v2alpha1.Node, key string) bool { return n.GetAnnotations()[key] == "true" }
 
 // podsIn counts the pods with condition condType=condStatus, and of those
 // the ones running version and revision (empty matches anything).
@@ -60,55 +48,23 @@ func podsIn(pods []Pod, condType, condStatus, version, revision string) (inState
 	return inState, len(pods)
 }
 
-// isReady: at least one pod, and every pod Ready.
-func (s *Snapshot) isReady(name string) bool {
-	ok, total := podsIn(s.Pods[name], string(corev1.PodReady), string(corev1.ConditionTrue), "", "")
-	return total > 0 && ok == total
-}
-
-// onTarget: the node is not gated and every pod runs its target version and
-// revision. A gated node has a target it has not started rolling.
-func (s *Snapshot) onTarget(name string) bool {
-	n := s.Nodes[name]
-	if n.NodeSpec().HasGate(v2alpha1.GateSequencer) {
-		return false
-	}
-	for _, p := range s.Pods[name] {
-		if p.Version != n.NodeSpec().ExpressVersion || p.Revision != n.NodeSpec().DeploymentRevision {
-			return false
-		}
-	}
-	return true
-}
-
-// hasPendingWork: up, and gated or not (Ready and on target).
-func (s *Snapshot) hasPendingWork(name string) bool {
-	n := s.Nodes[name]
-	return isUp(n) && (n.NodeSpec().HasGate(v2alpha1.GateSequencer) || !s.isReady(name) || !s.onTarget(name))
-}
-
-func (s *Snapshot) mode(name string) Mode {
-	if s.isReady(name) {
-		return ModeUpgrade
-	}
-	return ModeProvisioning
-}
-
-// liveKeys returns the keys of the tenant's live (up) nodes that have one.
+// liveKeys returns the keys of the tenant's live nodes (up, not being
+// deleted) that have one.
 func (s *Snapshot) liveKeys() map[defaults.Key]string {
-	live := map[defaults.Key]string{}
+	keys := map[defaults.Key]string{}
 	for name, n := range s.Nodes {
-		if k, ok := defaults.KeyOf(n); ok && isUp(n) {
-			live[k] = name
+		if k, ok := defaults.KeyOf(n); ok && live(n) {
+			keys[k] = name
 		}
 	}
-	return live
+	return keys
 }
 
-// requirements returns what node name needs before it may proceed in mode.
-func (s *Snapshot) requirements(name string, mode Mode) []requirement {
+// requirements returns what node name needs before it may proceed: its
+// provisioning list, and its upgrade list too when upgrade is set.
+func (s *Snapshot) requirements(name string, upgrade bool) []requirement {
 	lists := []defaults.List{defaults.ProvisioningList}
-	if mode == ModeUpgrade {
+	if upgrade {
 		lists = append(lists, defaults.UpgradeList)
 	}
 	var reqs []requirement
@@ -116,7 +72,7 @@ func (s *Snapshot) requirements(name string, mode Mode) []requirement {
 		reqs = append(reqs, s.listRequirements(name, l, l == defaults.UpgradeList, "", map[string]bool{name: true})...)
 	}
 	n := s.Nodes[name]
-	if mode == ModeProvisioning && n.NodeKind() == v2alpha1.KindFrontend {
+	if !upgrade && n.NodeKind() == v2alpha1.KindFrontend {
 		be := defaults.NodeName(s.Tenant.ClusterName, defaults.Backend)
 		if _, ok := s.Nodes[be]; !ok {
 			reqs = append(reqs, requirement{node: be, kind: v2alpha1.KindBackend, missing: true})
@@ -127,8 +83,8 @@ func (s *Snapshot) requirements(name string, mode Mode) []requirement {
 
 // listRequirements resolves list l of node name into live nodes: a
 // defaulted list into every live node before it in the reduced order, an
-// explicit list entry by entry, walking through intentionally-down nodes to
-// their own prerequisites. seen guards against loops through down nodes.
+// explicit list entry by entry, walking through intentionally-down nodes and
+// nodes being deleted to their own prerequisites. seen guards against loops through down nodes.
 func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool, via string, seen map[string]bool) []requirement {
 	n := s.Nodes[name]
 	var reqs []requirement
@@ -164,7 +120,7 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 		switch {
 		case !ok:
 			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via})
-		case !isUp(dep):
+		case !live(dep):
 			seen[p.ExpressNode] = true
 			reqs = append(reqs, s.listRequirements(p.ExpressNode, l, upToDate, p.ExpressNode, seen)...)
 		default:
@@ -179,49 +135,84 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 }
 
 // check returns the blocker of a requirement, or false when it holds.
-func (s *Snapshot) check(r requirement) (blocker, bool) {
+// releasing are the nodes released in the same planning pass: like a node in
+// flight, they are about to stop being Ready, so they are Ready for no one.
+func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, bool) {
 	who := fmt.Sprintf("%s (%s)", r.node, r.kind)
 	if r.via != "" {
 		who += fmt.Sprintf(", through %s which is down", r.via)
 	}
+	block := func(reason, format string, args ...any) (blocker, bool) {
+		return blocker{node: r.node, reason: reason, message: "waiting for " + who + ": " + fmt.Sprintf(format, args...), upgrade: r.upToDate}, true
+	}
 	if r.missing {
-		return blocker{r.node, v2alpha1.ReasonPrerequisiteNotFound, fmt.Sprintf("waiting for %s: it does not exist", who)}, true
+		return block(v2alpha1.ReasonPrerequisiteNotFound, "it does not exist")
 	}
 	n := s.Nodes[r.node]
-	version, revision := r.version, r.revision
-	if r.upToDate {
-		if version == "" {
-			version = n.NodeSpec().ExpressVersion
-		}
-		if revision == "" {
-			revision = n.NodeSpec().DeploymentRevision
-		}
-	}
-	ok, total := podsIn(s.Pods[r.node], r.condType, r.condStatus, version, revision)
-	gated := r.upToDate && n.NodeSpec().HasGate(v2alpha1.GateSequencer)
-	if total > 0 && ok == total && !gated {
-		return blocker{}, false
-	}
 	reason := v2alpha1.ReasonWaitingForPrerequisite
 	if annotated(n, v2alpha1.AnnotationPauseRollout) {
 		reason = v2alpha1.ReasonRolloutPaused
 		who += " which is paused"
 	}
-	if gated {
-		return blocker{r.node, reason, fmt.Sprintf("waiting for %s: its own rollout to %s has not started (gated)",
-			who, target(n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision))}, true
+	if r.upToDate && gated(n) {
+		return block(reason, "its own rollout to %s has not started (gated)", describeTarget(n))
 	}
-	state := fmt.Sprintf("%d/%d pods %s", ok, total, r.condType)
+	if releasing[r.node] {
+		return block(reason, "it is being released for %s now", describeTarget(n))
+	}
+	pods := s.Pods[r.node]
+	ok := 0
+	for _, p := range pods {
+		if p.Conditions[r.condType] == r.condStatus &&
+			(r.version == "" || p.Version == r.version) && (r.revision == "" || p.Revision == r.revision) &&
+			(!r.upToDate || podOnTarget(n, p)) {
+			ok++
+		}
+	}
+	if s.inFlight(r.node) {
+		return block(reason, "its rollout to %s is under way (%d/%d pods Ready on it)", describeTarget(n), s.readyOnTarget(r.node), len(pods))
+	}
+	if len(pods) > 0 && ok == len(pods) {
+		return blocker{}, false
+	}
+	if len(pods) == 0 {
+		return block(reason, "no pods yet")
+	}
+	state := fmt.Sprintf("%d/%d pods %s", ok, len(pods), r.condType)
 	if r.condStatus != string(corev1.ConditionTrue) {
-		state = fmt.Sprintf("%d/%d pods %s=%s", ok, total, r.condType, r.condStatus)
+		state = fmt.Sprintf("%d/%d pods %s=%s", ok, len(pods), r.condType, r.condStatus)
 	}
-	if version != "" || revision != "" {
-		state += " on " + target(version, revision)
+	switch {
+	case r.version != "" || r.revision != "":
+		state += " on " + target(r.version, r.revision)
+	case r.upToDate:
+		state += " on " + describeTarget(n)
 	}
-	if total == 0 {
-		state = "no pods yet"
+	return block(reason, "%s", state)
+}
+
+// readyOnTarget counts the node's pods that are Ready on its target.
+func (s *Snapshot) readyOnTarget(name string) int {
+	n, count := s.Nodes[name], 0
+	for _, p := range s.Pods[name] {
+		if p.Conditions[string(corev1.PodReady)] == string(corev1.ConditionTrue) && podOnTarget(n, p) {
+			count++
+		}
 	}
-	return blocker{r.node, reason, fmt.Sprintf("waiting for %s: %s", who, state)}, true
+	return count
+}
+
+// describeTarget names a node's target for people: its version and
+// revision, and the target hash that also covers every other field.
+func describeTarget(n v2alpha1.Node) string {
+	t := target(n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision)
+	if h := targetHash(n); h != "" {
+		if t == "" {
+			return "target " + h
+		}
+		return t + " (target " + h + ")"
+	}
+	return t
 }
 
 // target renders a version and revision as "express-e689.154" or

@@ -133,6 +133,99 @@ var scenarios = []scenario{
 		w.run(200)
 		return w.startedSince(mark)
 	}},
+	{"a config-only change to all nodes upgrades fe1 and fe2 before the backend", "fe1 fe2 be fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setConfig("changeset-2", keysOf(5)...)
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"a change to all while fe3 is crashed rolls fe3 in its upgrade turn", "fe1 fe2 be fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.crash("fe3")
+		w.setVersion(v2, keysOf(5)...)
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"a change to all that brings fe3 back up rolls fe3 in its upgrade turn", "fe1 fe2 be fe3 fe4", func(w *world) string {
+		settledTenant(w, 5)
+		w.update("fe3", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) })
+		w.run(200)
+		mark := len(w.started)
+		for _, k := range keysOf(5) {
+			w.update(k, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = v2; n.NodeSpec().Up = nil })
+		}
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"fe3 toggled down and up in the middle of a change to all keeps its upgrade turn", "fe1 fe2 be fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, keysOf(5)...)
+		for w.startedSince(mark) == "" {
+			w.step()
+		}
+		w.update("fe3", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) })
+		w.step()
+		w.step()
+		w.update("fe3", func(n v2alpha1.Node) { n.NodeSpec().Up = nil })
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"a change to all while be is crashed rolls be first", "be fe1 fe2 fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.crash("be")
+		w.setVersion(v2, keysOf(5)...)
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"be crashing while fe2 rolls a change to all waits for fe2", "fe1 fe2 be fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, keysOf(5)...)
+		for !strings.HasSuffix(w.startedSince(mark), "fe2") {
+			w.step()
+		}
+		w.crash("be")
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"all pods of all nodes recreated at once recover backend first", "be fe1 fe2 fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.evict(keysOf(5)...)
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"pods of fe2 and fe4 recreated at once recover fe2 first", "fe2 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.evict("fe2", "fe4")
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"a node deleted while the backend waits for it leaves the order", "fe1 be fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, keysOf(5)...)
+		for w.startedSince(mark) == "" {
+			w.step()
+		}
+		w.remove("fe2")
+		w.run(200)
+		return w.startedSince(mark)
+	}},
+	{"a change applied node by node with long gaps is ordered as one by rollout-id", "fe1 fe2 be fe3 fe4", func(w *world) string {
+		w.tenant(5, v1)
+		w.setRolloutID("r1", keysOf(5)...)
+		w.run(400)
+		mark := len(w.started)
+		for _, k := range keysOf(5) { // backend first, 30 ticks apart
+			w.update(k, func(n v2alpha1.Node) {
+				n.NodeSpec().ExpressVersion = v2
+				setAnnotation(n, v2alpha1.AnnotationRolloutID, "r2")
+			})
+			for range 30 {
+				w.step()
+			}
+		}
+		w.run(200)
+		return w.startedSince(mark)
+	}},
 }
 
 func TestRolloutSequences(t *testing.T) {
@@ -225,7 +318,7 @@ func TestAStalledRolloutIsReportedAndItsDependentsStayGated(t *testing.T) {
 	assert.Equal(t, "fe1", w.startedSince(mark))
 	c := w.condition("fe1")
 	assert.Equal(t, v2alpha1.ReasonProgressDeadlineExceeded, c.Reason)
-	assert.Contains(t, c.Message, "released but not Ready on express-e689.154 within 10s: 0/1 pods Ready on target")
+	assert.Contains(t, c.Message, "released but not Ready on express-e689.154 (target bf26eb65ce111328) within 10s: 0/1 pods Ready on target")
 	assert.False(t, w.nodes["acme-fe1"].NodeSpec().HasGate(v2alpha1.GateSequencer), "nothing is reverted")
 	assert.True(t, w.nodes["acme-fe2"].NodeSpec().HasGate(v2alpha1.GateSequencer))
 	golden(t, "stalled rollout", strings.Join(w.log, "\n")+"\n")
@@ -299,7 +392,7 @@ func TestAChangeLandingNodeByNodeIsOrderedAsOneRollout(t *testing.T) {
 			w := newWorld(t, "acme")
 			w.oracle = nil // the oracle knows nothing of settling
 			mark := settledTenant(w, 5)
-			w.settle = c.settle
+			w.grouping.SettleTime = c.settle
 			for _, k := range keysOf(5) { // one node per second, backend first
 				w.setVersion(v2, k)
 				w.tick++

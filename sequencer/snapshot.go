@@ -3,11 +3,15 @@ package sequencer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -32,7 +36,16 @@ type Pod struct {
 	// Version and Revision are the pod's express-version and
 	// deployment-revision labels.
 	Version, Revision string
+	// Hash is the pod's target-hash label: the target it was created for.
+	Hash string
+	// Gates are the pod's scheduling gates; the pod is not scheduled while
+	// any is present.
+	Gates []string
 }
+
+// HeldBySequencer reports whether the pod carries the sequencer's
+// scheduling gate.
+func (p Pod) HeldBySequencer() bool { return slices.Contains(p.Gates, v2alpha1.GateSequencer) }
 
 // PodOf reads a pod into a Pod. A pod that is being deleted counts as not
 // Ready, whatever its conditions still say.
@@ -42,6 +55,10 @@ func PodOf(p *corev1.Pod) Pod {
 		Conditions: make(map[string]string, len(p.Status.Conditions)),
 		Version:    p.Labels[v2alpha1.LabelExpressVersion],
 		Revision:   p.Labels[v2alpha1.LabelDeploymentRevision],
+		Hash:       p.Labels[v2alpha1.LabelTargetHash],
+	}
+	for _, g := range p.Spec.SchedulingGates {
+		out.Gates = append(out.Gates, g.Name)
 	}
 	for _, c := range p.Status.Conditions {
 		out.Conditions[string(c.Type)] = string(c.Status)
@@ -66,22 +83,24 @@ type Snapshot struct {
 	// ProgressDeadline is how long a released node may take to become
 	// Ready on its target before it is reported stalled; 0 turns it off.
 	ProgressDeadline time.Duration
-	// SettleTime is how long after the tenant's latest target change no
-	// gated node is released; 0 turns it off.
-	SettleTime time.Duration
+	// Grouping says how a change applied node by node is recognised as
+	// one change.
+	Grouping Grouping
 }
 
-// latestChange returns when a node of the tenant last changed target, as
-// the webhook stamped it; zero when none did.
-func (s *Snapshot) latestChange() time.Time {
-	var latest time.Time
-	for _, n := range s.Nodes {
-		t, err := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt])
-		if err == nil && t.After(latest) {
-			latest = t
-		}
-	}
-	return latest
+// Grouping holds the change-grouping settings (DESIGN §4).
+type Grouping struct {
+	// LandingTimeout is how long a tenant whose live nodes disagree on
+	// rollout-id is held before the sequencer proceeds with what landed;
+	// 0 holds it until they agree.
+	LandingTimeout time.Duration
+	// SettleTime is how long after the latest target change of a tenant
+	// without rollout-id its gated nodes are held; 0 turns it off.
+	SettleTime time.Duration
+	// SettleCap bounds the settle hold: never longer than this after the
+	// oldest pending change, however often the tenant keeps changing; 0
+	// means no cap.
+	SettleCap time.Duration
 }
 
 // Index names of the cache's field indexes.
@@ -93,9 +112,9 @@ const (
 )
 
 // Gather reads a tenant's snapshot from the cache through the field indexes.
-func Gather(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time, deadline, settle time.Duration) (*Snapshot, error) {
+func Gather(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time, deadline time.Duration, grouping Grouping) (*Snapshot, error) {
 	s := &Snapshot{
-		Tenant: tenant, Orders: orders, Now: now, ProgressDeadline: deadline, SettleTime: settle,
+		Tenant: tenant, Orders: orders, Now: now, ProgressDeadline: deadline, Grouping: grouping,
 		Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]Pod{},
 	}
 	inTenant := []client.ListOption{client.InNamespace(tenant.Namespace), client.MatchingFields{IndexTenant: tenant.ClusterName}}
@@ -150,4 +169,41 @@ func NamespaceNodes(ctx context.Context, r client.Reader, namespace string) ([]v
 		nodes = append(nodes, &fes.Items[i])
 	}
 	return nodes, nil
+}
+
+// GatherFresh reads a tenant's snapshot straight from the API server (r is
+// not a cache): the pod admission webhook decides on a crash within
+// milliseconds of it, faster than a cache may follow.
+func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time) (*Snapshot, error) {
+	nodes, err := NamespaceNodes(ctx, r, tenant.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{Tenant: tenant, Orders: orders, Now: now, Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]Pod{}}
+	var names []string
+	for _, n := range nodes {
+		if n.NodeSpec().ClusterConfig.ClusterName != tenant.ClusterName {
+			continue
+		}
+		s.Nodes[n.GetName()] = n
+		if len(validation.IsValidLabelValue(n.GetName())) == 0 { // no pod can name the others
+			names = append(names, n.GetName())
+		}
+	}
+	if len(names) == 0 {
+		return s, nil
+	}
+	req, err := labels.NewRequirement(v2alpha1.LabelNode, selection.In, names)
+	if err != nil {
+		return nil, fmt.Errorf("selecting the pods of tenant %s: %w", tenant, err)
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(tenant.Namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
+		return nil, fmt.Errorf("listing pods of tenant %s: %w", tenant, err)
+	}
+	for i := range pods.Items {
+		name := pods.Items[i].Labels[v2alpha1.LabelNode]
+		s.Pods[name] = append(s.Pods[name], PodOf(&pods.Items[i]))
+	}
+	return s, nil
 }

@@ -4,21 +4,24 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/defaults"
 )
 
-// world is an in-memory tenant: the webhook's pure admission rules, the
-// sequencer's Plan, and a simulated Express operator that honours the gate,
-// stepped tick by tick. It records what happened in a log and the order in
-// which the operator started rolling nodes.
+// world is an in-memory tenant: the webhooks' pure admission rules (nodes
+// and pods), the sequencer's Plan, and a simulated Express operator that
+// honours the gate and a scheduler that honours scheduling gates, stepped
+// tick by tick. It records what happened in a log and the order in which
+// nodes started rolling (their new pods became schedulable).
 type world struct {
 	t       testing.TB
 	orders  defaults.Orders
@@ -28,24 +31,27 @@ type world struct {
 	now     time.Time
 	tick    int
 
-	// rng, when set, randomises rollout durations, crash recovery delays
-	// and the operator's processing order.
+	// rng, when set, randomises rollout durations, the operator's reaction
+	// to a crash (possibly none at all) and its processing order.
 	rng *rand.Rand
 	// rollTicks is how many ticks a rollout takes without rng.
 	rollTicks int
-	// deadline is the progress deadline.
+	// deadline is the progress deadline; grouping the change grouping.
 	deadline time.Duration
-	// settle is the settle time.
-	settle time.Duration
+	grouping Grouping
 	// stuck nodes never become Ready when rolled.
 	stuck map[string]bool
 
-	rolling  map[string]int // ticks left until Ready
+	rolling  map[string]int // ticks left until Ready, once schedulable
 	crashed  map[string]int // ticks left until the operator re-provisions
+	lastHash map[string]string // the target of the pods the operator last created
+	podSeq   int
 	log      []string
 	started  []string
-	oracle   func(w *world, name string) (bool, string)
+	oracle   func(w *world, name string, releasing map[string]bool) (bool, string)
 	released int
+	// podsReleased counts pods that became schedulable, each checked.
+	podsReleased int
 }
 
 func newWorld(t testing.TB, cluster string) *world {
@@ -54,7 +60,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		nodes: map[string]v2alpha1.Node{}, pods: map[string][]Pod{},
 		now:       time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC),
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, stuck: map[string]bool{},
-		oracle: independentRequirementsHold,
+		lastHash: map[string]string{}, oracle: independentRequirementsHold,
 	}
 }
 
@@ -64,23 +70,24 @@ func (w *world) logf(format string, args ...any) {
 
 func (w *world) name(key string) string { return w.cluster + "-" + key }
 
-// admit runs the mutating webhook's rules on a created (old nil) or updated node.
+func (w *world) key(name string) string { return strings.TrimPrefix(name, w.cluster+"-") }
+
+// admit runs the mutating webhook's rules on a created (old nil) or updated
+// node, as a user (not the sequencer) writes it; the generation moves when
+// the spec changes, as the API server does it.
 func (w *world) admit(n, old v2alpha1.Node) {
 	w.orders.Apply(n)
-	var oldSpec *v2alpha1.NodeSpec
+	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now}
 	if old != nil {
-		oldSpec = old.NodeSpec()
+		a.OldHash = targetHash(old)
 	}
-	if AdmissionNeedsGate(oldSpec, n.NodeSpec()) {
-		n.NodeSpec().AddGate(v2alpha1.GateSequencer)
-		ann := n.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[v2alpha1.AnnotationTargetChangedAt] = w.now.Format(time.RFC3339Nano)
-		n.SetAnnotations(ann)
+	Admit(n, a)
+	switch {
+	case old == nil:
+		n.SetGeneration(1)
+	case !equality.Semantic.DeepEqual(old.NodeSpec(), n.NodeSpec()):
+		n.SetGeneration(old.GetGeneration() + 1)
 	}
-	n.SetGeneration(n.GetGeneration() + 1)
 	w.nodes[n.GetName()] = n
 }
 
@@ -110,7 +117,7 @@ func (w *world) tenant(size int, version string) {
 	}
 }
 
-// update changes a node's spec through the webhook.
+// update changes a node's object through the webhook.
 func (w *world) update(key string, edit func(v2alpha1.Node)) {
 	old := w.nodes[w.name(key)]
 	n := old.DeepCopyObject().(v2alpha1.Node)
@@ -125,22 +132,48 @@ func (w *world) setVersion(version string, keys ...string) {
 	}
 }
 
-func (w *world) annotate(key, annotation, value string) {
-	w.update(key, func(n v2alpha1.Node) {
-		ann := n.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		if value == "" {
-			delete(ann, annotation)
-		} else {
-			ann[annotation] = value
-		}
-		n.SetAnnotations(ann)
-	})
+// setConfig changes only configChangeset: a target change all the same.
+func (w *world) setConfig(changeset string, keys ...string) {
+	for _, k := range keys {
+		w.update(k, func(n v2alpha1.Node) { n.NodeSpec().ConfigChangeset = changeset })
+	}
 }
 
-// crash turns every pod of the nodes not Ready, as a crash loop does.
+// setRolloutID annotates the nodes with a rollout-id, as a chart render does.
+func (w *world) setRolloutID(id string, keys ...string) {
+	for _, k := range keys {
+		w.update(k, func(n v2alpha1.Node) { setAnnotation(n, v2alpha1.AnnotationRolloutID, id) })
+	}
+}
+
+func (w *world) annotate(key, annotation, value string) {
+	w.update(key, func(n v2alpha1.Node) { setAnnotation(n, annotation, value) })
+}
+
+func setAnnotation(n v2alpha1.Node, key, value string) {
+	ann := n.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	if value == "" {
+		delete(ann, key)
+	} else {
+		ann[key] = value
+	}
+	n.SetAnnotations(ann)
+}
+
+// remove deletes a node: it is being deleted until the operator has
+// stopped its pods (its finalizer).
+func (w *world) remove(key string) {
+	n := w.nodes[w.name(key)]
+	n.SetDeletionTimestamp(&metav1.Time{Time: w.now})
+	w.logf("delete %s", key)
+}
+
+// crash turns every pod of the nodes not Ready, as a crash loop does; the
+// operator re-provisions them later (without rng: at its next look), or,
+// with rng, possibly at once or never (the pods just come back).
 func (w *world) crash(keys ...string) {
 	for _, k := range keys {
 		name := w.name(k)
@@ -151,53 +184,132 @@ func (w *world) crash(keys ...string) {
 			w.pods[name][i].Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
 		}
 		delete(w.rolling, name)
-		// The operator re-provisions a crashed node a moment after the
-		// crash, never before the sequencer has seen it.
 		w.crashed[name] = 1
 		if w.rng != nil {
-			w.crashed[name] = 2 + w.rng.IntN(3)
+			w.crashed[name] = 1 + w.rng.IntN(3)
 		}
 		w.logf("crash %s", k)
+	}
+}
+
+// evict deletes every pod of the nodes and recreates them at once, as a
+// StatefulSet does after a node failure: no delay anywhere.
+func (w *world) evict(keys ...string) {
+	for _, k := range keys {
+		delete(w.pods, w.name(k))
+	}
+	for _, k := range keys {
+		name := w.name(k)
+		n := w.nodes[name]
+		if n == nil || !live(n) {
+			continue
+		}
+		delete(w.crashed, name)
+		w.createPods(name, w.lastHash[name])
+		w.logf("pods of %s recreated%s", k, w.gatedSuffix(name))
 	}
 }
 
 func (w *world) snapshot() *Snapshot {
 	return &Snapshot{
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
-		Nodes: w.nodes, Pods: w.pods, Now: w.now, ProgressDeadline: w.deadline, SettleTime: w.settle,
+		Nodes: w.nodes, Pods: w.pods, Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
 	}
+}
+
+// createPods creates the node's pod for target hash through the pod
+// admission webhook, which decides on the world as it is at that instant.
+func (w *world) createPods(name, hash string) {
+	n := w.nodes[name]
+	w.podSeq++
+	pod := Pod{
+		Name: fmt.Sprintf("%s-%d", name, w.podSeq), Version: n.NodeSpec().ExpressVersion, Revision: n.NodeSpec().DeploymentRevision,
+		Hash: hash, Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)},
+	}
+	if ok, _ := PodsMayStart(w.snapshot(), name); !ok {
+		pod.Gates = []string{v2alpha1.GateSequencer}
+	} else if w.oracle != nil {
+		if ok, why := podsMayStartOracle(w, name, nil); !ok {
+			w.t.Fatalf("tick %d: a new pod of %s was admitted schedulable while %s\n%s", w.tick, name, why, strings.Join(w.log, "\n"))
+		}
+	}
+	w.pods[name] = []Pod{pod}
+	w.lastHash[name] = hash
+	w.rolling[name] = w.rollTicks
+	if w.rng != nil {
+		w.rolling[name] = 1 + w.rng.IntN(4)
+	}
+	if len(pod.Gates) == 0 {
+		w.started = append(w.started, w.key(name))
+	}
+}
+
+func (w *world) gatedSuffix(name string) string {
+	if slices.ContainsFunc(w.pods[name], Pod.HeldBySequencer) {
+		return " (SchedulingGated)"
+	}
+	return ""
 }
 
 // sequence plans once and applies the decisions as the reconciler does,
-// checking each release against the independent oracle.
+// checking each release — of a node and of a pod — against the
+// independent oracle.
 func (w *world) sequence() {
-	for _, d := range Plan(w.snapshot()) {
-		n := w.nodes[d.Node]
-		wasGated := n.NodeSpec().HasGate(v2alpha1.GateSequencer)
-		if wasGated && !d.Gated && isUp(n) && w.oracle != nil {
-			if ok, why := w.oracle(w, d.Node); !ok {
+	decisions := Plan(w.snapshot())
+	releasing := map[string]bool{}
+	for _, d := range decisions {
+		if n := w.nodes[d.Node]; gated(n) && !d.Gated && live(n) {
+			releasing[d.Node] = true
+		}
+	}
+	for _, d := range decisions {
+		if w.oracle != nil && releasing[d.Node] {
+			if ok, why := w.oracle(w, d.Node, releasing); !ok {
 				w.t.Fatalf("tick %d: %s released while its requirements do not hold: %s\n%s", w.tick, d.Node, why, strings.Join(w.log, "\n"))
 			}
 		}
-		SetCondition(&n.NodeStatus().Conditions, d.Condition, w.now)
-		if d.Gated {
-			n.NodeSpec().AddGate(v2alpha1.GateSequencer)
-		} else {
-			n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+		if w.oracle != nil && len(d.PodsToRelease) > 0 {
+			if ok, why := podsMayStartOracle(w, d.Node, releasing); !ok {
+				w.t.Fatalf("tick %d: pods of %s released while %s\n%s", w.tick, d.Node, why, strings.Join(w.log, "\n"))
+			}
 		}
-		if wasGated != d.Gated {
+	}
+	for _, d := range decisions {
+		n := w.nodes[d.Node]
+		if !d.Changed(n) {
+			continue
+		}
+		if was := gated(n); was != d.Gated {
+			if d.Gated {
+				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+			} else {
+				n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+			}
 			n.SetGeneration(n.GetGeneration() + 1)
-			if !d.Gated {
+			if d.RecordRelease {
+				setAnnotation(n, v2alpha1.AnnotationReleasedTarget, targetHash(n))
+				setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, strconv.FormatInt(n.GetGeneration(), 10))
 				w.released++
 			}
 		}
+		for i, p := range w.pods[d.Node] {
+			if slices.Contains(d.PodsToRelease, p.Name) {
+				w.pods[d.Node][i].Gates = slices.DeleteFunc(slices.Clone(p.Gates), func(g string) bool { return g == v2alpha1.GateSequencer })
+				w.podsReleased++
+				if len(w.pods[d.Node][i].Gates) == 0 {
+					w.started = append(w.started, w.key(d.Node))
+				}
+			}
+		}
+		d.Condition.ObservedGeneration = n.GetGeneration()
+		SetCondition(&n.NodeStatus().Conditions, d.Condition, w.now)
 		if d.Event != nil {
-			w.logf("%s %s: %s", strings.TrimPrefix(d.Node, w.cluster+"-"), d.Event.Reason, d.Event.Message)
+			w.logf("%s %s: %s", w.key(d.Node), d.Event.Reason, d.Event.Message)
 		}
 	}
 }
 
-// operate runs the simulated Express operator over every node.
+// operate runs the simulated Express operator and scheduler over every node.
 func (w *world) operate() {
 	names := make([]string, 0, len(w.nodes))
 	for name := range w.nodes {
@@ -209,59 +321,75 @@ func (w *world) operate() {
 	}
 	for _, name := range names {
 		n := w.nodes[name]
-		key := strings.TrimPrefix(name, w.cluster+"-")
+		key := w.key(name)
 		spec := n.NodeSpec()
+		schedulable := len(w.pods[name]) > 0 && !slices.ContainsFunc(w.pods[name], func(p Pod) bool { return len(p.Gates) > 0 })
 		switch {
-		case !spec.IsUp():
+		case !live(n):
 			delete(w.crashed, name)
+			delete(w.rolling, name)
 			if len(w.pods[name]) > 0 {
 				delete(w.pods, name)
-				delete(w.rolling, name)
 				w.logf("operator stops %s", key)
 			}
-		case w.rolling[name] > 0:
+			if n.GetDeletionTimestamp() != nil {
+				delete(w.nodes, name)
+				w.logf("%s deleted", key)
+			}
+		case w.crashed[name] > 1:
+			w.crashed[name]--
+		case w.crashed[name] == 1 && !v2alpha1.IsGated(n) && w.lastHash[name] != targetHash(n):
+			delete(w.crashed, name)
+			w.createPods(name, targetHash(n))
+			w.logf("operator rolls %s to %s%s", key, spec.ExpressVersion, w.gatedSuffix(name))
+		case w.crashed[name] == 1 && !v2alpha1.IsGated(n):
+			delete(w.crashed, name)
+			w.createPods(name, w.lastHash[name])
+			w.logf("operator re-provisions %s%s", key, w.gatedSuffix(name))
+		case w.rolling[name] > 0 && schedulable:
 			if w.stuck[name] {
 				continue // never becomes Ready
 			}
 			w.rolling[name]--
 			if w.rolling[name] == 0 {
 				delete(w.rolling, name)
-				w.pods[name][0].Conditions[string(corev1.PodReady)] = string(corev1.ConditionTrue)
+				for i := range w.pods[name] {
+					w.pods[name][i].Conditions[string(corev1.PodReady)] = string(corev1.ConditionTrue)
+				}
+
 				w.logf("operator: %s Ready on %s", key, spec.ExpressVersion)
 			}
-		case w.crashed[name] > 1:
-			w.crashed[name]--
-		case v2alpha1.IsGated(n):
-		case !w.converged(name):
+		case w.rolling[name] > 0, v2alpha1.IsGated(n):
+		case len(w.pods[name]) == 0 || w.lastHash[name] != targetHash(n):
 			delete(w.crashed, name)
-			w.pods[name] = []Pod{{
-				Name: name + "-0", Version: spec.ExpressVersion, Revision: spec.DeploymentRevision,
-				Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)},
-			}}
-			w.rolling[name] = w.rollTicks
-			if w.rng != nil {
-				w.rolling[name] = 1 + w.rng.IntN(4)
-			}
-			w.started = append(w.started, key)
-			w.logf("operator rolls %s to %s", key, spec.ExpressVersion)
+			w.createPods(name, targetHash(n))
+			w.logf("operator rolls %s to %s%s", key, spec.ExpressVersion, w.gatedSuffix(name))
 		}
 	}
-}
-
-func (w *world) converged(name string) bool {
-	s := w.snapshot()
-	return s.isReady(name) && s.onTarget(name)
 }
 
 // settled: nothing pending anywhere and no rollout in flight.
 func (w *world) settled() bool {
 	s := w.snapshot()
-	for name := range w.nodes {
-		if s.hasPendingWork(name) || w.rolling[name] > 0 || w.crashed[name] > 0 {
+	for name, n := range w.nodes {
+		if s.hasPendingWork(name) || w.rolling[name] > 0 || w.crashed[name] > 0 || n.GetDeletionTimestamp() != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// step runs one tick: sequencer and operator in turn (random order with rng).
+func (w *world) step() {
+	w.tick++
+	w.now = w.now.Add(time.Second)
+	if w.rng != nil && w.rng.IntN(2) == 0 {
+		w.operate()
+		w.sequence()
+	} else {
+		w.sequence()
+		w.operate()
+	}
 }
 
 // run steps sequencer and operator until the tenant settles; it fails the
@@ -269,15 +397,7 @@ func (w *world) settled() bool {
 func (w *world) run(maxTicks int) {
 	w.t.Helper()
 	for i := 0; i < maxTicks; i++ {
-		w.tick++
-		w.now = w.now.Add(time.Second)
-		if w.rng != nil && w.rng.IntN(2) == 0 {
-			w.operate()
-			w.sequence()
-		} else {
-			w.sequence()
-			w.operate()
-		}
+		w.step()
 		if w.settled() {
 			w.sequence() // record the final conditions
 			return

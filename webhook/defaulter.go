@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,8 +17,8 @@ import (
 )
 
 // Defaulter is the mutating webhook of one node kind: it injects the
-// operator's default prerequisites and puts the sequencer's gate on a node
-// whose rollout target changed.
+// operator's default prerequisites, stamps the node's target hash, and puts
+// the sequencer's gate on a node whose rollout target changed.
 type Defaulter[T v2alpha1.Node] struct {
 	// Orders are the installation's default orders.
 	Orders defaults.Orders
@@ -30,7 +29,9 @@ type Defaulter[T v2alpha1.Node] struct {
 }
 
 // Default mutates the admitted node in place; the framework turns the
-// difference into a JSON patch, or no patch when nothing changed.
+// difference into a JSON patch that never removes a field (so fields our
+// types do not model survive), or no patch when nothing changed. The target
+// hash is taken from the raw request, so those fields count as target too.
 func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	d.Orders.Apply(obj)
 
@@ -38,31 +39,33 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	if err != nil {
 		return fmt.Errorf("reading admission request: %w", err)
 	}
-	if obj.GetDeletionTimestamp() != nil {
-		return nil // a node being deleted is not rolled out again
+	a := sequencer.Admission{FromSequencer: fieldManager(req) == v2alpha1.FieldManager, Now: d.Clock.Now()}
+	if a.Hash, err = rawTargetHash(req.Object.Raw); err != nil {
+		return err
 	}
-	spec := obj.NodeSpec()
-	var oldSpec *v2alpha1.NodeSpec
 	if req.Operation != admissionv1.Create {
 		old := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 		if err := d.Decoder.DecodeRaw(req.OldObject, old); err != nil {
 			return fmt.Errorf("decoding the stored %s: %w", obj.NodeKind(), err)
 		}
-		oldSpec = old.NodeSpec()
-	}
-	switch {
-	case sequencer.AdmissionNeedsGate(oldSpec, spec):
-		spec.AddGate(v2alpha1.GateSequencer)
-		ann := obj.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
+		a.Old = old
+		if a.OldHash, err = rawTargetHash(req.OldObject.Raw); err != nil {
+			return err
 		}
-		ann[v2alpha1.AnnotationTargetChangedAt] = d.Clock.Now().UTC().Format(time.RFC3339Nano)
-		obj.SetAnnotations(ann)
-	case oldSpec != nil && sequencer.AdmissionKeepsGate(oldSpec, spec, fieldManager(req)):
-		spec.AddGate(v2alpha1.GateSequencer)
+	}
+	for _, w := range sequencer.Admit(obj, a) {
+		warn(ctx, w)
 	}
 	return nil
+}
+
+// rawTargetHash hashes the spec of a raw object.
+func rawTargetHash(raw []byte) (string, error) {
+	spec, err := sequencer.SpecOf(raw)
+	if err != nil {
+		return "", err
+	}
+	return sequencer.TargetHash(spec)
 }
 
 // fieldManager returns the field manager of an update or patch request.

@@ -18,6 +18,7 @@ const (
 	MutateFrontendPath   = "/mutate-express-medallia-com-v2alpha1-frontend"
 	ValidateBackendPath  = "/validate-express-medallia-com-v2alpha1-backend"
 	ValidateFrontendPath = "/validate-express-medallia-com-v2alpha1-frontend"
+	MutatePodPath        = "/mutate-v1-pod"
 )
 
 // Names of the generated webhook configurations, as in config/webhook.
@@ -28,24 +29,35 @@ const (
 
 // +kubebuilder:webhook:path=/mutate-express-medallia-com-v2alpha1-backend,mutating=true,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=backends,verbs=create;update,versions=v2alpha1,name=mbackend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded
 // +kubebuilder:webhook:path=/mutate-express-medallia-com-v2alpha1-frontend,mutating=true,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=frontends,verbs=create;update,versions=v2alpha1,name=mfrontend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded
+// The pod webhook is sent only pods labelled express.medallia.com/node. Its
+// failure policy is Fail: while no replica serves, new Express pods are
+// refused (their controllers retry) rather than scheduled out of order; no
+// other pod in the cluster is affected.
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"objectSelector":{"matchExpressions":[{"key":"express.medallia.com/node","operator":"Exists"}]}}`
 // +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-backend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=backends,verbs=create;update,versions=v2alpha1,name=vbackend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 // +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-frontend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=frontends,verbs=create;update,versions=v2alpha1,name=vfrontend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 
-// Handlers returns the four admission webhooks by path. reader lists a
-// tenant's nodes for the validating checks (the manager's cache in
-// production); clk stamps target changes.
-func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader client.Reader, clk clock.PassiveClock) map[string]*admission.Webhook {
-	return map[string]*admission.Webhook{
+// Handlers returns the admission webhooks by path. reader lists a tenant's
+// nodes for the validating checks (the manager's cache in production);
+// fresh reads them for the pod webhook straight from the API server; clk
+// stamps target changes.
+func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader, fresh client.Reader, clk clock.PassiveClock) map[string]*admission.Webhook {
+	hooks := map[string]*admission.Webhook{
 		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk}),
 		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk}),
-		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader}),
-		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader}),
+		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders}),
+		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders}),
+		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Clock: clk}},
 	}
+	for _, path := range []string{MutateBackendPath, MutateFrontendPath} {
+		hooks[path].Handler = withWarnings(hooks[path].Handler)
+	}
+	return hooks
 }
 
 // Register serves the admission webhooks on the manager's webhook server.
 func Register(mgr ctrl.Manager, orders defaults.Orders, clk clock.PassiveClock) {
-	for path, hook := range Handlers(mgr.GetScheme(), orders, mgr.GetClient(), clk) {
+	for path, hook := range Handlers(mgr.GetScheme(), orders, mgr.GetClient(), mgr.GetAPIReader(), clk) {
 		mgr.GetWebhookServer().Register(path, hook)
 	}
 }

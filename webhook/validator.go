@@ -35,6 +35,9 @@ var conditionStatuses = []string{
 type Validator[T v2alpha1.Node] struct {
 	// Reader lists the tenant's nodes; the manager's cache in production.
 	Reader client.Reader
+	// Orders are the installation's default orders, which defaulted lists
+	// follow when the validator looks for a cycle.
+	Orders defaults.Orders
 }
 
 // ValidateCreate checks a new node.
@@ -57,7 +60,7 @@ func (v *Validator[T]) validate(ctx context.Context, obj T) (admission.Warnings,
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	warnings, errs := Check(obj, siblings)
+	warnings, errs := Check(obj, siblings, v.Orders)
 	if len(errs) > 0 {
 		gk := schema.GroupKind{Group: v2alpha1.GroupVersion.Group, Kind: obj.NodeKind()}
 		return warnings, apierrors.NewInvalid(gk, obj.GetName(), errs)
@@ -70,7 +73,7 @@ func (v *Validator[T]) validate(ctx context.Context, obj T) (admission.Warnings,
 // Errors name the field path and the nodes; warnings are for what may still
 // come right (a prerequisite that does not exist yet, a name that fits no
 // node key).
-func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node) (admission.Warnings, field.ErrorList) {
+func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node, orders defaults.Orders) (admission.Warnings, field.ErrorList) {
 	var warnings admission.Warnings
 	var errs field.ErrorList
 	spec := obj.NodeSpec()
@@ -143,10 +146,28 @@ func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node) (admission.Warning
 	if len(errs) > 0 {
 		return warnings, errs
 	}
-	if c, ok := sequencer.ExplicitCycle(obj, siblings); ok {
+	c, ok := sequencer.AdmissionCycle(obj, siblings, orders)
+	switch {
+	case ok && c.Definite:
 		path := field.NewPath("spec", "deploymentDependencies", string(c.List)).Index(c.Index).Child("expressNode")
 		errs = append(errs, field.Invalid(path, c.Path[1],
 			fmt.Sprintf("%s is a cycle: none of these nodes could ever be released", c)))
+	case ok:
+		warnings = append(warnings, cycleWarning(c))
 	}
 	return warnings, errs
+}
+
+// cycleWarning spells out a cycle that may still be transient: it runs
+// through a defaulted list, or a node whose change has not landed yet.
+func cycleWarning(c sequencer.Cycle) string {
+	var why []string
+	if len(c.Defaulted) > 0 {
+		why = append(why, fmt.Sprintf("%s by the default order", strings.Join(c.Defaulted, ", ")))
+	}
+	if len(c.Landing) > 0 {
+		why = append(why, fmt.Sprintf("%s not yet carrying this change's %s", strings.Join(c.Landing, ", "), v2alpha1.AnnotationRolloutID))
+	}
+	return fmt.Sprintf("spec.deploymentDependencies.%s: %s is a cycle (%s): the tenant stops there (DependencyCycle) at its next change unless another list changes",
+		c.List, c, strings.Join(why, "; "))
 }

@@ -21,6 +21,10 @@ const (
 	LabelExpressVersion = "express.medallia.com/express-version"
 	// LabelDeploymentRevision is the deployment revision the pod runs.
 	LabelDeploymentRevision = "express.medallia.com/deployment-revision"
+	// LabelTargetHash is the rollout target a pod was created for: the
+	// Express operator copies the node's AnnotationTargetHash onto every pod
+	// it creates. A node is on target when every pod carries its hash.
+	LabelTargetHash = "express.medallia.com/target-hash"
 )
 
 // Annotations on Backend/Frontend.
@@ -33,11 +37,43 @@ const (
 	// and is never touched.
 	AnnotationDefaultedPrerequisites = "express.medallia.com/defaulted-prerequisites"
 
+	// AnnotationTargetHash is the node's rollout target identity: a hash of
+	// its whole spec as admitted (every field, including fields the Go types
+	// do not model) minus deploymentDependencies, rolloutGates and up. The
+	// admission webhook writes it on every admission, overwriting any value a
+	// user wrote. The target changed exactly when the hash changed.
+	AnnotationTargetHash = "express.medallia.com/target-hash"
+
+	// AnnotationReleasedTarget is the target hash the sequencer last released
+	// the node for, written in the same patch that removes the gate. A node
+	// whose target hash differs has a new target (upgrade mode); one with
+	// none was never released (first rollout). Only the sequencer changes it;
+	// the webhook records the running target of a node that predates
+	// express-sequencer (adoption).
+	AnnotationReleasedTarget = "express.medallia.com/released-target"
+
+	// AnnotationReleasedGeneration is the node's metadata.generation right
+	// after that release, written in the same patch. A RolloutComplete
+	// condition observed at or after it proves the released rollout
+	// converged; until then the rollout is in flight and never frozen.
+	AnnotationReleasedGeneration = "express.medallia.com/released-generation"
+
+	// AnnotationRolloutID groups a change applied node by node: the tenant
+	// chart renders one value on every node of one render (a hash of the
+	// values). While a tenant's live nodes disagree on it, the change is still
+	// landing and no node is released.
+	AnnotationRolloutID = "express.medallia.com/rollout-id"
+
+	// AnnotationRolloutIDChangedAt is when the admission webhook last saw the
+	// node's rollout-id change (RFC 3339, UTC): the start of a landing, for
+	// the landing timeout.
+	AnnotationRolloutIDChangedAt = "express.medallia.com/rollout-id-changed-at"
+
 	// AnnotationTargetChangedAt is when the admission webhook last gated the
-	// node for a new rollout target (RFC 3339, UTC). The sequencer releases
-	// no node of a tenant until the tenant's latest change is older than the
-	// settle time, so that a change applied to many nodes one after the
-	// other (Helm, Argo CD) is ordered as one rollout.
+	// node for a new rollout target (RFC 3339, UTC). Tenants without
+	// rollout-id are held until their latest change is older than the settle
+	// time (and never longer than the settle cap after their oldest pending
+	// change), so that a change applied node by node is ordered as one.
 	AnnotationTargetChangedAt = "express.medallia.com/target-changed-at"
 
 	// AnnotationPauseRollout set to "true" holds the node (and so every node
@@ -49,9 +85,11 @@ const (
 	AnnotationIgnorePrerequisites = "express.medallia.com/ignore-prerequisites"
 )
 
-// GateSequencer is the rollout gate owned by express-sequencer. The admission
-// webhook adds it when a node's rollout target changes; the sequencer removes
-// it once the node's prerequisites hold.
+// GateSequencer is the rollout gate owned by express-sequencer, on nodes and
+// as a pod scheduling gate. The admission webhook adds it to a node when its
+// rollout target changes, and to a new pod of a node whose provisioning
+// prerequisites are not Ready; the sequencer removes both once the node's
+// prerequisites hold.
 const GateSequencer = "express.medallia.com/sequencer"
 
 // FieldManager is the field manager express-sequencer writes with.
@@ -68,7 +106,8 @@ const (
 	ReasonReleased = "Released"
 	// ReasonRolloutComplete: the node is Ready and on its target.
 	ReasonRolloutComplete = "RolloutComplete"
-	// ReasonNodeDown: the node is intentionally down (up: false); nothing to order.
+	// ReasonNodeDown: the node is intentionally down (up: false) or being
+	// deleted; it takes no part in the order.
 	ReasonNodeDown = "NodeDown"
 	// ReasonPrerequisitesIgnored: released by the ignore-prerequisites annotation.
 	ReasonPrerequisitesIgnored = "PrerequisitesIgnored"
@@ -77,10 +116,17 @@ const (
 	// ReasonPrerequisiteNotFound: an explicit prerequisite, or the tenant's
 	// Backend, does not exist.
 	ReasonPrerequisiteNotFound = "PrerequisiteNotFound"
-	// ReasonSettling: the prerequisites hold, but another node of the tenant
-	// changed target less than the settle time ago: more of one change may
-	// still be landing.
+	// ReasonSettling: a tenant without rollout-id changed target less than
+	// the settle time ago: more of one change may still be landing.
 	ReasonSettling = "Settling"
+	// ReasonChangeLanding: the tenant's live nodes disagree on rollout-id: a
+	// change applied node by node has not fully landed yet.
+	ReasonChangeLanding = "ChangeLanding"
+	// ReasonRecovering: the node's released target is not Ready (a crash, an
+	// eviction, a node coming back with the same target). Status False while
+	// its new pods are held scheduling-gated until its provisioning
+	// prerequisites are Ready, True once they may schedule.
+	ReasonRecovering = "Recovering"
 	// ReasonRolloutPaused: held by the pause-rollout annotation, on this node
 	// or on a prerequisite.
 	ReasonRolloutPaused = "RolloutPaused"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -88,8 +89,12 @@ func (e *env) defaults(in io.Reader) error {
 			continue
 		}
 		orders.Apply(n)
-		if sequencer.AdmissionNeedsGate(nil, n.NodeSpec()) {
-			n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+		hash, err := rawHash(docs[i])
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", n.NodeKind(), n.GetName(), err)
+		}
+		for _, w := range sequencer.Admit(n, sequencer.Admission{Hash: hash, Now: time.Now()}) {
+			fmt.Fprintf(e.errOut, "Warning: %s %s: %s\n", n.NodeKind(), n.GetName(), w)
 		}
 		var others []v2alpha1.Node
 		for j, o := range nodes {
@@ -97,7 +102,7 @@ func (e *env) defaults(in io.Reader) error {
 				others = append(others, o)
 			}
 		}
-		warnings, errs := webhook.Check(n, others)
+		warnings, errs := webhook.Check(n, others, orders)
 		for _, w := range warnings {
 			fmt.Fprintf(e.errOut, "Warning: %s %s: %s\n", n.NodeKind(), n.GetName(), w)
 		}
@@ -124,3 +129,17 @@ func (e *env) defaults(in io.Reader) error {
 }
 
 func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
+
+// rawHash is the target hash the webhook would stamp on a manifest: of its
+// raw spec, fields kubectl-express does not model included.
+func rawHash(doc []byte) (string, error) {
+	js, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return "", fmt.Errorf("reading the manifest: %w", err)
+	}
+	spec, err := sequencer.SpecOf(js)
+	if err != nil {
+		return "", err
+	}
+	return sequencer.TargetHash(spec)
+}

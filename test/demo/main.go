@@ -111,7 +111,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	tl.say("express-sequencer demo: one Express tenant on a local kube-apiserver + etcd\n")
 	tl.printf("Starting kube-apiserver and etcd, express-sequencer and a simulated Express operator…")
 	h, err := controlplane.NewHarness(controlplane.TestLogger(), func(ao *app.Options) {
-		ao.SettleTime = o.settle
+		ao.Grouping.SettleTime = o.settle
 		ao.ProgressDeadline = time.Minute
 	})
 	if err != nil {

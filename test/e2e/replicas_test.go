@@ -36,7 +36,7 @@ func TestTwoSelfSignedReplicasSurviveTheLeaderGoingAway(t *testing.T) {
 		o.CASecret = "default/express-sequencer-webhook-ca"
 		o.LeaderElect, o.LeaderElectionNS, o.LeaderElectionID = true, "default", "replicas-test"
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond
-		o.SettleTime = 300 * time.Millisecond
+		o.Grouping.SettleTime = 300 * time.Millisecond
 		return o
 	}
 	leader, stopA, err := cp.StartManager(replica(cp.WebhookPort))

@@ -43,7 +43,7 @@ func TestTheSequencerNeedsNoMoreThanItsGeneratedRole(t *testing.T) {
 
 	o := harness.ManagerOptions("", controlplane.TestLogger())
 	o.Webhooks = false
-	o.SettleTime = 300 * time.Millisecond
+	o.Grouping.SettleTime = 300 * time.Millisecond
 	_, stop, err := harness.StartManagerAs(user.Config(), o)
 	require.NoError(t, err)
 	defer stop()

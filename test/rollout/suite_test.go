@@ -65,7 +65,7 @@ func startSequencer(t *testing.T, edits ...func(*app.Options)) (stop func()) {
 	o := harness.ManagerOptions("", logr.Discard())
 	o.Webhooks = false
 	o.ProgressDeadline = time.Minute
-	o.SettleTime = 300 * time.Millisecond // updates here land within milliseconds of each other
+	o.Grouping.SettleTime = 300 * time.Millisecond // updates here land within milliseconds of each other
 	for _, e := range edits {
 		e(&o)
 	}

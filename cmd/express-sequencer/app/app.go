@@ -72,7 +72,9 @@ type Options struct {
 	RenewDeadline    time.Duration
 	RetryPeriod      time.Duration
 	ProgressDeadline time.Duration
-	SettleTime       time.Duration
+	// Grouping is change grouping: the landing timeout for tenants with
+	// rollout-id, the settle time and its cap for the others.
+	Grouping sequencer.Grouping
 	MaxConcurrent    int
 	CASecret         string
 	MutatingName     string
@@ -103,7 +105,7 @@ func DefaultOptions() Options {
 		Webhooks:         true,
 		Sequencer:        true,
 		ProgressDeadline: 15 * time.Minute,
-		SettleTime:       10 * time.Second,
+		Grouping:         sequencer.Grouping{LandingTimeout: 5 * time.Minute, SettleTime: 10 * time.Second, SettleCap: time.Minute},
 		MaxConcurrent:    8,
 		LeaseDuration:    15 * time.Second,
 		RenewDeadline:    10 * time.Second,
@@ -170,7 +172,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 	}
 	if o.Sequencer {
 		r := &sequencer.Reconciler{
-			Client: mgr.GetClient(), Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, SettleTime: o.SettleTime,
+			Client: mgr.GetClient(), Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, Grouping: o.Grouping,
 			Recorder: mgr.GetEventRecorder(v2alpha1.FieldManager),
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {

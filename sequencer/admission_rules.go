@@ -1,0 +1,98 @@
+package sequencer
+
+import (
+	"fmt"
+	"time"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// Admission is what the mutating webhook knows of one admission of a node.
+type Admission struct {
+	// Old is the stored node of an update; nil on create.
+	Old v2alpha1.Node
+	// OldHash and Hash are the target hashes of the stored and the admitted
+	// raw spec (TargetHash).
+	OldHash, Hash string
+	// FromSequencer is true when the request comes from express-sequencer's
+	// own sequencer: only it removes the gate and records a release.
+	FromSequencer bool
+	// Now stamps target and rollout-id changes.
+	Now time.Time
+}
+
+// sequencerOnly are the annotations only the sequencer writes.
+var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration}
+
+// Admit applies the admission rules to node n in place and returns the
+// admission warnings:
+//
+//   - the target hash is stamped, overwriting whatever a user wrote;
+//   - released-target and released-generation keep their stored values
+//     unless the sequencer writes them; a node that predates
+//     express-sequencer (stored ungated, never released) is adopted: its
+//     running target is recorded as released, so it is not rolled again;
+//   - the gate is added on create of an up node, on an update whose target
+//     hash changed, and on up: false → true; a gate someone other than the
+//     sequencer removes is put back (the escape hatch is ignore-prerequisites);
+//   - target and rollout-id changes are timestamped (settle time, landing
+//     timeout).
+//
+// A node being deleted is not rolled out again: only its annotations are
+// kept honest.
+func Admit(n v2alpha1.Node, a Admission) []string {
+	var warnings []string
+	ann := n.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	var old map[string]string
+	if a.Old != nil {
+		old = a.Old.GetAnnotations()
+	}
+	ann[v2alpha1.AnnotationTargetHash] = a.Hash
+	if !a.FromSequencer {
+		for _, key := range sequencerOnly {
+			if ann[key] != old[key] {
+				warnings = append(warnings, fmt.Sprintf("annotation %s is written by express-sequencer only: the change was dropped", key))
+			}
+			restore(ann, old, key)
+		}
+	}
+	if a.Old != nil && !a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) && old[v2alpha1.AnnotationReleasedTarget] == "" && a.OldHash != "" {
+		ann[v2alpha1.AnnotationReleasedTarget] = a.OldHash // adoption
+	}
+	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
+	if ann[v2alpha1.AnnotationRolloutID] != old[v2alpha1.AnnotationRolloutID] {
+		ann[v2alpha1.AnnotationRolloutIDChangedAt] = a.Now.UTC().Format(time.RFC3339Nano)
+	} else {
+		restore(ann, old, v2alpha1.AnnotationRolloutIDChangedAt)
+	}
+	n.SetAnnotations(ann)
+	if n.GetDeletionTimestamp() != nil {
+		return warnings
+	}
+
+	spec := n.NodeSpec()
+	switch {
+	case spec.IsUp() && (a.Old == nil || !a.Old.NodeSpec().IsUp() || a.Hash != a.OldHash):
+		spec.AddGate(v2alpha1.GateSequencer)
+		ann[v2alpha1.AnnotationTargetChangedAt] = a.Now.UTC().Format(time.RFC3339Nano)
+		n.SetAnnotations(ann)
+	case a.Old != nil && a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) && !spec.HasGate(v2alpha1.GateSequencer) && !a.FromSequencer:
+		spec.AddGate(v2alpha1.GateSequencer)
+		warnings = append(warnings, fmt.Sprintf(
+			"the %s gate is removed by express-sequencer only, and was put back; to release %s regardless of its prerequisites, annotate it %s=true",
+			v2alpha1.GateSequencer, n.GetName(), v2alpha1.AnnotationIgnorePrerequisites))
+	}
+	return warnings
+}
+
+// restore sets key in ann to its value in old, or removes it when old has none.
+func restore(ann, old map[string]string, key string) {
+	if v, ok := old[key]; ok {
+		ann[key] = v
+	} else {
+		delete(ann, key)
+	}
+}

@@ -1,0 +1,151 @@
+package sequencer
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// landing is the change-grouping verdict for a tenant (DESIGN §4): whether
+// its gated nodes are held because a change is still landing node by node.
+type landing struct {
+	// hold: no gated node may be released yet.
+	hold bool
+	// reason and message say why, for the held nodes' condition.
+	reason, message string
+	// recheckAfter: when the hold ends by itself (a timeout), 0 if only a
+	// change ends it.
+	recheckAfter time.Duration
+	// timedOut: the landing timeout passed; releases go on with what landed
+	// and say so in a Warning Event.
+	timedOut string
+}
+
+// landingOf decides change grouping for the tenant. Tenants whose live nodes
+// carry rollout-id are held exactly while the ids disagree (bounded by the
+// landing timeout); tenants without it are held for the settle time after
+// their latest target change, never longer than the settle cap after their
+// oldest pending one.
+func (s *Snapshot) landingOf() landing {
+	ids := map[string][]string{} // rollout-id → live nodes carrying it
+	var newest string
+	var newestAt time.Time
+	anyID := false
+	for name, n := range s.Nodes {
+		if !live(n) {
+			continue
+		}
+		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+		ids[id] = append(ids[id], name)
+		if id == "" {
+			continue
+		}
+		anyID = true
+		at := stamp(n, v2alpha1.AnnotationRolloutIDChangedAt)
+		if newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest {
+			newest, newestAt = id, at
+		}
+	}
+	if anyID {
+		return s.landingByRolloutID(ids, newest, newestAt)
+	}
+	return s.settling()
+}
+
+func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, newestAt time.Time) landing {
+	if len(ids) == 1 {
+		return landing{}
+	}
+	var lacking []string
+	for id, names := range ids {
+		if id == newest {
+			continue
+		}
+		for _, name := range names {
+			lacking = append(lacking, fmt.Sprintf("%s (%s)", name, orNone(id)))
+		}
+	}
+	slices.Sort(lacking)
+	what := fmt.Sprintf("%s of %d live nodes still lack rollout-id %s, which %s carry",
+		strings.Join(lacking, ", "), len(lacking)+len(ids[newest]), newest, strings.Join(sorted(ids[newest]), ", "))
+	if s.Grouping.LandingTimeout > 0 {
+		wait := newestAt.Add(s.Grouping.LandingTimeout).Sub(s.Now)
+		if wait <= 0 {
+			return landing{timedOut: fmt.Sprintf("the change did not fully land within the landing timeout (%s): proceeding with what landed; %s",
+				s.Grouping.LandingTimeout, what)}
+		}
+		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait,
+			message: fmt.Sprintf("a change is still landing: %s; held until they agree or the landing timeout (%s) passes at %s",
+				what, s.Grouping.LandingTimeout, newestAt.Add(s.Grouping.LandingTimeout).UTC().Format(time.RFC3339))}
+	}
+	return landing{hold: true, reason: v2alpha1.ReasonChangeLanding,
+		message: fmt.Sprintf("a change is still landing: %s; held until they agree", what)}
+}
+
+// settling holds a tenant without rollout-id for the settle time after its
+// latest target change, capped after its oldest pending change.
+func (s *Snapshot) settling() landing {
+	if s.Grouping.SettleTime <= 0 {
+		return landing{}
+	}
+	var latest, oldestPending time.Time
+	for _, n := range s.Nodes {
+		at := stamp(n, v2alpha1.AnnotationTargetChangedAt)
+		if at.IsZero() {
+			continue
+		}
+		if at.After(latest) {
+			latest = at
+		}
+		if live(n) && gated(n) && (oldestPending.IsZero() || at.Before(oldestPending)) {
+			oldestPending = at
+		}
+	}
+	until := latest.Add(s.Grouping.SettleTime)
+	if s.Grouping.SettleCap > 0 && !oldestPending.IsZero() && oldestPending.Add(s.Grouping.SettleCap).Before(until) {
+		until = oldestPending.Add(s.Grouping.SettleCap)
+	}
+	wait := until.Sub(s.Now)
+	if wait <= 0 {
+		return landing{}
+	}
+	return landing{hold: true, reason: v2alpha1.ReasonSettling, recheckAfter: wait,
+		message: fmt.Sprintf("holding until %s after the latest change to tenant %s (%s) so that all of it has landed (nodes carry no %s); releases at %s at the latest",
+			s.Grouping.SettleTime, s.Tenant.ClusterName, latest.UTC().Format(time.RFC3339), v2alpha1.AnnotationRolloutID, until.UTC().Format(time.RFC3339))}
+}
+
+// stamp reads an RFC 3339 timestamp annotation; zero when absent or malformed.
+func stamp(n interface{ GetAnnotations() map[string]string }, key string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, n.GetAnnotations()[key])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func orNone(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
+}
+
+func sorted(names []string) []string {
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return out
+}
+
+// landingEvent is the type of the Event that records a release: a Warning
+// when the landing timeout made the sequencer proceed with what landed.
+func (l landing) eventType() string {
+	if l.timedOut != "" {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
+}

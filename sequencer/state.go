@@ -1,0 +1,132 @@
+package sequencer
+
+import (
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// This file reads the state of one node from the snapshot: live, Ready, on
+// target, in flight. Plan, the pod webhook and kubectl-express all decide
+// from these.
+
+// Mode is how a gated node is rolled (DESIGN §4): provisioned (its first
+// rollout, or a node brought back with the target it was released for) or
+// upgraded (a target the sequencer has not released yet).
+type Mode string
+
+// The two modes.
+const (
+	ModeProvisioning Mode = "provisioning"
+	ModeUpgrade      Mode = "upgrade"
+)
+
+// convergedReasons are the reasons the sequencer writes only once the node's
+// released rollout was Ready on target: such a condition, observed at or after
+// the release, proves the rollout converged.
+var convergedReasons = []string{
+	v2alpha1.ReasonRolloutComplete, v2alpha1.ReasonRecovering,
+	v2alpha1.ReasonWaitingForPrerequisite, v2alpha1.ReasonDependencyCycle,
+}
+
+func isUp(n v2alpha1.Node) bool { return n.NodeSpec().IsUp() }
+
+func annotated(n v2alpha1.Node, key string) bool { return n.GetAnnotations()[key] == "true" }
+
+func gated(n v2alpha1.Node) bool { return n.NodeSpec().HasGate(v2alpha1.GateSequencer) }
+
+// live: up and not being deleted. Only live nodes take part in the order.
+func live(n v2alpha1.Node) bool { return isUp(n) && n.GetDeletionTimestamp() == nil }
+
+// isReady: at least one pod, and every pod Ready.
+func (s *Snapshot) isReady(name string) bool {
+	ok, total := podsIn(s.Pods[name], string(corev1.PodReady), string(corev1.ConditionTrue), "", "")
+	return total > 0 && ok == total
+}
+
+// onTarget: the node is not gated and every pod was created for its current
+// target: it carries the node's target hash, or, for a pod without that
+// label (an operator that does not copy it yet), the node's version and
+// revision labels.
+func (s *Snapshot) onTarget(name string) bool {
+	n := s.Nodes[name]
+	if gated(n) {
+		return false
+	}
+	for _, p := range s.Pods[name] {
+		if !podOnTarget(n, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func podOnTarget(n v2alpha1.Node, p Pod) bool {
+	if p.Hash != "" {
+		return p.Hash == targetHash(n)
+	}
+	return p.Version == n.NodeSpec().ExpressVersion && p.Revision == n.NodeSpec().DeploymentRevision
+}
+
+// onFallback reports whether some pod of the node is judged by its version
+// and revision labels because it carries no target hash.
+func (s *Snapshot) onFallback(name string) bool {
+	return slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash == "" })
+}
+
+// converged: Ready and on target.
+func (s *Snapshot) converged(name string) bool { return s.isReady(name) && s.onTarget(name) }
+
+// hasPendingWork: live, and gated or not converged.
+func (s *Snapshot) hasPendingWork(name string) bool {
+	n := s.Nodes[name]
+	return live(n) && (gated(n) || !s.converged(name))
+}
+
+// newTarget reports whether the node's target is one the sequencer has not
+// released: first rollouts and changes.
+func newTarget(n v2alpha1.Node) bool { return targetHash(n) != releasedTarget(n) }
+
+// mode returns how a gated node is rolled.
+func (s *Snapshot) mode(name string) Mode {
+	n := s.Nodes[name]
+	if releasedTarget(n) != "" && newTarget(n) {
+		return ModeUpgrade
+	}
+	return ModeProvisioning
+}
+
+// releasedGeneration returns the generation the node's latest release
+// produced, 0 when unknown (a node adopted or released before the
+// annotation existed).
+func releasedGeneration(n v2alpha1.Node) int64 {
+	g, err := strconv.ParseInt(n.GetAnnotations()[v2alpha1.AnnotationReleasedGeneration], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return g
+}
+
+// inFlight reports whether the node is in a released rollout that has not
+// converged yet: ungated, released for its current target, not Ready on it,
+// and no condition since the release says it converged. Such a rollout is
+// never frozen (its pods are never gated) and the node is Ready for no one.
+func (s *Snapshot) inFlight(name string) bool {
+	n := s.Nodes[name]
+	if !live(n) || gated(n) || targetHash(n) == "" || newTarget(n) || s.converged(name) {
+		return false
+	}
+	c := condition(n)
+	return c == nil || !slices.Contains(convergedReasons, c.Reason) || c.ObservedGeneration < releasedGeneration(n)
+}
+
+// recovering reports whether a live, ungated node lost its Ready state (or
+// its pods) on a target whose rollout had converged: a crash, an eviction, a
+// node failure. Its recovery is ordered at the pods.
+func (s *Snapshot) recovering(name string) bool {
+	n := s.Nodes[name]
+	return live(n) && !gated(n) && !s.converged(name) && !s.inFlight(name)
+}

@@ -1,0 +1,89 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/sequencer"
+)
+
+// PodGate is the pod admission webhook (DESIGN §4b): it adds the
+// sequencer's scheduling gate to a new pod of an Express node unless the node
+// may proceed right now — it is in a released rollout that has not converged,
+// or its live provisioning-predecessors are Ready. The API server sends it
+// only pods labelled express.medallia.com/node (objectSelector); the
+// sequencer removes the gate once the predecessors are Ready.
+type PodGate struct {
+	// Reader reads the tenant straight from the API server, not from a cache
+	// that may lag a crash by the very milliseconds that matter.
+	Reader client.Reader
+	// Orders are the installation's default orders.
+	Orders defaults.Orders
+	// Clock dates the snapshot.
+	Clock clock.PassiveClock
+}
+
+// Handle decides one pod creation. It only reads, so dry-run creates are
+// side-effect free.
+func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
+	}
+	name := pod.Labels[v2alpha1.LabelNode]
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return admission.Allowed("").WithWarnings(fmt.Sprintf(
+			"label %s=%q names no Express node (%s): the pod is not held for its prerequisites", v2alpha1.LabelNode, name, errs[0]))
+	}
+	node, err := g.node(ctx, req.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		return admission.Allowed("").WithWarnings(fmt.Sprintf(
+			"label %s=%s names no Backend or Frontend in namespace %s: the pod is not held for its prerequisites", v2alpha1.LabelNode, name, req.Namespace))
+	}
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	tenant := sequencer.Tenant{Namespace: req.Namespace, ClusterName: node.NodeSpec().ClusterConfig.ClusterName}
+	snap, err := sequencer.GatherFresh(ctx, g.Reader, tenant, g.Orders, g.Clock.Now())
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if ok, _ := sequencer.PodsMayStart(snap, name); ok {
+		return admission.Allowed("")
+	}
+	if slices.ContainsFunc(pod.Spec.SchedulingGates, func(s corev1.PodSchedulingGate) bool { return s.Name == v2alpha1.GateSequencer }) {
+		return admission.Allowed("")
+	}
+	op := jsonpatch.NewOperation("add", "/spec/schedulingGates/-", corev1.PodSchedulingGate{Name: v2alpha1.GateSequencer})
+	if len(pod.Spec.SchedulingGates) == 0 {
+		op = jsonpatch.NewOperation("add", "/spec/schedulingGates", []corev1.PodSchedulingGate{{Name: v2alpha1.GateSequencer}})
+	}
+	return admission.Patched("", op)
+}
+
+// node gets the Frontend or Backend of that name.
+func (g *PodGate) node(ctx context.Context, namespace, name string) (v2alpha1.Node, error) {
+	for _, n := range []v2alpha1.Node{&v2alpha1.Frontend{}, &v2alpha1.Backend{}} {
+		err := g.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, n)
+		if err == nil {
+			return n, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading node %s/%s: %w", namespace, name, err)
+		}
+	}
+	return nil, apierrors.NewNotFound(v2alpha1.GroupVersion.WithResource("frontends").GroupResource(), name)
+}
