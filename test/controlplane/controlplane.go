@@ -66,10 +66,11 @@ func Start() (*ControlPlane, error) {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd and sets it")
 	}
 	ctrl.SetLogger(TestLogger())
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(Root(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
+	crds, err := expressOperatorCRDs()
+	if err != nil {
+		return nil, err
 	}
+	env := &envtest.Environment{CRDs: crds}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)

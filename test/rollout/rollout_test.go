@@ -29,7 +29,7 @@ func TestANewTenantIsProvisionedInOrderAndThenLeftAlone(t *testing.T) {
 		n := node(ns, k)
 		require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n))
 		assert.False(t, v2alpha1.IsGated(n), k)
-		assert.Equal(t, "Ready on "+v1, condition(n).Message, k)
+		assert.Equal(t, "Ready on "+v1+" (target "+n.GetAnnotations()[v2alpha1.AnnotationTargetHash]+")", condition(n).Message, k)
 	}
 
 	released := map[string]bool{}
@@ -153,7 +153,7 @@ func TestAStalledNodeIsReportedAndHoldsItsDependents(t *testing.T) {
 		return harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe1), fe1) == nil &&
 			condition(fe1) != nil && condition(fe1).Reason == v2alpha1.ReasonProgressDeadlineExceeded
 	}), "fe1 is reported stalled")
-	assert.Contains(t, condition(fe1).Message, "released but not Ready on "+v2+" within 2s")
+	assert.Contains(t, condition(fe1).Message, "released but not Ready on "+v2+" (target "+fe1.GetAnnotations()[v2alpha1.AnnotationTargetHash]+") within 2s")
 	assert.False(t, v2alpha1.IsGated(fe1), "nothing is reverted")
 	fe2 := node(ns, "fe2")
 	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe2), fe2))

@@ -1,16 +1,18 @@
 // Package simoperator is a small simulated Express operator for tests, the
 // demo and benchmarks. Like the real one it honours the rollout gate: while
 // a node carries any gate it neither rolls it out nor re-provisions it.
-// Otherwise it converges the node — replaces its pod with one labelled with
-// the target version and revision, marks it Ready after a delay, and deletes
-// the pods of a node that is down — and it records the order in which it
-// started rolling nodes.
+// Otherwise it converges the node on any target change — replaces its pod
+// with one labelled with the node's target hash (and its version and
+// revision), marks it Ready after a delay, and deletes the pods of a node
+// that is down or deleted. It also plays the scheduler and the kubelet: a
+// pod with any scheduling gate never becomes Ready, and its delay starts
+// when it becomes schedulable. It records the order in which nodes started
+// rolling: the moment their new pod became schedulable.
 package simoperator
 
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"time"
 
@@ -38,6 +40,11 @@ type Start struct {
 	Namespace string
 	// Version is the version rolled to.
 	Version string
+	// Hash is the target hash of the pod.
+	Hash string
+	// Gated: the pod was created scheduling-gated and this is when the
+	// gate went.
+	Gated bool
 	// At is when the rollout started.
 	At time.Time
 }
@@ -66,6 +73,9 @@ type Operator struct {
 
 	mu        sync.Mutex
 	started   []Start
+	readies   []Ready
+	seq       int
+	pending   map[types.NamespacedName]Start     // pod → its start, while scheduling-gated
 	readyAt   map[types.NamespacedName]time.Time // pod → when it becomes Ready
 	crashedAt map[types.NamespacedName]time.Time // node → when it crashed
 	stuck     map[types.NamespacedName]bool
@@ -73,10 +83,6 @@ type Operator struct {
 	// just deleted, until its cache shows both: acting on a cache that has
 	// not seen its own writes would roll a node twice.
 	expected map[types.NamespacedName]expectation
-	// recoveries counts crash recoveries per node; with the target it names
-	// the node's pod, so a second roll to the same target, from a cache that
-	// has not caught up yet, fails as AlreadyExists instead of rolling twice.
-	recoveries map[types.NamespacedName]int
 }
 
 type expectation struct {
@@ -94,7 +100,7 @@ type nodeRef struct {
 func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 	o.readyAt, o.crashedAt, o.stuck = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]time.Time{}, map[types.NamespacedName]bool{}
 	o.expected = map[types.NamespacedName]expectation{}
-	o.recoveries = map[types.NamespacedName]int{}
+	o.pending = map[types.NamespacedName]Start{}
 	byKind := func(kind string) handler.TypedEventHandler[client.Object, nodeRef] {
 		return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []nodeRef {
 			return []nodeRef{{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}}
@@ -134,6 +140,13 @@ func (o *Operator) Started() []Start {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]Start(nil), o.started...)
+}
+
+// Readies returns the pods the operator made Ready so far, in order.
+func (o *Operator) Readies() []Ready {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]Ready(nil), o.readies...)
 }
 
 // StartedIn returns the names of the nodes started in a namespace, in order.
@@ -197,12 +210,15 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	if !spec.IsUp() {
 		return reconcile.Result{}, o.deletePods(ctx, pods.Items)
 	}
-	if v2alpha1.IsGated(n) {
-		return reconcile.Result{}, nil // the contract: no rollout, no re-provisioning while gated
+	if v2alpha1.IsGated(n) || n.GetDeletionTimestamp() != nil {
+		// The contract: no rollout, no re-provisioning while gated; pods
+		// that exist still start (the kubelet does not ask the operator).
+		return o.markReady(ctx, n, pods.Items)
 	}
+	hash := n.GetAnnotations()[v2alpha1.AnnotationTargetHash]
 	onTarget := len(pods.Items) > 0
 	for _, p := range pods.Items {
-		onTarget = onTarget && p.DeletionTimestamp == nil &&
+		onTarget = onTarget && p.DeletionTimestamp == nil && p.Labels[v2alpha1.LabelTargetHash] == hash &&
 			p.Labels[v2alpha1.LabelExpressVersion] == spec.ExpressVersion && p.Labels[v2alpha1.LabelDeploymentRevision] == spec.DeploymentRevision
 	}
 	o.mu.Lock()
@@ -213,9 +229,6 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		onTarget = false // re-provision
-		o.mu.Lock()
-		o.recoveries[ref.NamespacedName]++
-		o.mu.Unlock()
 	}
 	if !onTarget {
 		return o.roll(ctx, n, pods.Items)
@@ -245,35 +258,22 @@ func (o *Operator) seen(node types.NamespacedName, pods []corev1.Pod) bool {
 	return created
 }
 
-// roll replaces the node's pods with one pod on its target.
+// roll replaces the node's pods with one pod on its target: labelled with
+// the node's target hash, as the contract asks of the Express operator.
 func (o *Operator) roll(ctx context.Context, n v2alpha1.Node, old []corev1.Pod) (reconcile.Result, error) {
 	if err := o.deletePods(ctx, old); err != nil {
 		return reconcile.Result{}, err
 	}
 	spec := n.NodeSpec()
 	key := client.ObjectKeyFromObject(n)
-	o.mu.Lock()
-	attempt := o.recoveries[key]
-	o.mu.Unlock()
-	target := fnv.New32a()
-	_, _ = target.Write([]byte(spec.ExpressVersion + "/" + spec.DeploymentRevision))
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("%s-%08x-%d", n.GetName(), target.Sum32(), attempt), Namespace: n.GetNamespace(),
-			Labels: map[string]string{
-				v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelExpressVersion: spec.ExpressVersion,
-				v2alpha1.LabelDeploymentRevision: spec.DeploymentRevision,
-			},
-		},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express:" + spec.ExpressVersion}}},
-	}
-	if err := o.Client.Create(ctx, pod); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{RequeueAfter: 20 * time.Millisecond}, nil // rolled already; the cache is behind
-		}
+	pod := o.newPod(n.GetName(), n.GetNamespace(), map[string]string{
+		v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelExpressVersion: spec.ExpressVersion,
+		v2alpha1.LabelDeploymentRevision: spec.DeploymentRevision,
+		v2alpha1.LabelTargetHash:         n.GetAnnotations()[v2alpha1.AnnotationTargetHash],
+	})
+	if err := o.create(ctx, o.Client, pod); err != nil {
 		return reconcile.Result{}, fmt.Errorf("creating a pod for %s: %w", n.GetName(), err)
 	}
-	start := Start{Node: n.GetName(), Namespace: n.GetNamespace(), Version: spec.ExpressVersion, At: time.Now()}
 	deleted := map[string]bool{}
 	for _, p := range old {
 		deleted[p.Name] = true
@@ -281,24 +281,94 @@ func (o *Operator) roll(ctx context.Context, n v2alpha1.Node, old []corev1.Pod) 
 	o.mu.Lock()
 	o.expected[key] = expectation{created: pod.Name, deleted: deleted}
 	delete(o.crashedAt, key)
-	o.readyAt[client.ObjectKeyFromObject(pod)] = start.At.Add(o.ReadyAfter)
+	o.mu.Unlock()
+	return reconcile.Result{RequeueAfter: o.ReadyAfter}, nil
+}
+
+// newPod returns a new pod of a node with a name never used before: a
+// recreated pod is a new pod, as a ReplicaSet's are.
+func (o *Operator) newPod(node, namespace string, labels map[string]string) *corev1.Pod {
+	o.mu.Lock()
+	o.seq++
+	seq := o.seq
+	o.mu.Unlock()
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-%d", node, time.Now().UnixMilli()%100000, seq), Namespace: namespace, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express:" + labels[v2alpha1.LabelExpressVersion]}}},
+	}
+}
+
+// create creates the pod through the API server (and so through the pod
+// admission webhook) and starts its clock if it is schedulable; a
+// scheduling-gated pod starts when its gates go (markReady).
+func (o *Operator) create(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	if err := c.Create(ctx, pod); err != nil {
+		return err
+	}
+	start := Start{Node: pod.Labels[v2alpha1.LabelNode], Namespace: pod.Namespace, Version: pod.Labels[v2alpha1.LabelExpressVersion],
+		Hash: pod.Labels[v2alpha1.LabelTargetHash], At: time.Now()}
+	o.mu.Lock()
+	if len(pod.Spec.SchedulingGates) > 0 {
+		start.Gated = true
+		o.pending[client.ObjectKeyFromObject(pod)] = start
+		o.mu.Unlock()
+		return nil
+	}
+	o.mu.Unlock()
+	o.schedulable(client.ObjectKeyFromObject(pod), start)
+	return nil
+}
+
+// schedulable records that a pod may run: its node started, its Ready
+// delay runs from now.
+func (o *Operator) schedulable(pod types.NamespacedName, start Start) {
+	o.mu.Lock()
+	o.readyAt[pod] = start.At.Add(o.ReadyAfter)
 	o.started = append(o.started, start)
 	o.mu.Unlock()
 	if o.OnStart != nil {
 		o.OnStart(start)
 	}
-	return reconcile.Result{RequeueAfter: o.ReadyAfter}, nil
 }
 
-// markReady turns the node's pods Ready once their delay has passed.
+// Evict deletes every pod of the node and at once creates its replacements
+// with the same labels, as a StatefulSet does after a node failure: no
+// delay, and no question asked of the operator. The replacements go through
+// the pod admission webhook.
+func (o *Operator) Evict(ctx context.Context, c client.Client, namespace, node string) error {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: node}); err != nil {
+		return err
+	}
+	if err := o.deletePodsWith(ctx, c, pods.Items); err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		if err := o.create(ctx, c, o.newPod(node, namespace, p.Labels)); err != nil {
+			return fmt.Errorf("recreating a pod of %s: %w", node, err)
+		}
+	}
+	return nil
+}
+
+// markReady turns the node's pods Ready once their delay has passed; a pod
+// with scheduling gates is not placed, so it never becomes Ready.
 func (o *Operator) markReady(ctx context.Context, n v2alpha1.Node, pods []corev1.Pod) (reconcile.Result, error) {
 	o.mu.Lock()
 	stuck := o.stuck[client.ObjectKeyFromObject(n)]
 	o.mu.Unlock()
 	for i := range pods {
 		p := &pods[i]
-		if podReady(p) || stuck {
+		if podReady(p) || stuck || len(p.Spec.SchedulingGates) > 0 || p.DeletionTimestamp != nil {
 			continue
+		}
+		o.mu.Lock()
+		start, wasGated := o.pending[client.ObjectKeyFromObject(p)]
+		delete(o.pending, client.ObjectKeyFromObject(p))
+		o.mu.Unlock()
+		if wasGated {
+			start.At = time.Now()
+			o.schedulable(client.ObjectKeyFromObject(p), start)
 		}
 		o.mu.Lock()
 		at, ours := o.readyAt[client.ObjectKeyFromObject(p)]
@@ -312,19 +382,25 @@ func (o *Operator) markReady(ctx context.Context, n v2alpha1.Node, pods []corev1
 		if err := setReady(ctx, o.Client, p, corev1.ConditionTrue); err != nil {
 			return reconcile.Result{}, err
 		}
+		ready := Ready{Node: n.GetName(), Namespace: n.GetNamespace(), Version: n.NodeSpec().ExpressVersion, At: time.Now()}
 		o.mu.Lock()
 		delete(o.readyAt, client.ObjectKeyFromObject(p))
+		o.readies = append(o.readies, ready)
 		o.mu.Unlock()
 		if o.OnReady != nil {
-			o.OnReady(Ready{Node: n.GetName(), Namespace: n.GetNamespace(), Version: n.NodeSpec().ExpressVersion, At: time.Now()})
+			o.OnReady(ready)
 		}
 	}
 	return reconcile.Result{}, nil
 }
 
 func (o *Operator) deletePods(ctx context.Context, pods []corev1.Pod) error {
+	return o.deletePodsWith(ctx, o.Client, pods)
+}
+
+func (o *Operator) deletePodsWith(ctx context.Context, c client.Client, pods []corev1.Pod) error {
 	for i := range pods {
-		if err := o.Client.Delete(ctx, &pods[i]); client.IgnoreNotFound(err) != nil {
+		if err := c.Delete(ctx, &pods[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting pod %s: %w", pods[i].Name, err)
 		}
 	}
