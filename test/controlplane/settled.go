@@ -18,19 +18,21 @@ func Nodes(ctx context.Context, c client.Reader, ns string) ([]v2alpha1.Node, er
 }
 
 // Settled reports whether every node in the namespace is done: an up node
-// ungated and RolloutComplete for its current generation, a down node
-// without pods. When not, it says which node is not and why.
+// ungated, RolloutComplete for its current generation, and every one of its
+// pods Ready, schedulable and carrying its target hash (a condition alone may
+// still be the one written before a crash); a down node without pods. When
+// not, it says which node is not and why.
 func Settled(ctx context.Context, c client.Reader, ns string) (bool, string, error) {
 	nodes, err := Nodes(ctx, c, ns)
 	if err != nil {
 		return false, "", err
 	}
 	for _, n := range nodes {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}); err != nil {
+			return false, "", err
+		}
 		if !n.NodeSpec().IsUp() {
-			var pods corev1.PodList
-			if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}); err != nil {
-				return false, "", err
-			}
 			if len(pods.Items) > 0 {
 				return false, n.GetName() + " is down but still has pods", nil
 			}
@@ -39,6 +41,17 @@ func Settled(ctx context.Context, c client.Reader, ns string) (bool, string, err
 		cond := meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
 		if v2alpha1.IsGated(n) || cond == nil || cond.Reason != v2alpha1.ReasonRolloutComplete || cond.ObservedGeneration != n.GetGeneration() {
 			return false, fmt.Sprintf("%s gated=%v condition=%v", n.GetName(), v2alpha1.IsGated(n), cond), nil
+		}
+		if len(pods.Items) == 0 {
+			return false, n.GetName() + " has no pods", nil
+		}
+		for _, p := range pods.Items {
+			pod := sequencer.PodOf(&p)
+			if pod.Conditions[string(corev1.PodReady)] != string(corev1.ConditionTrue) || len(pod.Gates) > 0 ||
+				pod.Hash != n.GetAnnotations()[v2alpha1.AnnotationTargetHash] {
+				return false, fmt.Sprintf("%s: pod %s Ready=%s scheduling gates=%v target-hash=%s", n.GetName(), p.Name,
+					pod.Conditions[string(corev1.PodReady)], pod.Gates, pod.Hash), nil
+			}
 		}
 	}
 	return len(nodes) > 0, "no nodes", nil

@@ -52,6 +52,10 @@ func TestTheSequencerNeedsNoMoreThanItsGeneratedRole(t *testing.T) {
 	setVersion(t, ns, v2, keys(3)...)
 	waitSettled(t, ns, 3)
 	assert.Equal(t, "fe1 fe2 be", startedSince(ns, mark), "a full rollout works with the role alone")
+	mark = len(op.StartedIn(ns))
+	evict(t, ns, keys(3)...)
+	waitSettled(t, ns, 3)
+	assert.Equal(t, "be fe1 fe2", startedSince(ns, mark), "a recovery at the pods (scheduling gates removed) works with the role alone")
 
 	limited, err := client.New(user.Config(), client.Options{Scheme: app.Scheme()})
 	require.NoError(t, err)
@@ -60,6 +64,8 @@ func TestTheSequencerNeedsNoMoreThanItsGeneratedRole(t *testing.T) {
 		"creating a node":   limited.Create(ctx, node(ns, "fe9")),
 		"reading secrets":   limited.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)),
 		"deleting a pod":    limited.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns)),
+		"creating a pod":    limited.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}}}),
+		"updating a pod":    limited.Update(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}}),
 		"updating a node":   limited.Update(ctx, node(ns, "be")),
 		"creating a secret": limited.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}}),
 	}

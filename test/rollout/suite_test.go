@@ -176,7 +176,22 @@ func waitSettled(t *testing.T, ns string, size int) {
 		last = why
 		return err == nil && done
 	})
+	if !ok {
+		dump(t, ns)
+	}
 	require.True(t, ok, "tenant %s did not settle: %s; rollouts so far: %v", ns, last, op.StartedIn(ns))
+}
+
+// dump logs the namespace's pods and the operator's state, when a tenant
+// did not settle.
+func dump(t *testing.T, ns string) {
+	t.Helper()
+	var pods corev1.PodList
+	_ = harness.Client.List(context.Background(), &pods, client.InNamespace(ns))
+	for _, p := range pods.Items {
+		t.Logf("pod %s labels=%v scheduling gates=%v conditions=%v deleting=%v", p.Name, p.Labels, p.Spec.SchedulingGates, p.Status.Conditions, p.DeletionTimestamp != nil)
+	}
+	t.Logf("simulated operator:\n%s", op.State(ns))
 }
 
 func condition(n v2alpha1.Node) *metav1.Condition {

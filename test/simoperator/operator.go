@@ -76,6 +76,7 @@ type Operator struct {
 	readies   []Ready
 	seq       int
 	pending   map[types.NamespacedName]Start     // pod → its start, while scheduling-gated
+	creating  map[types.NamespacedName]bool      // pods being created: their clock is not set yet
 	readyAt   map[types.NamespacedName]time.Time // pod → when it becomes Ready
 	crashedAt map[types.NamespacedName]time.Time // node → when it crashed
 	stuck     map[types.NamespacedName]bool
@@ -101,6 +102,7 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 	o.readyAt, o.crashedAt, o.stuck = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]time.Time{}, map[types.NamespacedName]bool{}
 	o.expected = map[types.NamespacedName]expectation{}
 	o.pending = map[types.NamespacedName]Start{}
+	o.creating = map[types.NamespacedName]bool{}
 	byKind := func(kind string) handler.TypedEventHandler[client.Object, nodeRef] {
 		return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []nodeRef {
 			return []nodeRef{{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}}
@@ -183,6 +185,13 @@ func (o *Operator) Stick(namespace, node string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.stuck[types.NamespacedName{Namespace: namespace, Name: node}] = true
+}
+
+// Unstick lets the node's pods become Ready again.
+func (o *Operator) Unstick(namespace, node string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.stuck, types.NamespacedName{Namespace: namespace, Name: node})
 }
 
 func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result, error) {
@@ -289,9 +298,13 @@ func (o *Operator) roll(ctx context.Context, n v2alpha1.Node, old []corev1.Pod) 
 // recreated pod is a new pod, as a ReplicaSet's are.
 func (o *Operator) newPod(node, namespace string, labels map[string]string) *corev1.Pod {
 	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.newPodLocked(node, namespace, labels)
+}
+
+func (o *Operator) newPodLocked(node, namespace string, labels map[string]string) *corev1.Pod {
 	o.seq++
 	seq := o.seq
-	o.mu.Unlock()
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-%d", node, time.Now().UnixMilli()%100000, seq), Namespace: namespace, Labels: labels},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express:" + labels[v2alpha1.LabelExpressVersion]}}},
@@ -302,6 +315,15 @@ func (o *Operator) newPod(node, namespace string, labels map[string]string) *cor
 // admission webhook) and starts its clock if it is schedulable; a
 // scheduling-gated pod starts when its gates go (markReady).
 func (o *Operator) create(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	key := client.ObjectKeyFromObject(pod)
+	o.mu.Lock()
+	o.creating[key] = true
+	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		delete(o.creating, key)
+		o.mu.Unlock()
+	}()
 	if err := c.Create(ctx, pod); err != nil {
 		return err
 	}
@@ -331,21 +353,47 @@ func (o *Operator) schedulable(pod types.NamespacedName, start Start) {
 	}
 }
 
-// Evict deletes every pod of the node and at once creates its replacements
-// with the same labels, as a StatefulSet does after a node failure: no
-// delay, and no question asked of the operator. The replacements go through
-// the pod admission webhook.
-func (o *Operator) Evict(ctx context.Context, c client.Client, namespace, node string) error {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: node}); err != nil {
-		return err
+// Evict deletes every pod of the nodes in the same instant and then at once
+// creates their replacements with the same labels, as StatefulSets do after
+// a node failure: no delay, and no question asked of the operator. The
+// replacements go through the pod admission webhook.
+func (o *Operator) Evict(ctx context.Context, c client.Client, namespace string, nodes ...string) error {
+	old := map[string][]corev1.Pod{}
+	for _, node := range nodes {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: node}); err != nil {
+			return err
+		}
+		old[node] = pods.Items
 	}
-	if err := o.deletePodsWith(ctx, c, pods.Items); err != nil {
-		return err
+	replacements := map[string][]*corev1.Pod{}
+	o.mu.Lock()
+	for _, node := range nodes {
+		deleted := map[string]bool{}
+		for _, p := range old[node] {
+			deleted[p.Name] = true
+		}
+		for _, p := range old[node] {
+			replacements[node] = append(replacements[node], o.newPodLocked(node, namespace, p.Labels))
+		}
+		if len(replacements[node]) > 0 {
+			// The operator waits until its cache shows the swap, as it does
+			// for its own rolls: it must not roll the node meanwhile.
+			key := types.NamespacedName{Namespace: namespace, Name: node}
+			o.expected[key] = expectation{created: replacements[node][len(replacements[node])-1].Name, deleted: deleted}
+		}
 	}
-	for _, p := range pods.Items {
-		if err := o.create(ctx, c, o.newPod(node, namespace, p.Labels)); err != nil {
-			return fmt.Errorf("recreating a pod of %s: %w", node, err)
+	o.mu.Unlock()
+	for _, node := range nodes {
+		if err := o.deletePodsWith(ctx, c, old[node]); err != nil {
+			return err
+		}
+	}
+	for _, node := range nodes {
+		for _, p := range replacements[node] {
+			if err := o.create(ctx, c, p); err != nil {
+				return fmt.Errorf("recreating a pod of %s: %w", node, err)
+			}
 		}
 	}
 	return nil
@@ -372,17 +420,22 @@ func (o *Operator) markReady(ctx context.Context, n v2alpha1.Node, pods []corev1
 		}
 		o.mu.Lock()
 		at, ours := o.readyAt[client.ObjectKeyFromObject(p)]
+		creating := o.creating[client.ObjectKeyFromObject(p)]
 		o.mu.Unlock()
+		if creating {
+			return reconcile.Result{RequeueAfter: 20 * time.Millisecond}, nil // its clock starts in a moment
+		}
 		if !ours {
 			continue // not started by this operator: leave it be
 		}
 		if wait := time.Until(at); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
+		// Timed before the write: whoever sees the pod Ready sees it later.
+		ready := Ready{Node: n.GetName(), Namespace: n.GetNamespace(), Version: n.NodeSpec().ExpressVersion, At: time.Now()}
 		if err := setReady(ctx, o.Client, p, corev1.ConditionTrue); err != nil {
 			return reconcile.Result{}, err
 		}
-		ready := Ready{Node: n.GetName(), Namespace: n.GetNamespace(), Version: n.NodeSpec().ExpressVersion, At: time.Now()}
 		o.mu.Lock()
 		delete(o.readyAt, client.ObjectKeyFromObject(p))
 		o.readies = append(o.readies, ready)
@@ -426,4 +479,33 @@ func setReady(ctx context.Context, c client.Client, p *corev1.Pod, status corev1
 		return fmt.Errorf("setting pod %s Ready=%s: %w", p.Name, status, err)
 	}
 	return nil
+}
+
+// State describes what the operator is waiting for in a namespace, for test
+// failure messages.
+func (o *Operator) State(ns string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := ""
+	for k, v := range o.expected {
+		if k.Namespace == ns {
+			out += fmt.Sprintf("expected %s: %+v\n", k.Name, v)
+		}
+	}
+	for k, v := range o.readyAt {
+		if k.Namespace == ns {
+			out += fmt.Sprintf("readyAt %s: %s\n", k.Name, v)
+		}
+	}
+	for k, v := range o.pending {
+		if k.Namespace == ns {
+			out += fmt.Sprintf("pending %s: %+v\n", k.Name, v)
+		}
+	}
+	for k, v := range o.crashedAt {
+		if k.Namespace == ns {
+			out += fmt.Sprintf("crashed %s: %s\n", k.Name, v)
+		}
+	}
+	return out
 }
