@@ -97,13 +97,26 @@ func seedNode(ns, key string) v2alpha1.Node {
 	return n
 }
 
-// release removes the sequencer's gate the way the sequencer does.
+// release removes the sequencer's gate the way the sequencer does: as its
+// field manager, recording the released target in the same patch.
 func release(t *testing.T, c client.Client, n v2alpha1.Node) {
 	t.Helper()
 	base := n.DeepCopyObject().(v2alpha1.Node)
 	n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+	ann := n.GetAnnotations()
+	ann[v2alpha1.AnnotationReleasedTarget] = ann[v2alpha1.AnnotationTargetHash]
+	ann[v2alpha1.AnnotationReleasedGeneration] = fmt.Sprint(n.GetGeneration() + 1)
 	require.NoError(t, c.Patch(context.Background(), n, client.MergeFrom(base), client.FieldOwner(v2alpha1.FieldManager)))
 	require.False(t, n.NodeSpec().HasGate(v2alpha1.GateSequencer))
+}
+
+// releaseUnrecorded removes the gate without recording a release: a node
+// as it was before express-sequencer was installed.
+func releaseUnrecorded(t *testing.T, c client.Client, n v2alpha1.Node) {
+	t.Helper()
+	base := n.DeepCopyObject().(v2alpha1.Node)
+	n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+	require.NoError(t, c.Patch(context.Background(), n, client.MergeFrom(base), client.FieldOwner(v2alpha1.FieldManager)))
 }
 
 func get(t *testing.T, n v2alpha1.Node) v2alpha1.Node {

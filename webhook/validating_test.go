@@ -139,3 +139,55 @@ func TestDefaultsThatNameAbsentNodesAreNotWarnedAbout(t *testing.T) {
 	assert.Equal(t, []string{"acme-fe2"}, prereqNames(get(t, be).NodeSpec().DeploymentDependencies.UpgradePrerequisites))
 	assert.Empty(t, w.all())
 }
+
+// A cycle closed through a defaulted list may be transient (the chart may be
+// changing the other list in the same apply): a warning that spells it out.
+func TestACycleThroughTheDefaultOrderIsWarnedAboutAndSpelledOut(t *testing.T) {
+	ctx := context.Background()
+	wc, w := warningClient(t)
+	ns := namespace(t)
+	for _, n := range seedTenant(ns) {
+		require.NoError(t, wc.Create(ctx, n))
+		inCache(t, n)
+	}
+
+	t.Run("the backend waiting for fe3, which the default order puts after it", func(t *testing.T) {
+		be := get(t, seedNode(ns, "be"))
+		be.NodeSpec().DeploymentDependencies.UpgradePrerequisites = []v2alpha1.Prerequisite{ready("acme-fe3", "Frontend")}
+		require.NoError(t, wc.Update(ctx, be))
+		assert.Contains(t, w.all(), "spec.deploymentDependencies.upgradePrerequisites: acme-be → acme-fe3 → acme-be is a cycle "+
+			"(acme-fe3 → acme-be by the default order): the tenant stops there (DependencyCycle) at its next change unless another list changes")
+		be.NodeSpec().DeploymentDependencies.UpgradePrerequisites = nil // back to the defaults
+		require.NoError(t, wc.Update(ctx, be))
+		inCache(t, be)
+	})
+	t.Run("fe1 waiting for fe2, then fe2 for fe1 with a list equal to its default", func(t *testing.T) {
+		fe1 := get(t, seedNode(ns, "fe1"))
+		fe1.NodeSpec().DeploymentDependencies.UpgradePrerequisites = []v2alpha1.Prerequisite{ready("acme-fe2", "Frontend")}
+		require.NoError(t, wc.Update(ctx, fe1))
+		inCache(t, fe1)
+		assert.Contains(t, w.all(), "spec.deploymentDependencies.upgradePrerequisites: acme-fe1 → acme-fe2 → acme-fe1 is a cycle "+
+			"(acme-fe2 → acme-fe1 by the default order): the tenant stops there (DependencyCycle) at its next change unless another list changes")
+
+		fe2 := get(t, seedNode(ns, "fe2"))
+		fe2.NodeSpec().DeploymentDependencies.UpgradePrerequisites = []v2alpha1.Prerequisite{ready("acme-fe1", "Frontend")}
+		before := len(w.all())
+		require.NoError(t, wc.Update(ctx, fe2))
+		assert.True(t, containsSubstring(w.all()[before:], "acme-fe2 → acme-fe1 → acme-fe2 is a cycle"), w.all())
+	})
+}
+
+// Two explicit lists of nodes carrying the same rollout-id form a cycle that
+// no landing change can undo: denied.
+func TestACycleOfSettledExplicitListsIsDeniedEvenWhenOneEqualsItsDefault(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	ns := namespace(t)
+	fe1 := withLists(seedNode(ns, "fe1"), nil, []v2alpha1.Prerequisite{ready("acme-fe3", "Frontend")})
+	require.NoError(t, c.Create(ctx, fe1))
+	inCache(t, fe1)
+	fe3 := withLists(seedNode(ns, "fe3"), nil, []v2alpha1.Prerequisite{ready("acme-fe1", "Frontend")})
+	err := c.Create(ctx, fe3)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `spec.deploymentDependencies.upgradePrerequisites[0].expressNode: Invalid value: "acme-fe1": acme-fe3 → acme-fe1 → acme-fe3 is a cycle`)
+}

@@ -1,0 +1,78 @@
+package webhook_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// The pod admission webhook (DESIGN v2 §4b).
+
+func pod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},
+	}
+}
+
+func gates(p *corev1.Pod) []string {
+	var out []string
+	for _, g := range p.Spec.SchedulingGates {
+		out = append(out, g.Name)
+	}
+	return out
+}
+
+func TestAPodOfANodeWhosePredecessorsAreNotReadyIsCreatedSchedulingGated(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	ns := namespace(t)
+	for _, n := range seedTenant(ns)[:2] { // acme-be and acme-fe1, no pods yet
+		require.NoError(t, c.Create(ctx, n))
+	}
+
+	fe1 := pod(ns, "acme-fe1-0", map[string]string{v2alpha1.LabelNode: "acme-fe1"})
+	fe1.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
+	require.NoError(t, c.Create(ctx, fe1))
+	assert.Equal(t, []string{"example.com/other", v2alpha1.GateSequencer}, gates(fe1), "its own gate is added next to any other")
+
+	be := pod(ns, "acme-be-0", map[string]string{v2alpha1.LabelNode: "acme-be"})
+	require.NoError(t, c.Create(ctx, be))
+	assert.Empty(t, gates(be), "the backend has no provisioning predecessor")
+
+	ordinary := pod(ns, "sidecar", map[string]string{"app": "sidecar"})
+	require.NoError(t, c.Create(ctx, ordinary))
+	assert.Empty(t, gates(ordinary), "a pod without the node label is never sent to the webhook")
+
+	t.Run("a dry-run create shows the gate and stores nothing", func(t *testing.T) {
+		dry := pod(ns, "acme-fe1-dry", map[string]string{v2alpha1.LabelNode: "acme-fe1"})
+		require.NoError(t, c.Create(ctx, dry, client.DryRunAll))
+		assert.Equal(t, []string{v2alpha1.GateSequencer}, gates(dry))
+		err := c.Get(ctx, client.ObjectKeyFromObject(dry), &corev1.Pod{})
+		assert.True(t, apierrors.IsNotFound(err), "nothing stored: %v", err)
+	})
+}
+
+func TestAPodNamingNoNodeIsAdmittedUnchangedWithAWarning(t *testing.T) {
+	ctx := context.Background()
+	wc, w := warningClient(t)
+	ns := namespace(t)
+
+	orphan := pod(ns, "orphan", map[string]string{v2alpha1.LabelNode: "acme-fe7"})
+	require.NoError(t, wc.Create(ctx, orphan))
+	assert.Empty(t, gates(orphan))
+	assert.Contains(t, w.all(), "label express.medallia.com/node=acme-fe7 names no Backend or Frontend in namespace "+ns+": the pod is not held for its prerequisites")
+
+	odd := pod(ns, "odd", map[string]string{v2alpha1.LabelNode: "Acme_FE1"})
+	require.NoError(t, wc.Create(ctx, odd))
+	assert.Empty(t, gates(odd))
+	assert.True(t, containsSubstring(w.all(), `label express.medallia.com/node="Acme_FE1" names no Express node`), w.all())
+}

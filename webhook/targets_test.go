@@ -1,0 +1,174 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/sequencer"
+	"github.com/medallia/express-sequencer/test/controlplane"
+)
+
+// The rollout target is the whole raw spec as admitted (DESIGN v2 §2).
+
+const extendedBackend = `{
+  "apiVersion": "express.medallia.com/v2alpha1", "kind": "Backend",
+  "metadata": {"name": "acme-be"},
+  "spec": {
+    "clusterConfig": {"clusterName": "acme"},
+    "expressVersion": "express-e689.151",
+    "resources": {"replicas": 3, "requests": {"cpu": "500m", "memory": "2Gi"}},
+    "extensions": {"jvm": {"flags": ["-Xmx4g", "-XX:+UseZGC"], "ratio": 0.75, "nested": {"deep": [{"a": 1}, {"b": null}]}}}
+  }
+}`
+
+func unstructuredBackend(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	require.NoError(t, json.Unmarshal([]byte(extendedBackend), &u.Object))
+	u.SetNamespace(ns)
+	return u
+}
+
+func getUnstructured(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(v2alpha1.GroupVersion.String())
+	u.SetKind(v2alpha1.KindBackend)
+	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "acme-be"}, u))
+	return u
+}
+
+func TestFieldsTheGoTypesDoNotModelSurviveAdmissionAndArePartOfTheTarget(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	ns := namespace(t)
+	sent := unstructuredBackend(t, ns)
+	require.NoError(t, c.Create(ctx, sent.DeepCopy()))
+
+	stored := getUnstructured(t, ns)
+	for _, field := range []string{controlplane.UnmodelledField, controlplane.PreservedField} {
+		want, _, _ := unstructured.NestedFieldNoCopy(sent.Object, "spec", field)
+		got, _, _ := unstructured.NestedFieldNoCopy(stored.Object, "spec", field)
+		wantJSON, _ := json.Marshal(want)
+		gotJSON, _ := json.Marshal(got)
+		assert.JSONEq(t, string(wantJSON), string(gotJSON), "spec.%s survives admission", field)
+	}
+	spec, _ := json.Marshal(stored.Object["spec"])
+	hash, err := sequencer.TargetHash(spec)
+	require.NoError(t, err)
+	assert.Equal(t, hash, stored.GetAnnotations()[v2alpha1.AnnotationTargetHash], "the hash covers the stored spec, unmodelled fields included")
+
+	releaseUnstructured(t, ns)
+	t.Run("a change to a field only the Express CRD knows is a target change", func(t *testing.T) {
+		patch := `{"spec":{"extensions":{"jvm":{"ratio":0.5}}}}`
+		require.NoError(t, c.Patch(ctx, getUnstructured(t, ns), client.RawPatch(types.MergePatchType, []byte(patch))))
+		after := getUnstructured(t, ns)
+		assert.NotEqual(t, hash, after.GetAnnotations()[v2alpha1.AnnotationTargetHash])
+		assert.True(t, v2alpha1.IsGated(typed(t, after)), "gated for the new target")
+		flags, _, _ := unstructured.NestedStringSlice(after.Object, "spec", controlplane.PreservedField, "jvm", "flags")
+		assert.Equal(t, []string{"-Xmx4g", "-XX:+UseZGC"}, flags, "the rest of the subtree is untouched")
+	})
+	t.Run("key order and formatting are no target change", func(t *testing.T) {
+		releaseUnstructured(t, ns)
+		before := getUnstructured(t, ns)
+		raw, err := json.MarshalIndent(before.Object, "", "    ")
+		require.NoError(t, err)
+		reordered := &unstructured.Unstructured{}
+		require.NoError(t, json.Unmarshal(raw, &reordered.Object))
+		require.NoError(t, c.Update(ctx, reordered))
+		assert.False(t, v2alpha1.IsGated(typed(t, getUnstructured(t, ns))))
+	})
+}
+
+func releaseUnstructured(t *testing.T, ns string) {
+	t.Helper()
+	n := &v2alpha1.Backend{}
+	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "acme-be"}, n))
+	patch := `[{"op":"remove","path":"/spec/rolloutGates"}]`
+	require.NoError(t, env(t).Client.Patch(context.Background(), n, client.RawPatch(types.JSONPatchType, []byte(patch)), client.FieldOwner(v2alpha1.FieldManager)))
+}
+
+func typed(t *testing.T, u *unstructured.Unstructured) v2alpha1.Node {
+	t.Helper()
+	n := &v2alpha1.Backend{}
+	require.NoError(t, json.Unmarshal(must(json.Marshal(u.Object)), n))
+	return n
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestAUserCannotReleaseANodeEarlyByWritingItsAnnotations(t *testing.T) {
+	ctx := context.Background()
+	wc, w := warningClient(t)
+	ns := namespace(t)
+	n := seedNode(ns, "fe1")
+	require.NoError(t, wc.Create(ctx, n))
+	hash := get(t, n).GetAnnotations()[v2alpha1.AnnotationTargetHash]
+	require.NotEmpty(t, hash)
+
+	t.Run("a hand-written target-hash is overwritten", func(t *testing.T) {
+		n := get(t, n)
+		n.GetAnnotations()[v2alpha1.AnnotationTargetHash] = "0000000000000000"
+		require.NoError(t, wc.Update(ctx, n))
+		assert.Equal(t, hash, get(t, n).GetAnnotations()[v2alpha1.AnnotationTargetHash])
+		assert.True(t, v2alpha1.IsGated(get(t, n)), "still gated")
+	})
+	t.Run("a hand-written released-target is dropped with a warning", func(t *testing.T) {
+		n := get(t, n)
+		n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = hash
+		n.GetAnnotations()[v2alpha1.AnnotationReleasedGeneration] = "99"
+		require.NoError(t, wc.Update(ctx, n))
+		stored := get(t, n)
+		assert.NotContains(t, stored.GetAnnotations(), v2alpha1.AnnotationReleasedTarget)
+		assert.NotContains(t, stored.GetAnnotations(), v2alpha1.AnnotationReleasedGeneration)
+		assert.True(t, v2alpha1.IsGated(stored), "still gated")
+		assert.Contains(t, w.all(), "annotation express.medallia.com/released-target is written by express-sequencer only: the change was dropped")
+	})
+	t.Run("a gate removed by hand is put back, pointing at the escape hatch", func(t *testing.T) {
+		n := get(t, n)
+		n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+		require.NoError(t, wc.Update(ctx, n))
+		assert.True(t, v2alpha1.IsGated(get(t, n)))
+		assert.True(t, containsSubstring(w.all(), "annotate it express.medallia.com/ignore-prerequisites=true"), w.all())
+	})
+}
+
+func TestANodeThatPredatesTheSequencerIsAdoptedNotRolledAgain(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	n := seedNode(namespace(t), "fe1")
+	require.NoError(t, c.Create(ctx, n))
+	releaseUnrecorded(t, c, n) // ungated and never recorded as released: as if it predated express-sequencer
+	require.NotContains(t, get(t, n).GetAnnotations(), v2alpha1.AnnotationReleasedTarget)
+
+	stored := get(t, n)
+	stored.SetLabels(map[string]string{"team": "express"})
+	require.NoError(t, c.Update(ctx, stored))
+	adopted := get(t, n)
+	assert.False(t, v2alpha1.IsGated(adopted), "no new target, no gate")
+	assert.Equal(t, adopted.GetAnnotations()[v2alpha1.AnnotationTargetHash], adopted.GetAnnotations()[v2alpha1.AnnotationReleasedTarget],
+		"its running target is recorded as released")
+}
+
+func containsSubstring(list []string, sub string) bool {
+	for _, s := range list {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
