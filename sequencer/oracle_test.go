@@ -273,7 +273,7 @@ func podsMayStartOracle(w *world, name string, releasing map[string]bool) (bool,
 		return false, "a provisioning prerequisite does not exist"
 	}
 	if len(unmet) > 0 {
-		return false, fmt.Sprintf("%s is not Ready", unmet[0].node)
+		return false, fmt.Sprintf("%s is not Ready for it (%+v; pods %+v; releasing %v)", unmet[0].node, unmet[0], w.pods[unmet[0].node], releasing)
 	}
 	return true, ""
 }

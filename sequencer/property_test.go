@@ -3,7 +3,9 @@ package sequencer
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -11,16 +13,19 @@ import (
 )
 
 // TestReleasesHoldTheirRequirementsInRandomScenarios runs 10,000 seeded
-// random scenarios — tenant sizes, up/down flags, version bumps, crashes,
-// explicit acyclic prerequisite graphs, random interleavings — and checks
-// every release against an independent reading of the rules, and that every
+// random scenarios — tenant sizes, up/down flags, version and config-only
+// changes, crashes during changes, pods deleted and recreated with no delay,
+// nodes coming back with new targets, deletions, changes applied node by node
+// with rollout-id and random gaps, explicit acyclic prerequisite graphs,
+// random interleavings — and checks every release of a node and of a pod
+// against an independent reading of the rules (DESIGN v2), and that every
 // scenario settles.
 func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 	scenarios := 10000
 	if testing.Short() {
 		scenarios = 1000
 	}
-	releases := 0
+	releases, podReleases := 0, 0
 	for seed := uint64(1); seed <= uint64(scenarios); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0x5eed))
 		w := newWorld(t, "t")
@@ -28,6 +33,10 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		size := 1 + rng.IntN(8)
 		keys := keysOf(size)
 		explicit := rng.IntN(2) == 0
+		withID := rng.IntN(2) == 0
+		if !withID && rng.IntN(2) == 0 {
+			w.grouping = Grouping{SettleTime: 3 * time.Second, SettleCap: 10 * time.Second}
+		}
 		rank := rng.Perm(size) // explicit prerequisites only point at lower ranks: no loops
 		for i, k := range keys {
 			edit := func(s *v2alpha1.NodeSpec) {
@@ -42,28 +51,90 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 				}
 			}
 			w.create(k, v1, edit)
+			if withID {
+				w.setRolloutID("r0", k)
+			}
 		}
 		w.run(1000)
-		for step := 0; step < 1+rng.IntN(3); step++ {
-			switch rng.IntN(3) {
-			case 0:
-				w.setVersion(fmt.Sprintf("express-%d", step+2), randomSubset(rng, keys)...)
-			case 1:
+		for step := 0; step < 1+rng.IntN(4); step++ {
+			version := fmt.Sprintf("express-%d", step+2)
+			switch op := rng.IntN(8); {
+			case op == 0 && !withID:
+				w.setVersion(version, randomSubset(rng, keys)...)
+			case op == 1:
 				w.crash(randomSubset(rng, keys)...)
-			case 2:
+			case op == 2 && !withID:
 				k := keys[rng.IntN(size)]
 				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(!n.NodeSpec().IsUp()) })
+			case op == 3 && !withID:
+				w.setConfig(version, randomSubset(rng, keys)...)
+			case op == 4:
+				w.evict(randomSubset(rng, liveKeys(w, keys))...)
+			case op == 5 && size > 1 && !explicit: // an explicit list naming a deleted node waits for it forever
+				k := keys[1+rng.IntN(size-1)]
+				if _, ok := w.nodes[w.name(k)]; ok {
+					w.remove(k)
+				}
+			case op == 6 && !withID:
+				k := keys[rng.IntN(size)]
+				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().Up = nil; n.NodeSpec().ExpressVersion = version })
+			default:
+				chartApply(w, rng, keys, version, withID, step)
 			}
 			for i := rng.IntN(4); i > 0; i-- { // let the change run a little before the next one
-				w.tick++
-				w.sequence()
-				w.operate()
+				w.step()
 			}
 		}
 		w.run(1000)
 		releases += w.released
+		podReleases += w.podsReleased
 	}
-	t.Logf("%d scenarios, %d releases, every one checked", scenarios, releases)
+	t.Logf("%d scenarios, %d releases and %d pod releases, every one checked", scenarios, releases, podReleases)
+}
+
+// chartApply renders a change to a random subset of the tenant — a new
+// version or config, and a node brought back up — and applies it node by
+// node in random order with random gaps, as Helm or a slow Argo CD sync do;
+// with rollout-id every node gets the render's id.
+func chartApply(w *world, rng *rand.Rand, keys []string, version string, withID bool, step int) {
+	changed := randomSubset(rng, keys)
+	config := rng.IntN(2) == 0
+	order := rng.Perm(len(keys))
+	for _, i := range order {
+		k := keys[i]
+		if _, ok := w.nodes[w.name(k)]; !ok {
+			continue // deleted
+		}
+		w.update(k, func(n v2alpha1.Node) {
+			if slices.Contains(changed, k) {
+				if config {
+					n.NodeSpec().ConfigChangeset = version
+				} else {
+					n.NodeSpec().ExpressVersion = version
+				}
+				if rng.IntN(4) == 0 {
+					n.NodeSpec().Up = nil
+				}
+			}
+			if withID {
+				setAnnotation(n, v2alpha1.AnnotationRolloutID, fmt.Sprintf("r%d", step+1))
+			}
+		})
+		for gap := rng.IntN(3); gap > 0; gap-- {
+			w.step()
+		}
+	}
+}
+
+// liveKeys are the keys of the nodes that still exist.
+func liveKeys(w *world, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if _, ok := w.nodes[w.name(k)]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func randomPrerequisites(rng *rand.Rand, w *world, keys []string, rank []int, self int) []v2alpha1.Prerequisite {

@@ -6,12 +6,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -404,4 +406,62 @@ func TestAChangeLandingNodeByNodeIsOrderedAsOneRollout(t *testing.T) {
 			assert.Equal(t, c.want, w.startedSince(mark))
 		})
 	}
+}
+
+// Without rollout-id the settle time groups a change; its cap keeps a node
+// whose field is rewritten forever from starving the rest of the tenant.
+func TestANodeRewrittenEveryThreeSecondsHoldsABackendChangeNoLongerThanTheCap(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.oracle = nil // fe4 keeps changing: its own releases are not the point here
+	mark := settledTenant(w, 5)
+	w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+	start := w.now
+	w.setVersion(v2, "be")
+	for i := 0; !strings.Contains(w.startedSince(mark), "be") && i < 300; i++ {
+		if i%3 == 0 {
+			w.setConfig(fmt.Sprintf("changeset-%d", i), "fe4")
+		}
+		w.step()
+	}
+	require.Contains(t, w.startedSince(mark), "be", "the backend change was starved")
+	assert.LessOrEqual(t, w.now.Sub(start), time.Minute+3*time.Second, "released within the cap (and a tick or two)")
+	assert.GreaterOrEqual(t, w.now.Sub(start), time.Minute, "held for the cap while the tenant kept changing")
+}
+
+// With rollout-id a tenant is released the instant its nodes agree, with no
+// settle time at all; a node that never gets the new id holds it only until
+// the landing timeout, and the release then says so in a Warning Event.
+func TestALandingTimeoutProceedsWithWhatLandedAndWarns(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(5, v1)
+	w.setRolloutID("r1", keysOf(5)...)
+	w.run(400)
+	mark := len(w.started)
+	w.grouping = Grouping{LandingTimeout: 30 * time.Second, SettleTime: 10 * time.Second}
+	for _, k := range []string{"be", "fe1", "fe2", "fe3"} { // fe4 is never re-rendered
+		w.update(k, func(n v2alpha1.Node) {
+			n.NodeSpec().ExpressVersion = v2
+			setAnnotation(n, v2alpha1.AnnotationRolloutID, "r2")
+		})
+	}
+	w.step()
+	assert.Equal(t, v2alpha1.ReasonChangeLanding, w.condition("fe1").Reason)
+	assert.Contains(t, w.condition("fe1").Message, "acme-fe4 (r1) of 5 live nodes still lack rollout-id r2")
+	for range 28 {
+		w.step()
+	}
+	assert.Equal(t, "", w.startedSince(mark), "held until the landing timeout")
+	w.now = w.now.Add(2 * time.Second)
+	for _, d := range Plan(w.snapshot()) {
+		if d.Node == "acme-fe1" {
+			require.NotNil(t, d.Event)
+			assert.Equal(t, corev1.EventTypeWarning, d.Event.Type, "proceeding past the landing timeout is a Warning Event")
+			assert.False(t, d.Gated)
+		}
+	}
+	w.run(200)
+	assert.Equal(t, "fe1 fe2 be fe3", w.startedSince(mark))
+	assert.True(t, slices.ContainsFunc(w.log, func(l string) bool {
+		return strings.Contains(l, "fe1 Released:") && strings.Contains(l, "did not fully land within the landing timeout (30s)")
+	}), "the release says it proceeded with what landed")
 }

@@ -120,6 +120,9 @@ func (w *world) tenant(size int, version string) {
 // update changes a node's object through the webhook.
 func (w *world) update(key string, edit func(v2alpha1.Node)) {
 	old := w.nodes[w.name(key)]
+	if old == nil {
+		return // deleted: the API server answers NotFound
+	}
 	n := old.DeepCopyObject().(v2alpha1.Node)
 	edit(n)
 	w.admit(n, old)
@@ -195,13 +198,15 @@ func (w *world) crash(keys ...string) {
 // evict deletes every pod of the nodes and recreates them at once, as a
 // StatefulSet does after a node failure: no delay anywhere.
 func (w *world) evict(keys ...string) {
+	had := map[string]bool{}
 	for _, k := range keys {
+		had[k] = len(w.pods[w.name(k)]) > 0
 		delete(w.pods, w.name(k))
 	}
 	for _, k := range keys {
 		name := w.name(k)
 		n := w.nodes[name]
-		if n == nil || !live(n) {
+		if n == nil || !live(n) || !had[k] {
 			continue
 		}
 		delete(w.crashed, name)

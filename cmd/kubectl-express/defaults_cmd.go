@@ -96,6 +96,11 @@ func (e *env) defaults(in io.Reader) error {
 		for _, w := range sequencer.Admit(n, sequencer.Admission{Hash: hash, Now: time.Now()}) {
 			fmt.Fprintf(e.errOut, "Warning: %s %s: %s\n", n.NodeKind(), n.GetName(), w)
 		}
+		// The times are the API server's to stamp at the real admission.
+		ann := n.GetAnnotations()
+		delete(ann, v2alpha1.AnnotationTargetChangedAt)
+		delete(ann, v2alpha1.AnnotationRolloutIDChangedAt)
+		n.SetAnnotations(ann)
 		var others []v2alpha1.Node
 		for j, o := range nodes {
 			if o != nil && j != i && o.GetNamespace() == n.GetNamespace() {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,7 +52,10 @@ func upgradeInProgress(ctx context.Context, c client.Client) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return err
 	}
-	for i, key := range []string{"be", "fe1", "fe2", "fe3", "fe4"} {
+	keys := []string{"be", "fe1", "fe2", "fe3", "fe4"}
+	nodes := map[string]v2alpha1.Node{}
+	// A tenant Ready on express-e689.151, each node released for it…
+	for i, key := range keys {
 		kind := v2alpha1.KindFrontend
 		if i == 0 {
 			kind = v2alpha1.KindBackend
@@ -59,39 +63,71 @@ func upgradeInProgress(ctx context.Context, c client.Client) error {
 		n := v2alpha1.NewNode(kind)
 		n.SetName("acme-" + key)
 		n.SetNamespace(ns)
-		*n.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme"}, ExpressVersion: "express-e689.154"}
+		*n.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme"}, ExpressVersion: "express-e689.151"}
 		if key == "fe2" {
 			n.NodeSpec().Up = ptr.To(false)
 		}
 		if err := c.Create(ctx, n); err != nil {
 			return err
 		}
-		version, ready := "express-e689.151", corev1.ConditionTrue
-		if key == "fe1" { // released and rolling
-			base := n.DeepCopyObject().(client.Object)
-			n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
-			if err := c.Patch(ctx, n, client.MergeFrom(base), client.FieldOwner(v2alpha1.FieldManager)); err != nil {
-				return err
-			}
-			version, ready = "express-e689.154", corev1.ConditionFalse
-		}
+		nodes[key] = n
 		if key == "fe2" {
 			continue
 		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "acme-" + key + "-0", Namespace: ns, Labels: map[string]string{
-				v2alpha1.LabelNode: "acme-" + key, v2alpha1.LabelExpressVersion: version}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},
-		}
-		if err := c.Create(ctx, pod); err != nil {
+		if err := releaseRecorded(ctx, c, n); err != nil {
 			return err
 		}
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
-		if err := c.Status().Update(ctx, pod); err != nil {
+		if err := runningPod(ctx, c, n, "acme-"+key+"-0", corev1.ConditionTrue); err != nil {
 			return err
 		}
 	}
-	return nil
+	// …then changed to express-e689.154: fe1 released and rolling, fe2
+	// down, the rest gated.
+	for _, key := range keys {
+		n := nodes[key]
+		if err := c.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+			return err
+		}
+		n.NodeSpec().ExpressVersion = "express-e689.154"
+		if err := c.Update(ctx, n); err != nil {
+			return err
+		}
+	}
+	fe1 := nodes["fe1"]
+	if err := releaseRecorded(ctx, c, fe1); err != nil {
+		return err
+	}
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1-0", Namespace: ns}}); err != nil {
+		return err
+	}
+	return runningPod(ctx, c, fe1, "acme-fe1-1", corev1.ConditionFalse)
+}
+
+// releaseRecorded removes the gate as the sequencer does, recording the
+// released target in the same patch.
+func releaseRecorded(ctx context.Context, c client.Client, n v2alpha1.Node) error {
+	base := n.DeepCopyObject().(client.Object)
+	n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+	ann := n.GetAnnotations()
+	ann[v2alpha1.AnnotationReleasedTarget] = ann[v2alpha1.AnnotationTargetHash]
+	ann[v2alpha1.AnnotationReleasedGeneration] = strconv.FormatInt(n.GetGeneration()+1, 10)
+	return c.Patch(ctx, n, client.MergeFrom(base), client.FieldOwner(v2alpha1.FieldManager))
+}
+
+// runningPod creates the node's pod for its current target, as the Express
+// operator does, with the given Ready status.
+func runningPod(ctx context.Context, c client.Client, n v2alpha1.Node, name string, ready corev1.ConditionStatus) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelExpressVersion: n.NodeSpec().ExpressVersion,
+			v2alpha1.LabelTargetHash: n.GetAnnotations()[v2alpha1.AnnotationTargetHash]}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},
+	}
+	if err := c.Create(ctx, pod); err != nil {
+		return err
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+	return c.Status().Update(ctx, pod)
 }
 
 // run runs the plugin with args and returns its output and error output.

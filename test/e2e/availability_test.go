@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -37,6 +38,20 @@ func TestWhileNoWebhookServesWritesAreRefusedAndNothingSlipsThrough(t *testing.T
 	assert.Contains(t, err.Error(), `failed calling webhook "mbackend.express.medallia.com"`)
 	assert.Contains(t, err.Error(), "connection refused")
 
+	// The pod webhook fails closed too, for Express pods only: their
+	// controllers retry until a replica serves, rather than scheduling out
+	// of order; every other pod of the cluster is created as usual.
+	expressPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1-0", Namespace: metav1.NamespaceDefault, Labels: map[string]string{v2alpha1.LabelNode: "acme-fe1"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},
+	}
+	err = cp.Client.Create(context.Background(), expressPod.DeepCopy())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `failed calling webhook "mpod.express.medallia.com"`)
+	ordinary := expressPod.DeepCopy()
+	ordinary.Name, ordinary.Labels = "ordinary", map[string]string{"app": "ordinary"}
+	require.NoError(t, cp.Client.Create(context.Background(), ordinary), "a pod without the node label never waits for express-sequencer")
+
 	// express-sequencer comes back as an identity bound to exactly its
 	// generated ClusterRole: enough to inject its CA bundle and to read the
 	// nodes the validating webhook checks.
@@ -59,4 +74,5 @@ func TestWhileNoWebhookServesWritesAreRefusedAndNothingSlipsThrough(t *testing.T
 	require.NoError(t, cp.Client.Create(context.Background(), created))
 	assert.NotNil(t, created.Spec.DeploymentDependencies, "defaults injected")
 	assert.True(t, v2alpha1.IsGated(created), "gated")
+	require.NoError(t, cp.Client.Create(context.Background(), expressPod), "an Express pod is admitted once a replica serves")
 }
