@@ -42,8 +42,8 @@ type world struct {
 	// stuck nodes never become Ready when rolled.
 	stuck map[string]bool
 
-	rolling  map[string]int // ticks left until Ready, once schedulable
-	crashed  map[string]int // ticks left until the operator re-provisions
+	rolling  map[string]int    // ticks left until Ready, once schedulable
+	crashed  map[string]int    // ticks left until the operator re-provisions
 	lastHash map[string]string // the target of the pods the operator last created
 	podSeq   int
 	log      []string

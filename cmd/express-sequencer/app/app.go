@@ -74,11 +74,11 @@ type Options struct {
 	ProgressDeadline time.Duration
 	// Grouping is change grouping: the landing timeout for tenants with
 	// rollout-id, the settle time and its cap for the others.
-	Grouping sequencer.Grouping
-	MaxConcurrent    int
-	CASecret         string
-	MutatingName     string
-	ValidatingName   string
+	Grouping       sequencer.Grouping
+	MaxConcurrent  int
+	CASecret       string
+	MutatingName   string
+	ValidatingName string
 
 	// Clock drives certificate renewal; the real clock unless a test sets it.
 	Clock clock.Clock
