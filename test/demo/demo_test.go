@@ -19,7 +19,12 @@ func TestTheDemoObservesTheExpectedOrders(t *testing.T) {
 	for _, want := range []string{
 		"1. be fe1 fe2 fe3 fe4     as expected",
 		"2. fe1 fe2 be fe3 fe4     as expected",
-		"3. fe1 fe3 fe4            as expected",
+		"3. fe1 fe2 be fe3 fe4     as expected",
+		"4. be fe1 fe2 fe3 fe4     as expected",
+		"5. fe1 fe3 fe4            as expected",
+		"pod acme-fe4-",
+		"SchedulingGated (express.medallia.com/sequencer)",
+		"acme-fe4  pod scheduling gate removed",
 		"Every order was the expected one.",
 		"acme-fe2  gated     WaitingForPrerequisite waiting for acme-fe1 (Frontend)",
 		"acme-fe2  ungated   NodeDown",
@@ -45,6 +50,6 @@ func TestAnInterruptedDemoStopsCleanly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	err := run(ctx, options{readyAfter: 200 * time.Millisecond, settle: 500 * time.Millisecond, timeout: time.Minute},
-		cancelOn{word: "Step 2/3", cancel: cancel})
+		cancelOn{word: "Step 2/5", cancel: cancel})
 	assert.ErrorIs(t, err, context.Canceled)
 }

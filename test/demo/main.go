@@ -121,7 +121,13 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	d := &demo{timeline: tl, c: h.Client, ns: ns}
 	d.op = &simoperator.Operator{
 		ReadyAfter: o.readyAfter, RecoverAfter: time.Second,
-		OnStart: func(s simoperator.Start) { d.printf("%-9s rolling   to %s", s.Node, s.Version) },
+		OnStart: func(s simoperator.Start) {
+			if s.Gated {
+				d.printf("%-9s pod scheduling gate removed: starting on %s", s.Node, s.Version)
+				return
+			}
+			d.printf("%-9s rolling   to %s (target %s)", s.Node, s.Version, s.Hash)
+		},
 		OnReady: func(r simoperator.Ready) {
 			d.printf("%-9s Ready     on %s  %s", r.Node, r.Version, d.progress(r.Version))
 		},
@@ -134,24 +140,35 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return err
 	}
-	tl.printf("Ready: webhooks served over TLS (self-signed CA injected), sequencer running, settle time %s", o.settle)
+	tl.printf("Ready: webhooks served over TLS (self-signed CA injected), sequencer running; the tenant chart stamps %s on every node, so a change is released the instant all of it has landed", v2alpha1.AnnotationRolloutID)
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go d.watch(watchCtx)
 
+	v154s := map[string]any{"Backend": v154, "Frontend": v154}
+	newConfig := map[string]any{"Backend": "5c1e0b7d", "Frontend": "5c1e0b7d"}
 	steps := []step{
 		{"helm install: tenant acme from charts/express-tenant (no allNodeConfig), every node on " + v151,
 			"be fe1 fe2 fe3 fe4", func(ctx context.Context, d *demo) error { return d.apply(ctx, nil) }},
 		{"helm upgrade --set expressVersion.Backend=" + v154 + ",expressVersion.Frontend=" + v154, "fe1 fe2 be fe3 fe4",
 			func(ctx context.Context, d *demo) error {
-				return d.apply(ctx, map[string]any{"expressVersion": map[string]any{"Backend": v154, "Frontend": v154}})
+				return d.apply(ctx, map[string]any{"expressVersion": v154s})
+			}},
+		{"helm upgrade --set configChangeset.Backend=5c1e0b7d,configChangeset.Frontend=5c1e0b7d (config only, same version)", "fe1 fe2 be fe3 fe4",
+			func(ctx context.Context, d *demo) error {
+				return d.apply(ctx, map[string]any{"expressVersion": v154s, "configChangeset": newConfig})
+			}},
+		{"a node failure: every pod of the tenant deleted at once and recreated at once by its StatefulSet", "be fe1 fe2 fe3 fe4",
+			func(ctx context.Context, d *demo) error {
+				return d.op.Evict(ctx, d.c, d.ns, "acme-be", "acme-fe1", "acme-fe2", "acme-fe3", "acme-fe4")
 			}},
 		{"helm upgrade --set nodes.fe2.up=false,expressVersion.Frontend=" + v155, "fe1 fe3 fe4",
 			func(ctx context.Context, d *demo) error {
 				return d.apply(ctx, map[string]any{
-					"expressVersion": map[string]any{"Backend": v154, "Frontend": v155},
-					"nodes":          map[string]any{"fe2": map[string]any{"up": false}},
+					"expressVersion":  map[string]any{"Backend": v154, "Frontend": v155},
+					"configChangeset": newConfig,
+					"nodes":           map[string]any{"fe2": map[string]any{"up": false}},
 				})
 			}},
 	}
@@ -245,6 +262,15 @@ func (d *demo) watch(ctx context.Context) {
 				}
 			}
 		}
+		var pods corev1.PodList
+		if d.c.List(ctx, &pods, client.InNamespace(d.ns)) == nil {
+			for _, p := range pods.Items {
+				if len(p.Spec.SchedulingGates) > 0 && last[p.Name] == "" {
+					last[p.Name] = "gated"
+					d.printf("%-9s pod %s SchedulingGated (%s)", p.Labels[v2alpha1.LabelNode], p.Name, p.Spec.SchedulingGates[0].Name)
+				}
+			}
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(50 * time.Millisecond):
@@ -280,6 +306,9 @@ func (d *demo) apply(ctx context.Context, values map[string]any) error {
 		key := strings.TrimPrefix(rendered.GetName(), "acme-")
 		if err := d.update(ctx, key, func(n v2alpha1.Node) {
 			n.SetLabels(rendered.GetLabels())
+			ann := n.GetAnnotations()
+			ann[v2alpha1.AnnotationRolloutID] = rendered.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+			n.SetAnnotations(ann)
 			*n.NodeSpec() = *rendered.NodeSpec()
 		}); err != nil {
 			return fmt.Errorf("updating %s: %w", rendered.GetName(), err)
