@@ -1,44 +1,48 @@
 // Package sequencer keeps each Express node gated until its live, not
-// intentionally down, prerequisites are Ready and on their target version,
-// then releases it, and explains every wait in the node's PrerequisitesReady
-// condition and an Event.
+// intentionally down, prerequisites are Ready and on their target, then
+// releases it; keeps the recreated pods of a recovering node
+// scheduling-gated until its provisioning prerequisites are Ready; and
+// explains every wait in the node's PrerequisitesReady condition and an
+// Event.
 //
 // It is split the way Cluster API's rollout planner is: Gather reads one
 // tenant's Snapshot from the cache, Plan decides purely (no client, no
 // clock), and the Reconciler applies the decisions. The unit of work is the
 // tenant, since the order is a property of the whole tenant: any change to
 // one of its nodes or their pods enqueues it, and one Plan decides every
-// node at once from one consistent snapshot.
+// node at once from one consistent snapshot. The admission rules (Admit,
+// PodsMayStart, AdmissionCycle) are pure too and shared with the webhooks
+// and kubectl-express.
 //
-// # When a node may proceed
+// # Targets and modes
 //
-// A node has pending work when it is up and gated, not Ready, or not on its
-// target (every pod labelled with its expressVersion and deploymentRevision).
-// A node that is not Ready is provisioned: every live provisioning
-// prerequisite must be Ready. A Ready node with a new target is upgraded:
-// every live provisioning prerequisite must be Ready and every live upgrade
-// prerequisite Ready and on its target. A defaulted prerequisite list means
-// every live node before this one in the reduced order (the default order
-// without intentionally-down and absent nodes); an explicit list is followed
-// entry by entry, through down nodes to their own prerequisites.
+// A node's target is the hash of its whole raw spec minus
+// deploymentDependencies, rolloutGates and up (TargetHash), stamped by the
+// webhook. The sequencer records the target it released in the patch that
+// removes the gate. A gated node that was never released is provisioned
+// (every live provisioning prerequisite Ready); one with a target it was not
+// released for is upgraded (also every live upgrade prerequisite Ready on its
+// target), unless that wait is circular with a provisioning wait, where the
+// provisioning order wins; one brought back with the target it was released
+// for is provisioned. A node in a released rollout that has not converged,
+// or released in the same pass, is Ready for no one.
 //
 // # The state machine of one node
 //
 //	stateDiagram-v2
-//	    [*] --> Gated: admitted up (webhook adds the gate)
-//	    Steady --> Gated: rollout target changed (webhook)
-//	    Gated --> Gated: prerequisites not met / paused\n(WaitingForPrerequisite, PrerequisiteNotFound,\nRolloutPaused, DependencyCycle)
-//	    Gated --> Released: prerequisites met\n(or ignore-prerequisites)
+//	    [*] --> Gated: admitted up (webhook)
+//	    Steady --> Gated: target hash changed (webhook)
+//	    Down --> Gated: up true (webhook)
+//	    Gated --> Gated: waiting, paused, landing, settling, cycle
+//	    Gated --> Released: requirements hold; gate removed with released-target
 //	    Released --> Steady: Ready on target (RolloutComplete)
-//	    Released --> Stalled: progress deadline passed\n(ProgressDeadlineExceeded)
+//	    Released --> Stalled: progress deadline passed
 //	    Stalled --> Steady: Ready on target
-//	    Steady --> Gated: new pending work (crash) and\nprerequisites not met
-//	    Steady --> Released: new pending work and prerequisites met
-//	    Steady --> Down: up: false (NodeDown)
-//	    Gated --> Down: up: false
-//	    Down --> Gated: up: true (webhook)
+//	    Steady --> Recovering: pods lost or not Ready
+//	    Recovering --> Steady: provisioning prerequisites Ready, pods released
+//	    Steady --> Down: up false or deleted (NodeDown)
+//	    Gated --> Down: up false or deleted
 //
-// A released node is never gated again for the same rollout: once the
-// Express operator is rolling it, holding it would only leave it half done.
-// Only a new target (the webhook gates it) starts the machine over.
+// Only the webhook adds a CR gate, and only for a user change: a released
+// node is never gated again for the same target.
 package sequencer

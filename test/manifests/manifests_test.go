@@ -18,9 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 	"github.com/medallia/express-sequencer/test/controlplane"
 	"github.com/medallia/express-sequencer/webhook"
@@ -108,6 +110,16 @@ func TestTheCertManagerInstallHangsTogether(t *testing.T) {
 	}
 	var hooks []hook
 	for _, w := range mutating.Webhooks {
+		if w.Name == "mpod.express.medallia.com" {
+			// The pod webhook: sent only the pods of Express nodes.
+			require.NotNil(t, w.ObjectSelector, "the pod webhook must never see other pods")
+			assert.Equal(t, []metav1.LabelSelectorRequirement{{Key: v2alpha1.LabelNode, Operator: metav1.LabelSelectorOpExists}}, w.ObjectSelector.MatchExpressions)
+			assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy, "no Express pod schedules out of order")
+			assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects, "dry-run safe")
+			assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
+			assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)
+			continue
+		}
 		hooks = append(hooks, hook{w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.TimeoutSeconds, w.Rules})
 	}
 	for _, w := range validating.Webhooks {
