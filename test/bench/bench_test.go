@@ -13,11 +13,13 @@ import (
 // and report a latency for every release.
 func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	var out bytes.Buffer
-	res, err := measure(options{tenants: 3, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute}, &out)
+	res, err := measure(options{tenants: 3, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, admission: 2}, &out)
 	require.NoError(t, err, out.String())
 	assert.Empty(t, res.OutOfOrder)
 	assert.Len(t, res.Latencies, 3*3, "one latency per dependent release: fe2, be, fe3 in each tenant")
 	assert.Positive(t, res.APICalls)
 	assert.Positive(t, res.PeakRSSKiB)
 	assert.LessOrEqual(t, res.Percentile(50), res.Percentile(99))
+	assert.Contains(t, out.String(), "pod create, through the pod webhook:", "the admission measurements run too")
+	assert.Contains(t, out.String(), "last apply → first release, rollout-id:")
 }

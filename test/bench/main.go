@@ -52,6 +52,7 @@ type options struct {
 	binary                  string
 	rate                    float64
 	slowest                 int
+	admission               int
 }
 
 func main() {
@@ -63,6 +64,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
 	flag.Float64Var(&o.rate, "upgrade-rate", 0, "Tenants upgraded per second; 0 upgrades them all at once.")
 	flag.IntVar(&o.slowest, "slowest", 0, "Also list the N slowest releases, to find where a tail comes from.")
+	flag.IntVar(&o.admission, "admission", 0, "After the upgrade, also measure N pod creates with and without the pod webhook, and the first release after a change applied node by node with and without rollout-id (N tenants each).")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
@@ -138,6 +140,19 @@ type recorder struct {
 	starts   map[string][]simoperator.Start // by namespace
 	readyAt  map[string]time.Time           // namespace/node/version
 	ready    map[string]*atomic.Int64       // version → nodes Ready on it
+}
+
+// readyCount counts the nodes of a namespace Ready on version.
+func (r *recorder) readyCount(ns, version string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	count := 0
+	for node := range r.readyOn[version] {
+		if strings.HasPrefix(node, ns+"/") {
+			count++
+		}
+	}
+	return count
 }
 
 func (r *recorder) onUngated(ns, node string, at time.Time) {
@@ -300,6 +315,11 @@ func measure(o options, out io.Writer) (Result, error) {
 	}
 	rec.mu.Unlock()
 
+	if o.admission > 0 {
+		if err := reportAdmission(ctx, out, c, rec, o); err != nil {
+			return res, err
+		}
+	}
 	res.PeakRSSKiB, err = peakRSS(seq.Process.Pid)
 	if err != nil {
 		return res, err

@@ -44,6 +44,12 @@ func TestAllPodsRecreatedAtOnceRecoverBackendFirst(t *testing.T) {
 	ns, mark := settledTenant(t, 5)
 	evict(t, ns, "fe4", "fe3", "fe2", "fe1", "be") // the worst order: frontends first
 	waitSettled(t, ns, 5)
+	if startedSince(ns, mark) != "be fe1 fe2 fe3 fe4" {
+		for _, s := range startsSince(ns, 0) {
+			t.Logf("start: %+v", s)
+		}
+		dump(t, ns)
+	}
 	assert.Equal(t, "be fe1 fe2 fe3 fe4", startedSince(ns, mark))
 	for _, s := range startsSince(ns, mark) {
 		assert.Equal(t, s.Node != "acme-be", s.Gated, "%s: the frontends' pods are created SchedulingGated, the backend's is not", s.Node)

@@ -40,8 +40,8 @@ type Start struct {
 	Namespace string
 	// Version is the version rolled to.
 	Version string
-	// Hash is the target hash of the pod.
-	Hash string
+	// Hash is the target hash of the pod; Pod its name.
+	Hash, Pod string
 	// Gated: the pod was created scheduling-gated and this is when the
 	// gate went.
 	Gated bool
@@ -195,14 +195,12 @@ func (o *Operator) Unstick(namespace, node string) {
 }
 
 func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result, error) {
-	var pods corev1.PodList
-	if err := o.Client.List(ctx, &pods, client.InNamespace(ref.Namespace), client.MatchingLabels{v2alpha1.LabelNode: ref.Name}); err != nil {
-		return reconcile.Result{}, err
-	}
-	if !o.seen(ref.NamespacedName, pods.Items) {
-		return reconcile.Result{RequeueAfter: 20 * time.Millisecond}, nil
-	}
+	// The node first: a pod event enqueues both kinds, and only the kind
+	// that exists may look at (and consume) the node's expectations —
+	// otherwise the other kind's reconcile could consume them while this one
+	// holds a pod list from before them, and roll the node twice.
 	n := v2alpha1.NewNode(ref.Kind)
+	var pods corev1.PodList
 	if err := o.Client.Get(ctx, ref.NamespacedName, n); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
@@ -213,7 +211,16 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 		if err := o.Client.Get(ctx, ref.NamespacedName, other); !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
+		if err := o.Client.List(ctx, &pods, client.InNamespace(ref.Namespace), client.MatchingLabels{v2alpha1.LabelNode: ref.Name}); err != nil {
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, o.deletePods(ctx, pods.Items)
+	}
+	if err := o.Client.List(ctx, &pods, client.InNamespace(ref.Namespace), client.MatchingLabels{v2alpha1.LabelNode: ref.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	if !o.seen(ref.NamespacedName, pods.Items) {
+		return reconcile.Result{RequeueAfter: 20 * time.Millisecond}, nil
 	}
 	spec := n.NodeSpec()
 	if !spec.IsUp() {
@@ -328,7 +335,7 @@ func (o *Operator) create(ctx context.Context, c client.Client, pod *corev1.Pod)
 		return err
 	}
 	start := Start{Node: pod.Labels[v2alpha1.LabelNode], Namespace: pod.Namespace, Version: pod.Labels[v2alpha1.LabelExpressVersion],
-		Hash: pod.Labels[v2alpha1.LabelTargetHash], At: time.Now()}
+		Hash: pod.Labels[v2alpha1.LabelTargetHash], Pod: pod.Name, At: time.Now()}
 	o.mu.Lock()
 	if len(pod.Spec.SchedulingGates) > 0 {
 		start.Gated = true
