@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,4 +141,38 @@ spec:
 	out, err = kubectl(t, "get", "frontend", "acme-fe2", "-n", ns)
 	require.Error(t, err, out)
 	assert.Contains(t, out, "NotFound")
+}
+
+func TestKubectlPrintsTheWarningOfACycleThroughTheDefaultOrder(t *testing.T) {
+	ns := namespace(t)
+	node := func(kind, key, upgrade string) string {
+		m := fmt.Sprintf(`
+apiVersion: express.medallia.com/v2alpha1
+kind: %s
+metadata:
+  name: acme-%s
+spec:
+  clusterConfig: {clusterName: acme}
+  expressVersion: express-e689.151
+`, kind, key)
+		if upgrade != "" {
+			m += fmt.Sprintf(`  deploymentDependencies:
+    upgradePrerequisites:
+    - {expressNode: %s, kind: Frontend, podConditionType: Ready, conditionStatus: "True"}
+`, upgrade)
+		}
+		return m
+	}
+	tenant := node("Backend", "be", "") + "---" + node("Frontend", "fe1", "") + "---" + node("Frontend", "fe2", "") + "---" + node("Frontend", "fe3", "")
+	out, err := kubectl(t, "apply", "-n", ns, "-f", writeManifest(t, tenant))
+	require.NoError(t, err, out)
+	require.Eventually(t, func() bool { // the validating webhook reads siblings from its cache
+		var fes v2alpha1.FrontendList
+		return harness.Manager.GetClient().List(context.Background(), &fes, client.InNamespace(ns)) == nil && len(fes.Items) == 3
+	}, 10*time.Second, 20*time.Millisecond)
+
+	out, err = kubectl(t, "apply", "-n", ns, "-f", writeManifest(t, node("Backend", "be", "acme-fe3")))
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "acme-be → acme-fe3 → acme-be is a cycle (acme-fe3 → acme-be by the default order)",
+		"kubectl prints the admission warning that spells the cycle")
 }
