@@ -51,6 +51,12 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		old = a.Old.GetAnnotations()
 	}
 	ann[v2alpha1.AnnotationTargetHash] = a.Hash
+	if a.Old != nil && a.Hash == a.OldHash && old[v2alpha1.AnnotationTargetHash] != "" {
+		// The target did not change: keep the stamp the pods carry, even
+		// if hashing the stored object now gives another value (a field
+		// the API server defaults since, another hashing scheme).
+		ann[v2alpha1.AnnotationTargetHash] = old[v2alpha1.AnnotationTargetHash]
+	}
 	if !a.FromSequencer {
 		for _, key := range sequencerOnly {
 			if ann[key] != old[key] {

@@ -40,6 +40,10 @@ import (
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// Fresh reads straight from the API server. A plan that releases a node
+	// or a pod is made again from fresh reads before it is applied: the
+	// cache may not have seen the sequencer's own last release yet.
+	Fresh client.Reader
 	// Orders are the installation's default orders.
 	Orders defaults.Orders
 	// Clock tells the time.
@@ -143,6 +147,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 	var result reconcile.Result
 	counts := map[string]int{}
 	decisions := Plan(snap)
+	if r.Fresh != nil && slices.ContainsFunc(decisions, func(d Decision) bool { return releasing(snap, d) || len(d.PodsToRelease) > 0 }) {
+		// Releases are decided only on what the API server holds now: a
+		// cache that has not seen a node released a moment ago would take
+		// it for Ready on its old pods.
+		fresh, err := GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now())
+		if err != nil {
+			reconcileErrors.WithLabelValues("gather").Inc()
+			return reconcile.Result{}, err
+		}
+		fresh.ProgressDeadline, fresh.Grouping = r.ProgressDeadline, r.Grouping
+		snap, decisions = fresh, Plan(fresh)
+	}
 	for _, d := range decisions {
 		if d.Gated {
 			counts[d.Condition.Reason]++

@@ -172,7 +172,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 	}
 	if o.Sequencer {
 		r := &sequencer.Reconciler{
-			Client: mgr.GetClient(), Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, Grouping: o.Grouping,
+			Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, Grouping: o.Grouping,
 			Recorder: mgr.GetEventRecorder(v2alpha1.FieldManager),
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {

@@ -1,0 +1,77 @@
+package sequencer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+func TestAdmissionRules(t *testing.T) {
+	now := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
+	stored := func(edit func(n v2alpha1.Node)) v2alpha1.Node {
+		n := &v2alpha1.Frontend{}
+		n.SetName("acme-fe1")
+		n.SetAnnotations(map[string]string{v2alpha1.AnnotationTargetHash: "stamp-on-pods", v2alpha1.AnnotationReleasedTarget: "stamp-on-pods"})
+		if edit != nil {
+			edit(n)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name           string
+		old            v2alpha1.Node
+		oldHash, hash  string
+		fromSequencer  bool
+		edit           func(n v2alpha1.Node)
+		wantGate       bool
+		wantStamp      string
+		wantReleased   string
+		wantWarnings   int
+		wantChangedNow bool
+	}{
+		{name: "a new up node is gated and stamped", hash: "h1", wantGate: true, wantStamp: "h1", wantChangedNow: true},
+		{name: "a new down node is stamped but not gated", hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }, wantStamp: "h1"},
+		{name: "an unchanged target keeps the stamp its pods carry even if hashing now gives another value",
+			old: stored(nil), oldHash: "rehashed", hash: "rehashed", wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods"},
+		{name: "a changed target is gated and stamped anew", old: stored(nil), oldHash: "h1", hash: "h2",
+			wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true},
+		{name: "a hand-written released-target is dropped with a warning", old: stored(nil), oldHash: "h1", hash: "h1",
+			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = "forged" },
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantWarnings: 1},
+		{name: "the sequencer records its release", old: stored(nil), oldHash: "h1", hash: "h1", fromSequencer: true,
+			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = "h1" },
+			wantStamp: "stamp-on-pods", wantReleased: "h1"},
+		{name: "a node that predates the sequencer is adopted",
+			old:    stored(func(n v2alpha1.Node) { delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedTarget) }),
+			oldHash: "h1", hash: "h1", wantStamp: "stamp-on-pods", wantReleased: "h1"},
+		{name: "a gate removed by someone else is put back with a warning",
+			old:     stored(func(n v2alpha1.Node) { n.NodeSpec().AddGate(v2alpha1.GateSequencer) }),
+			oldHash: "h1", hash: "h1", wantGate: true, wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantWarnings: 1},
+		{name: "a node being deleted is never gated", old: stored(nil), oldHash: "h1", hash: "h2",
+			edit:      func(n v2alpha1.Node) { n.SetDeletionTimestamp(&metav1.Time{Time: now}) },
+			wantStamp: "h2", wantReleased: "stamp-on-pods"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := v2alpha1.Node(&v2alpha1.Frontend{})
+			if c.old != nil {
+				n = c.old.DeepCopyObject().(v2alpha1.Node)
+				n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+			}
+			if c.edit != nil {
+				c.edit(n)
+			}
+			warnings := Admit(n, Admission{Old: c.old, OldHash: c.oldHash, Hash: c.hash, FromSequencer: c.fromSequencer, Now: now})
+			assert.Equal(t, c.wantGate, gated(n), "gated")
+			assert.Equal(t, c.wantStamp, targetHash(n), "target-hash")
+			assert.Equal(t, c.wantReleased, releasedTarget(n), "released-target")
+			assert.Len(t, warnings, c.wantWarnings, "%v", warnings)
+			changed := n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt] == now.Format(time.RFC3339Nano)
+			assert.Equal(t, c.wantChangedNow, changed, "target-changed-at stamped now")
+		})
+	}
+}
