@@ -47,7 +47,7 @@ func TestAdmissionRules(t *testing.T) {
 			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = "h1" },
 			wantStamp: "stamp-on-pods", wantReleased: "h1"},
 		{name: "a node that predates the sequencer is adopted",
-			old:    stored(func(n v2alpha1.Node) { delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedTarget) }),
+			old:     stored(func(n v2alpha1.Node) { delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedTarget) }),
 			oldHash: "h1", hash: "h1", wantStamp: "stamp-on-pods", wantReleased: "h1"},
 		{name: "a gate removed by someone else is put back with a warning",
 			old:     stored(func(n v2alpha1.Node) { n.NodeSpec().AddGate(v2alpha1.GateSequencer) }),
