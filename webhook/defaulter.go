@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,10 @@ type Defaulter[T v2alpha1.Node] struct {
 	Decoder admission.Decoder
 	// Clock stamps the time of a target change.
 	Clock clock.PassiveClock
+	// Sequencer are the identities (admission user names) the sequencer
+	// writes as: only a request from one of them, as field manager
+	// express-sequencer, may remove the gate or record a release.
+	Sequencer []string
 }
 
 // Default mutates the admitted node in place; the framework turns the
@@ -39,7 +44,11 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	if err != nil {
 		return fmt.Errorf("reading admission request: %w", err)
 	}
-	a := sequencer.Admission{FromSequencer: fieldManager(req) == v2alpha1.FieldManager, Now: d.Clock.Now()}
+	manager := fieldManager(req)
+	a := sequencer.Admission{FromSequencer: manager == v2alpha1.FieldManager && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now()}
+	if manager == v2alpha1.FieldManager && !a.FromSequencer {
+		warn(ctx, fmt.Sprintf("%s is not express-sequencer's identity: field manager %s gives it no right to release a node", req.UserInfo.Username, v2alpha1.FieldManager))
+	}
 	if a.Hash, err = rawTargetHash(req.Object.Raw); err != nil {
 		return err
 	}

@@ -40,11 +40,12 @@ const (
 // Handlers returns the admission webhooks by path. reader lists a tenant's
 // nodes for the validating checks (the manager's cache in production);
 // fresh reads them for the pod webhook straight from the API server; clk
-// stamps target changes.
-func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader, fresh client.Reader, clk clock.PassiveClock) map[string]*admission.Webhook {
+// stamps target changes; sequencerUsers are the identities the sequencer
+// writes as.
+func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader, fresh client.Reader, clk clock.PassiveClock, sequencerUsers []string) map[string]*admission.Webhook {
 	hooks := map[string]*admission.Webhook{
-		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk}),
-		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk}),
+		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, Sequencer: sequencerUsers}),
+		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, Sequencer: sequencerUsers}),
 		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders}),
 		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders}),
 		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Clock: clk}},
@@ -56,8 +57,8 @@ func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader, fresh clie
 }
 
 // Register serves the admission webhooks on the manager's webhook server.
-func Register(mgr ctrl.Manager, orders defaults.Orders, clk clock.PassiveClock) {
-	for path, hook := range Handlers(mgr.GetScheme(), orders, mgr.GetClient(), mgr.GetAPIReader(), clk) {
+func Register(mgr ctrl.Manager, orders defaults.Orders, clk clock.PassiveClock, sequencerUsers []string) {
+	for path, hook := range Handlers(mgr.GetScheme(), orders, mgr.GetClient(), mgr.GetAPIReader(), clk, sequencerUsers) {
 		mgr.GetWebhookServer().Register(path, hook)
 	}
 }

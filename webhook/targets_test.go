@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 	"github.com/medallia/express-sequencer/sequencer"
 	"github.com/medallia/express-sequencer/test/controlplane"
 )
@@ -171,4 +173,31 @@ func containsSubstring(list []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+// Only express-sequencer's own identity may remove its gate: claiming its
+// field manager is not enough.
+func TestAnotherIdentityClaimingTheSequencersFieldManagerCannotRelease(t *testing.T) {
+	ctx := context.Background()
+	h := env(t)
+	user, err := h.Env.AddUser(envtest.User{Name: "mallory", Groups: []string{"system:masters"}}, h.Config)
+	require.NoError(t, err)
+	cfg := user.Config()
+	w := &warnings{}
+	cfg.WarningHandler = w
+	mallory, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	require.NoError(t, err)
+
+	n := seedNode(namespace(t), "fe1")
+	require.NoError(t, h.Client.Create(ctx, n))
+	stored := get(t, n)
+	base := stored.DeepCopyObject().(v2alpha1.Node)
+	stored.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+	stored.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = stored.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+	require.NoError(t, mallory.Patch(ctx, stored, client.MergeFrom(base), client.FieldOwner(v2alpha1.FieldManager)))
+
+	after := get(t, n)
+	assert.True(t, v2alpha1.IsGated(after), "the gate is put back")
+	assert.NotContains(t, after.GetAnnotations(), v2alpha1.AnnotationReleasedTarget, "no release is recorded")
+	assert.Contains(t, w.all(), "mallory is not express-sequencer's identity: field manager express-sequencer gives it no right to release a node")
 }

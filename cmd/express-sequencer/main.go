@@ -51,6 +51,10 @@ Flags:
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz probes listen on.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas (a Lease) so that only one sequences rollouts; every replica serves webhooks.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease; defaults to the pod's namespace in a cluster.")
+	fs.Func("sequencer-user", "Further identities (user names as the API server authenticates them, e.g. system:serviceaccount:ns:name) the webhook accepts as the sequencer's, besides the one this process runs as: only they may remove the sequencer's gate and record a release. For a sequencer run apart from the webhooks; repeat for several.", func(v string) error {
+		o.SequencerUsers = append(o.SequencerUsers, v)
+		return nil
+	})
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server binds to; empty binds all addresses.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the webhook server listens on (TLS).")
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory holding tls.crt and tls.key; watched, so renewed certificates are served without a restart.")

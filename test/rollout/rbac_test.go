@@ -25,6 +25,9 @@ import (
 // The sequencer runs as an identity bound to exactly the generated
 // ClusterRole (config/rbac/role.yaml): a whole rollout works, and anything
 // beyond the role is forbidden.
+// leastPrivilegeUser is the identity the sequencer of the RBAC test runs as.
+const leastPrivilegeUser = "express-sequencer-test"
+
 func TestTheSequencerNeedsNoMoreThanItsGeneratedRole(t *testing.T) {
 	ctx := context.Background()
 	data, err := os.ReadFile(filepath.Join(controlplane.Root(), "config", "rbac", "role.yaml"))
@@ -33,12 +36,12 @@ func TestTheSequencerNeedsNoMoreThanItsGeneratedRole(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(data, role))
 	role.Name = "express-sequencer-least-privilege-test"
 	require.NoError(t, harness.Client.Create(ctx, role))
-	user, err := harness.Env.AddUser(envtest.User{Name: "express-sequencer-test"}, harness.Config)
+	user, err := harness.Env.AddUser(envtest.User{Name: leastPrivilegeUser}, harness.Config)
 	require.NoError(t, err)
 	require.NoError(t, harness.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "express-sequencer-test"}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: leastPrivilegeUser}},
 	}))
 
 	o := harness.ManagerOptions("", controlplane.TestLogger())

@@ -39,7 +39,10 @@ var (
 
 func TestMain(m *testing.M) {
 	var err error
-	if harness, err = controlplane.NewHarness(logr.Discard(), func(o *app.Options) { o.Sequencer = false }); err != nil {
+	if harness, err = controlplane.NewHarness(logr.Discard(), func(o *app.Options) {
+		o.Sequencer = false
+		o.SequencerUsers = []string{leastPrivilegeUser} // the sequencer of the RBAC test runs as its own user
+	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -79,6 +82,10 @@ type Options struct {
 	CASecret       string
 	MutatingName   string
 	ValidatingName string
+	// SequencerUsers are further identities the webhook accepts as the
+	// sequencer's, besides the one this process runs as (which it learns
+	// from the API server): for a sequencer run apart from the webhooks.
+	SequencerUsers []string
 
 	// Clock drives certificate renewal; the real clock unless a test sets it.
 	Clock clock.Clock
@@ -167,7 +174,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 	}
 	ready := healthz.Ping
 	if o.Webhooks {
-		expresswebhook.Register(mgr, orders, o.Clock)
+		self, err := whoAmI(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		o.Log.Info("Gate ownership", "sequencer identities", append([]string{self}, o.SequencerUsers...))
+		expresswebhook.Register(mgr, orders, o.Clock, append([]string{self}, o.SequencerUsers...))
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}
 	if o.Sequencer {
@@ -183,6 +195,21 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		return nil, fmt.Errorf("adding probes: %w", err)
 	}
 	return mgr, nil
+}
+
+// whoAmI asks the API server which user this process authenticates as (a
+// SelfSubjectReview): the identity the sequencer's writes carry, and so the
+// only one the webhook lets remove the sequencer's gate.
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("asking the API server who express-sequencer runs as (SelfSubjectReview), to own the sequencer's gate: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
 }
 
 // everyReplica is a runnable that runs on every replica, leader or not.
