@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/sequencer"
 	"github.com/medallia/express-sequencer/test/controlplane"
 	"github.com/medallia/express-sequencer/test/simoperator"
 	"github.com/medallia/express-sequencer/test/tenantchart"
@@ -227,4 +229,35 @@ func TestTheTenantChartReversingTwoExplicitListsGoesThroughWithNoCycleActedOn(t 
 	for _, e := range events.Items {
 		assert.NotEqual(t, v2alpha1.ReasonDependencyCycle, e.Reason, "no cycle is acted on: %s %s", e.Regarding.Name, e.Note)
 	}
+}
+
+// A tenant without rollout-id whose fe4 is rewritten every 3 s: the settle
+// time alone would hold it forever; the cap releases the backend change.
+func TestANodeRewrittenEveryThreeSecondsHoldsABackendChangeNoLongerThanTheCap(t *testing.T) {
+	startSequencer(t, func(o *app.Options) {
+		o.Grouping = sequencer.Grouping{SettleTime: 10 * time.Second, SettleCap: 15 * time.Second}
+	})
+	ns, mark := settledTenant(t, 5)
+	setVersion(t, ns, v2, "be")
+	changed := time.Now()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			n := node(ns, "fe4")
+			if harness.Client.Get(ctx, client.ObjectKeyFromObject(n), n) == nil {
+				n.NodeSpec().ConfigChangeset = fmt.Sprintf("churn-%d", i)
+				_ = harness.Client.Update(ctx, n)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(3 * time.Second):
+			}
+		}
+	}()
+	require.True(t, waitFor(40*time.Second, func() bool { return strings.Contains(startedSince(ns, mark), "be") }),
+		"the backend change was starved: %s", startedSince(ns, mark))
+	held := time.Since(changed)
+	assert.GreaterOrEqual(t, held, 15*time.Second-time.Second, "held while the tenant kept changing")
+	assert.Less(t, held, 25*time.Second, "released within the cap, not after the churn")
 }
