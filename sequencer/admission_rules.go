@@ -74,7 +74,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	} else {
 		restore(ann, old, v2alpha1.AnnotationRolloutIDChangedAt)
 	}
-	n.SetAnnotations(ann)
+	n.SetAnnotations(ann) // the map itself: the writes below land in it too
 	if n.GetDeletionTimestamp() != nil {
 		return warnings
 	}
@@ -84,7 +84,6 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	case spec.IsUp() && (a.Old == nil || !a.Old.NodeSpec().IsUp() || a.Hash != a.OldHash):
 		spec.AddGate(v2alpha1.GateSequencer)
 		ann[v2alpha1.AnnotationTargetChangedAt] = a.Now.UTC().Format(time.RFC3339Nano)
-		n.SetAnnotations(ann)
 	case a.Old != nil && a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) && !spec.HasGate(v2alpha1.GateSequencer) && !a.FromSequencer:
 		spec.AddGate(v2alpha1.GateSequencer)
 		warnings = append(warnings, fmt.Sprintf(

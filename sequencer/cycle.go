@@ -64,43 +64,53 @@ func AdmissionCycle(node v2alpha1.Node, siblings []v2alpha1.Node, orders default
 			byKey[k] = n.GetName()
 		}
 	}
+	edges := map[defaults.List]map[string][]edge{}
+	for _, l := range defaults.Lists {
+		edges[l] = map[string][]edge{}
+		for _, n := range tenant {
+			edges[l][n.GetName()] = listEdges(n, l, l.Order(orders), keys, byKey, n == node || n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == id)
+		}
+	}
 	for _, definiteOnly := range []bool{true, false} {
 		for _, l := range defaults.Lists {
-			edges := map[string][]edge{}
-			for _, n := range tenant {
-				edges[n.GetName()] = listEdges(n, l, l.Order(orders), keys, byKey, n == node || n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == id)
-			}
-			names := map[string][]string{}
-			for from, es := range edges {
-				for _, e := range es {
-					if e.definite || !definiteOnly {
-						names[from] = append(names[from], e.to)
-					}
-				}
-			}
-			start := node.GetName()
-			for _, first := range names[start] {
-				path, ok := pathTo(names, first, start, map[string]bool{})
-				if !ok {
-					continue
-				}
-				c := Cycle{List: l, Path: append([]string{start}, path...), Definite: definiteOnly, Index: -1}
-				for i := 0; i+1 < len(c.Path); i++ {
-					from, to := c.Path[i], c.Path[i+1]
-					j := slices.IndexFunc(edges[from], func(e edge) bool { return e.to == to })
-					e := edges[from][j]
-					if i == 0 {
-						c.Index = e.index
-					}
-					if e.index < 0 {
-						c.Defaulted = append(c.Defaulted, from+" → "+to)
-					} else if !e.definite && !slices.Contains(c.Landing, from) {
-						c.Landing = append(c.Landing, from)
-					}
-				}
+			if c, ok := cycleThrough(node.GetName(), l, edges[l], definiteOnly); ok {
 				return c, true
 			}
 		}
+	}
+	return Cycle{}, false
+}
+
+// cycleThrough finds a loop of list l's edges from start back to start,
+// along definite edges only when definiteOnly, and says what it runs through.
+func cycleThrough(start string, l defaults.List, edges map[string][]edge, definiteOnly bool) (Cycle, bool) {
+	names := map[string][]string{}
+	for from, es := range edges {
+		for _, e := range es {
+			if e.definite || !definiteOnly {
+				names[from] = append(names[from], e.to)
+			}
+		}
+	}
+	for _, first := range names[start] {
+		path, ok := pathTo(names, first, start, map[string]bool{})
+		if !ok {
+			continue
+		}
+		c := Cycle{List: l, Path: append([]string{start}, path...), Definite: definiteOnly, Index: -1}
+		for i := 0; i+1 < len(c.Path); i++ {
+			from, to := c.Path[i], c.Path[i+1]
+			e := edges[from][slices.IndexFunc(edges[from], func(e edge) bool { return e.to == to })]
+			if i == 0 {
+				c.Index = e.index
+			}
+			if e.index < 0 {
+				c.Defaulted = append(c.Defaulted, from+" → "+to)
+			} else if !e.definite && !slices.Contains(c.Landing, from) {
+				c.Landing = append(c.Landing, from)
+			}
+		}
+		return c, true
 	}
 	return Cycle{}, false
 }
@@ -168,8 +178,7 @@ func (p *planner) waitEdges() map[string][]blocker {
 // loops returns the strongly connected components of the wait-for graph
 // that hold a loop: sets of nodes each waiting, through the others, for
 // itself. Each is sorted, and the list is sorted by first node.
-func (p *planner) loops() [][]string {
-	edges := p.waitEdges()
+func (p *planner) loops(edges map[string][]blocker) [][]string {
 	index, low := map[string]int{}, map[string]int{}
 	onStack := map[string]bool{}
 	var stack []string
@@ -251,20 +260,20 @@ func (p *planner) upgradeWaitIsCircular(x string, edges map[string][]blocker) bo
 
 // findCycles maps every node of a wait-for loop to one loop through it,
 // starting and ending at it.
-func (p *planner) findCycles() map[string][]string {
-	edges := map[string][]string{}
-	for name, bs := range p.waitEdges() {
+func (p *planner) findCycles(edges map[string][]blocker) map[string][]string {
+	next := map[string][]string{}
+	for name, bs := range edges {
 		for _, b := range bs {
-			if !slices.Contains(edges[name], b.node) {
-				edges[name] = append(edges[name], b.node)
+			if !slices.Contains(next[name], b.node) {
+				next[name] = append(next[name], b.node)
 			}
 		}
 	}
 	cycles := map[string][]string{}
-	for _, loop := range p.loops() {
+	for _, loop := range p.loops(edges) {
 		for _, name := range loop {
-			for _, next := range edges[name] {
-				if path, ok := pathTo(edges, next, name, map[string]bool{}); ok {
+			for _, first := range next[name] {
+				if path, ok := pathTo(next, first, name, map[string]bool{}); ok {
 					cycles[name] = append([]string{name}, path...)
 					break
 				}

@@ -141,7 +141,7 @@ func sorted(names []string) []string {
 	return out
 }
 
-// landingEvent is the type of the Event that records a release: a Warning
+// eventType is the type of the Event that records a release: a Warning
 // when the landing timeout made the sequencer proceed with what landed.
 func (l landing) eventType() string {
 	if l.timedOut != "" {

@@ -113,9 +113,9 @@ func (p *planner) findWaits() {
 		for _, name := range p.names {
 			p.evaluate(name)
 		}
-		p.cycles = p.findCycles()
-		dropped := false
 		edges := p.waitEdges()
+		p.cycles = p.findCycles(edges)
+		dropped := false
 		for name := range p.cycles {
 			if gated(p.Nodes[name]) && p.mode(name) == ModeUpgrade && !p.dropUpgrade[name] && p.upgradeWaitIsCircular(name, edges) {
 				p.dropUpgrade[name] = true
@@ -265,8 +265,7 @@ func (p *planner) decide(name string) Decision {
 		d.WaitingFor = blockerNodes(podBlockers)
 		set(false, metav1.ConditionFalse, v2alpha1.ReasonWaitingForPrerequisite, "recovering: new pods held scheduling-gated; %s", nearest(podBlockers).message)
 	default:
-		reqs := p.requirements(name, false)
-		set(false, metav1.ConditionTrue, v2alpha1.ReasonRecovering, "recovering on %s: pods may schedule, %s", describeTarget(n), describeMet(reqs))
+		set(false, metav1.ConditionTrue, v2alpha1.ReasonRecovering, "recovering on %s: pods may schedule, %s", describeTarget(n), describeMet(p.reliesOn[name]))
 	}
 	return d
 }
@@ -300,7 +299,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 		set(true, metav1.ConditionFalse, b.reason, "%s", b.message)
 	case p.releasing[name]:
 		d.RecordRelease = true
-		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.requirements(name, p.mode(name) == ModeUpgrade && !p.dropUpgrade[name])))
+		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.reliesOn[name]))
 		if p.landing.timedOut != "" {
 			msg += "; " + p.landing.timedOut
 		}
@@ -383,14 +382,9 @@ func (p *planner) inProgress(n v2alpha1.Node, d *Decision) {
 	}
 }
 
-// describeMet says which prerequisites a released node found ready.
-func describeMet(reqs []requirement) string {
-	var met []string
-	for _, r := range reqs {
-		if !slices.Contains(met, r.node) {
-			met = append(met, r.node)
-		}
-	}
+// describeMet says which prerequisites (nodes, each once) a released node
+// found ready.
+func describeMet(met []string) string {
 	switch {
 	case len(met) == 0:
 		return "no live prerequisites"
@@ -407,7 +401,7 @@ func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 		return nil
 	}
 	if d.Condition.Reason == v2alpha1.ReasonRolloutComplete && (cur == nil ||
-		!slices.Contains(releasedReasons, cur.Reason) && !slices.Contains(convergedReasons[1:], cur.Reason)) {
+		!slices.Contains(releasedReasons, cur.Reason) && !slices.Contains(recoveryReasons, cur.Reason)) {
 		return nil // steady nodes need no Event; finishing a rollout or a recovery does
 	}
 	if !gateChanged && len(d.PodsToRelease) == 0 && cur != nil && slices.Contains(ordinaryWaits, cur.Reason) && slices.Contains(ordinaryWaits, d.Condition.Reason) {

@@ -172,13 +172,34 @@ func NamespaceNodes(ctx context.Context, r client.Reader, namespace string) ([]v
 }
 
 // GatherFresh reads a tenant's snapshot straight from the API server (r is
-// not a cache): the pod admission webhook decides on a crash within
-// milliseconds of it, faster than a cache may follow.
+// not a cache): releases are decided on what the API server holds now, not
+// on a cache that may lag the sequencer's own last write or a crash.
 func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time) (*Snapshot, error) {
 	nodes, err := NamespaceNodes(ctx, r, tenant.Namespace)
 	if err != nil {
 		return nil, err
 	}
+	return freshSnapshot(ctx, r, nodes, tenant, orders, now)
+}
+
+// GatherFreshFor reads, straight from the API server, the snapshot of the
+// tenant of the node called name: what the pod admission webhook decides
+// on. It returns nil when no Backend or Frontend has that name.
+func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
+	nodes, err := NamespaceNodes(ctx, r, namespace)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(nodes, func(n v2alpha1.Node) bool { return n.GetName() == name })
+	if i < 0 {
+		return nil, nil
+	}
+	return freshSnapshot(ctx, r, nodes, Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now)
+}
+
+// freshSnapshot builds the tenant's snapshot from the namespace's nodes and
+// the tenant's pods, listed by label.
+func freshSnapshot(ctx context.Context, r client.Reader, nodes []v2alpha1.Node, tenant Tenant, orders defaults.Orders, now time.Time) (*Snapshot, error) {
 	s := &Snapshot{Tenant: tenant, Orders: orders, Now: now, Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]Pod{}}
 	var names []string
 	for _, n := range nodes {

@@ -27,10 +27,11 @@ const (
 // convergedReasons are the reasons the sequencer writes only once the node's
 // released rollout was Ready on target: such a condition, observed at or after
 // the release, proves the rollout converged.
-var convergedReasons = []string{
-	v2alpha1.ReasonRolloutComplete, v2alpha1.ReasonRecovering,
-	v2alpha1.ReasonWaitingForPrerequisite, v2alpha1.ReasonDependencyCycle,
-}
+var convergedReasons = append([]string{v2alpha1.ReasonRolloutComplete}, recoveryReasons...)
+
+// recoveryReasons are the reasons of a recovering node (ungated, its pods
+// lost on a target that had converged).
+var recoveryReasons = []string{v2alpha1.ReasonRecovering, v2alpha1.ReasonWaitingForPrerequisite, v2alpha1.ReasonDependencyCycle}
 
 func isUp(n v2alpha1.Node) bool { return n.NodeSpec().IsUp() }
 

@@ -43,6 +43,16 @@ func TargetHash(rawSpec []byte) (string, error) {
 	return hex.EncodeToString(sum[:])[:targetHashLength], nil
 }
 
+// TargetHashOfObject hashes the spec of a raw (JSON) object, as the
+// webhook stamps it.
+func TargetHashOfObject(rawObject []byte) (string, error) {
+	spec, err := SpecOf(rawObject)
+	if err != nil {
+		return "", err
+	}
+	return TargetHash(spec)
+}
+
 // SpecOf returns the raw spec of a raw object, nil when it has none.
 func SpecOf(rawObject []byte) ([]byte, error) {
 	var obj struct {

@@ -49,7 +49,7 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	if manager == v2alpha1.FieldManager && !a.FromSequencer {
 		warn(ctx, fmt.Sprintf("%s is not express-sequencer's identity: field manager %s gives it no right to release a node", req.UserInfo.Username, v2alpha1.FieldManager))
 	}
-	if a.Hash, err = rawTargetHash(req.Object.Raw); err != nil {
+	if a.Hash, err = sequencer.TargetHashOfObject(req.Object.Raw); err != nil {
 		return err
 	}
 	if req.Operation != admissionv1.Create {
@@ -58,7 +58,7 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 			return fmt.Errorf("decoding the stored %s: %w", obj.NodeKind(), err)
 		}
 		a.Old = old
-		if a.OldHash, err = rawTargetHash(req.OldObject.Raw); err != nil {
+		if a.OldHash, err = sequencer.TargetHashOfObject(req.OldObject.Raw); err != nil {
 			return err
 		}
 	}
@@ -66,15 +66,6 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 		warn(ctx, w)
 	}
 	return nil
-}
-
-// rawTargetHash hashes the spec of a raw object.
-func rawTargetHash(raw []byte) (string, error) {
-	spec, err := sequencer.SpecOf(raw)
-	if err != nil {
-		return "", err
-	}
-	return sequencer.TargetHash(spec)
 }
 
 // fieldManager returns the field manager of an update or patch request.

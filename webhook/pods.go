@@ -9,7 +9,6 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,18 +47,13 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%q names no Express node (%s): the pod is not held for its prerequisites", v2alpha1.LabelNode, name, errs[0]))
 	}
-	node, err := g.node(ctx, req.Namespace, name)
-	if apierrors.IsNotFound(err) {
+	snap, err := sequencer.GatherFreshFor(ctx, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now())
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if snap == nil {
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%s names no Backend or Frontend in namespace %s: the pod is not held for its prerequisites", v2alpha1.LabelNode, name, req.Namespace))
-	}
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	tenant := sequencer.Tenant{Namespace: req.Namespace, ClusterName: node.NodeSpec().ClusterConfig.ClusterName}
-	snap, err := sequencer.GatherFresh(ctx, g.Reader, tenant, g.Orders, g.Clock.Now())
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if ok, _ := sequencer.PodsMayStart(snap, name); ok {
 		return admission.Allowed("")
@@ -72,18 +66,4 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		op = jsonpatch.NewOperation("add", "/spec/schedulingGates", []corev1.PodSchedulingGate{{Name: v2alpha1.GateSequencer}})
 	}
 	return admission.Patched("", op)
-}
-
-// node gets the Frontend or Backend of that name.
-func (g *PodGate) node(ctx context.Context, namespace, name string) (v2alpha1.Node, error) {
-	for _, n := range []v2alpha1.Node{&v2alpha1.Frontend{}, &v2alpha1.Backend{}} {
-		err := g.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, n)
-		if err == nil {
-			return n, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading node %s/%s: %w", namespace, name, err)
-		}
-	}
-	return nil, apierrors.NewNotFound(v2alpha1.GroupVersion.WithResource("frontends").GroupResource(), name)
 }

@@ -142,9 +142,5 @@ func rawHash(doc []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading the manifest: %w", err)
 	}
-	spec, err := sequencer.SpecOf(js)
-	if err != nil {
-		return "", err
-	}
-	return sequencer.TargetHash(spec)
+	return sequencer.TargetHashOfObject(js)
 }

@@ -63,7 +63,9 @@ func TestAChangeToAllWhileFe3IsCrashedRollsFe3InItsTurn(t *testing.T) {
 	startSequencer(t)
 	ns, mark := settledTenant(t, 5)
 	require.NoError(t, op.Crash(context.Background(), harness.Client, ns, "acme-fe3"))
-	setVersion(t, ns, v2, keys(5)...) // within the operator's recovery delay: fe3 is gated before it re-provisions
+	// fe3 first, well within the operator's recovery delay: it is gated
+	// before it could be re-provisioned on the old target.
+	setVersion(t, ns, v2, "fe3", "be", "fe1", "fe2", "fe4")
 	waitSettled(t, ns, 5)
 	assert.Equal(t, "fe1 fe2 be fe3 fe4", startedSince(ns, mark))
 }

@@ -494,25 +494,22 @@ func (o *Operator) State(ns string) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := ""
-	for k, v := range o.expected {
-		if k.Namespace == ns {
-			out += fmt.Sprintf("expected %s: %+v\n", k.Name, v)
+	add := func(what string, key types.NamespacedName, v any) {
+		if key.Namespace == ns {
+			out += fmt.Sprintf("%s %s: %+v\n", what, key.Name, v)
 		}
+	}
+	for k, v := range o.expected {
+		add("expected", k, v)
 	}
 	for k, v := range o.readyAt {
-		if k.Namespace == ns {
-			out += fmt.Sprintf("readyAt %s: %s\n", k.Name, v)
-		}
+		add("readyAt", k, v)
 	}
 	for k, v := range o.pending {
-		if k.Namespace == ns {
-			out += fmt.Sprintf("pending %s: %+v\n", k.Name, v)
-		}
+		add("pending", k, v)
 	}
 	for k, v := range o.crashedAt {
-		if k.Namespace == ns {
-			out += fmt.Sprintf("crashed %s: %s\n", k.Name, v)
-		}
+		add("crashed", k, v)
 	}
 	return out
 }
