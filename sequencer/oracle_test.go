@@ -257,25 +257,59 @@ func independentRequirementsHold(w *world, name string, releasing map[string]boo
 }
 
 // podsMayStartOracle: may the held pods of node name schedule now? Only when
-// its live provisioning-predecessors are Ready, unless the node is in a
-// released rollout (or is released in this pass), not live, or ignored.
+// its live provisioning-predecessors are Ready, unless the node is not live,
+// ignored, or released in this pass — or it is in a released rollout and
+// one of the predecessors it would wait for waits, through waiting nodes,
+// for it (holding it would hold both forever).
 func podsMayStartOracle(w *world, name string, releasing map[string]bool) (bool, string) {
 	n := w.nodes[name]
 	o := newOracle(w, releasing)
 	if !o.live(name) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) || releasing[name] {
 		return true, ""
 	}
-	if o.inFlight(name) {
-		return true, "" // the rollout released for this target is still under way
-	}
 	unmet, ok := o.unmet(name, false)
 	if !ok {
 		return false, "a provisioning prerequisite does not exist"
 	}
-	if len(unmet) > 0 {
-		return false, fmt.Sprintf("%s is not Ready for it (%+v; pods %+v; releasing %v)", unmet[0].node, unmet[0], w.pods[unmet[0].node], releasing)
+	if len(unmet) == 0 {
+		return true, ""
 	}
-	return true, ""
+	if o.inFlight(name) {
+		for _, nd := range unmet {
+			if o.reaches(nd.node, name) {
+				return true, "" // a predecessor's own rollout waits for this half-done one
+			}
+		}
+	}
+	return false, fmt.Sprintf("%s is not Ready for it (%+v; pods %+v; releasing %v)", unmet[0].node, unmet[0], w.pods[unmet[0].node], releasing)
+}
+
+// reaches: node from is waiting and its unmet needs lead, through waiting
+// nodes, to target. A gated node whose upgrade wait is circular waits by
+// the provisioning order only.
+func (o *oracle) reaches(from, target string) bool {
+	seen := map[string]bool{}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == target {
+			return true
+		}
+		if seen[cur] || !o.waiting(cur) {
+			continue
+		}
+		seen[cur] = true
+		upgrade := o.gated(cur) && o.upgradeMode(cur)
+		if upgrade && o.circular(cur) {
+			upgrade = false
+		}
+		next, _ := o.unmet(cur, upgrade)
+		for _, nd := range next {
+			queue = append(queue, nd.node)
+		}
+	}
+	return false
 }
 
 // inFlight: released for its current target, and not recorded converged

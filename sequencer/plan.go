@@ -88,11 +88,7 @@ type planner struct {
 // condition says. It is pure: the same snapshot always gives the same
 // decisions, sorted by node name. See doc.go for the rules.
 func Plan(s *Snapshot) []Decision {
-	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]bool{}}
-	for name := range s.Nodes {
-		p.names = append(p.names, name)
-	}
-	slices.Sort(p.names)
+	p := newPlanner(s)
 	p.findWaits()
 	p.chooseReleases()
 	decisions := make([]Decision, 0, len(p.names))
@@ -102,6 +98,15 @@ func Plan(s *Snapshot) []Decision {
 		decisions = append(decisions, d)
 	}
 	return decisions
+}
+
+func newPlanner(s *Snapshot) *planner {
+	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]bool{}}
+	for name := range s.Nodes {
+		p.names = append(p.names, name)
+	}
+	slices.Sort(p.names)
+	return p
 }
 
 // findWaits finds what every gated node and every recovering node waits for,
@@ -207,13 +212,18 @@ func (p *planner) chooseReleases() {
 }
 
 // PodsMayStart reports whether new pods of node name may be scheduled now:
-// the node is not live, is released regardless of its prerequisites, is in
-// a released rollout that has not converged (a half-done rollout is never
-// frozen), or its live provisioning-predecessors are Ready. Otherwise it
-// returns the blockers' message. The pod admission webhook and the
-// sequencer decide with it.
+// the node is not live, is released regardless of its prerequisites, or its
+// live provisioning-predecessors are Ready — or, for a node in a released
+// rollout that has not converged, holding its pods would wait for a node
+// that itself waits for it (a half-done rollout is finished before a
+// predecessor whose own rollout waits for it). Otherwise it returns the
+// blockers' message. The pod admission webhook and the sequencer decide
+// with it.
 func PodsMayStart(s *Snapshot, name string) (bool, string) {
-	p := &planner{Snapshot: s}
+	p := newPlanner(s)
+	if p.inFlight(name) {
+		p.findWaits()
+	}
 	ok, blockers := p.podsMayStart(name, nil)
 	if ok {
 		return true, ""
@@ -223,11 +233,39 @@ func PodsMayStart(s *Snapshot, name string) (bool, string) {
 
 func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []blocker) {
 	n := p.Nodes[name]
-	if !live(n) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) || p.inFlight(name) || releasing[name] {
+	if !live(n) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) || releasing[name] {
 		return true, nil
 	}
 	blockers, _ := p.wait(name, false, releasing)
-	return len(blockers) == 0, blockers
+	if len(blockers) == 0 {
+		return true, nil
+	}
+	if p.inFlight(name) && slices.ContainsFunc(blockers, func(b blocker) bool { return p.waitsFor(b.node, name) }) {
+		return true, nil
+	}
+	return false, blockers
+}
+
+// waitsFor reports whether node from waits, directly or through other
+// waiting nodes, for node target.
+func (p *planner) waitsFor(from, target string) bool {
+	seen := map[string]bool{}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == target {
+			return true
+		}
+		if seen[cur] {
+			continue
+		}
+		seen[cur] = true
+		for _, b := range p.blockers[cur] {
+			queue = append(queue, b.node)
+		}
+	}
+	return false
 }
 
 // decide turns the pass's findings into node name's decision.
@@ -256,6 +294,10 @@ func (p *planner) decide(name string) Decision {
 			msg += fmt.Sprintf(" (judged by the version and revision labels: its pods carry no %s label)", v2alpha1.LabelTargetHash)
 		}
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonRolloutComplete, "%s", msg)
+	case p.inFlight(name) && !podsOK:
+		d.WaitingFor = blockerNodes(podBlockers)
+		set(false, metav1.ConditionFalse, v2alpha1.ReasonRolloutPodsHeld, "rolling out %s (released); new pods held scheduling-gated: %s",
+			describeTarget(n), nearest(podBlockers).message)
 	case p.inFlight(name):
 		p.inProgress(n, &d)
 	case p.cycles[name] != nil:

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -167,33 +168,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 			result.RequeueAfter = d.RecheckAfter
 		}
 	}
-	// Releases first, one by one: a node waiting in line should not also
-	// wait for the condition updates of the nodes behind it. The other
-	// changes touch one node each and go out in parallel.
-	var errs []error
-	var rest []Decision
+	// Convergence records go first: once a node's pods are gone (a crash
+	// right after a release), the RolloutComplete record is what says its
+	// rollout was done, so it must never lag a release that relied on it.
+	// Then releases, one by one: a node waiting in line should not also wait
+	// for the condition updates of the nodes behind it. The other changes
+	// touch one node each and go out in parallel.
+	var records, releases, rest []Decision
 	for _, d := range decisions {
-		if releasing(snap, d) {
-			errs = append(errs, r.apply(ctx, snap, d, since))
-		} else if d.Changed(snap.Nodes[d.Node]) {
+		switch {
+		case !d.Changed(snap.Nodes[d.Node]):
+		case d.Condition.Reason == v2alpha1.ReasonRolloutComplete:
+			records = append(records, d)
+		case releasing(snap, d):
+			releases = append(releases, d)
+		default:
 			rest = append(rest, d)
 		}
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, d := range rest {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := r.apply(ctx, snap, d, since)
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}()
+	if err := r.applyAll(ctx, snap, records, since); err != nil {
+		return result, err
 	}
-	wg.Wait()
+	var errs []error
+	for _, d := range releases {
+		errs = append(errs, r.apply(ctx, snap, d, since))
+	}
+	errs = append(errs, r.applyAll(ctx, snap, rest, since))
 	r.gated.set(t, counts)
 	return result, errors.Join(errs...)
+}
+
+// applyAll applies decisions that touch one node each, in parallel.
+func (r *Reconciler) applyAll(ctx context.Context, snap *Snapshot, decisions []Decision, since any) error {
+	var g errgroup.Group
+	errs := make([]error, len(decisions))
+	for i, d := range decisions {
+		g.Go(func() error {
+			errs[i] = r.apply(ctx, snap, d, since)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return errors.Join(errs...)
 }
 
 // releasing reports whether the decision removes the node's gate.

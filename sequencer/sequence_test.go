@@ -195,6 +195,49 @@ var scenarios = []scenario{
 		w.run(200)
 		return w.startedSince(mark)
 	}},
+	{"fe3 Ready on a new target before the sequencer saw it recovers after be, fe1, fe2 when all pods are lost", "fe1 fe2 be fe3 | be fe1 fe2 fe3 fe4 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, keysOf(5)...)
+		for !strings.HasSuffix(w.startedSince(mark), "fe3") {
+			w.step()
+		}
+		for w.rolling[w.name("fe3")] > 0 {
+			w.operate() // the sequencer does not run: nothing records fe3's rollout complete
+		}
+		upgrade := w.startedSince(mark)
+		mark = len(w.started)
+		w.evict(keysOf(5)...)
+		w.run(200)
+		return upgrade + " | " + w.startedSince(mark)
+	}},
+	{"pods of a rolling frontend lost together with the backend wait for it", "fe1 | be fe1 fe2 fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, frontends(5)...)
+		for w.startedSince(mark) == "" {
+			w.step()
+		}
+		upgrade := w.startedSince(mark)
+		mark = len(w.started)
+		w.evict("be", "fe1")
+		w.sequence()
+		if c := w.condition("fe1"); c.Reason != v2alpha1.ReasonRolloutPodsHeld {
+			w.t.Fatalf("fe1's condition is %v, want reason %s", c, v2alpha1.ReasonRolloutPodsHeld)
+		}
+		w.run(200)
+		return upgrade + " | " + w.startedSince(mark)
+	}},
+	{"pods of a rolling fe2 lost together with the backend that waits for it finish the rollout first", "fe1 fe2 | be fe2 be fe3 fe4", func(w *world) string {
+		mark := settledTenant(w, 5)
+		w.setVersion(v2, keysOf(5)...)
+		for !strings.HasSuffix(w.startedSince(mark), "fe2") {
+			w.step()
+		}
+		upgrade := w.startedSince(mark)
+		mark = len(w.started)
+		w.evict("be", "fe2")
+		w.run(200)
+		return upgrade + " | " + w.startedSince(mark)
+	}},
 	{"pods of fe2 and fe4 recreated at once recover fe2 first", "fe2 fe4", func(w *world) string {
 		mark := settledTenant(w, 5)
 		w.evict("fe2", "fe4")

@@ -114,7 +114,8 @@ func releasedGeneration(n v2alpha1.Node) int64 {
 // inFlight reports whether the node is in a released rollout that has not
 // converged yet: ungated, released for its current target, not Ready on it,
 // and no condition since the release says it converged. Such a rollout is
-// never frozen (its pods are never gated) and the node is Ready for no one.
+// finished before a predecessor that waits for it (see PodsMayStart), and
+// the node is Ready for no one.
 func (s *Snapshot) inFlight(name string) bool {
 	n := s.Nodes[name]
 	if !live(n) || gated(n) || targetHash(n) == "" || newTarget(n) || s.converged(name) {

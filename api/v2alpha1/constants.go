@@ -55,7 +55,8 @@ const (
 	// AnnotationReleasedGeneration is the node's metadata.generation right
 	// after that release, written in the same patch. A RolloutComplete
 	// condition observed at or after it proves the released rollout
-	// converged; until then the rollout is in flight and never frozen.
+	// converged; until then the rollout is in flight, and the sequencer
+	// writes that record before it releases anything relying on it.
 	AnnotationReleasedGeneration = "express.medallia.com/released-generation"
 
 	// AnnotationRolloutID groups a change applied node by node: the tenant
@@ -127,6 +128,10 @@ const (
 	// its new pods are held scheduling-gated until its provisioning
 	// prerequisites are Ready, True once they may schedule.
 	ReasonRecovering = "Recovering"
+	// ReasonRolloutPodsHeld: the node's released rollout is under way, but
+	// its new pods are held scheduling-gated until a provisioning
+	// prerequisite that went down meanwhile is Ready again.
+	ReasonRolloutPodsHeld = "RolloutPodsHeld"
 	// ReasonRolloutPaused: held by the pause-rollout annotation, on this node
 	// or on a prerequisite.
 	ReasonRolloutPaused = "RolloutPaused"

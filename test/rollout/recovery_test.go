@@ -3,11 +3,17 @@ package rollout
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 	"github.com/medallia/express-sequencer/test/simoperator"
@@ -127,4 +133,93 @@ func TestAPodRecreatedInAReleasedRolloutIsNotGated(t *testing.T) {
 	waitSettled(t, ns, 5)
 	assert.Equal(t, "fe1 fe1 fe1 fe2 be fe3 fe4", startedSince(ns, mark))
 	assert.False(t, slices.ContainsFunc(startsSince(ns, mark), func(s simoperator.Start) bool { return s.Gated }))
+}
+
+// A rollout can finish — the node Ready on its new target — while no
+// sequencer runs to record it. Its pods lost then together with its
+// predecessors' come back after them: the rollout still counts as under way,
+// and a rollout under way is held at its new pods by a predecessor that does
+// not itself wait for it.
+func TestARolloutFinishedWhileNoSequencerRanRecoversAfterItsPredecessors(t *testing.T) {
+	stop := startSequencer(t)
+	ns, mark := settledTenant(t, 5)
+	op.Stick(ns, "acme-fe3")
+	setVersion(t, ns, v2, keys(5)...)
+	require.True(t, waitFor(30*time.Second, func() bool { return startedSince(ns, mark) == "fe1 fe2 be fe3" }), startedSince(ns, mark))
+	stop()
+	op.Unstick(ns, "acme-fe3")
+	var pods corev1.PodList
+	require.NoError(t, harness.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe3"}))
+	for i := range pods.Items { // any pod event has the operator look at fe3 again
+		p := &pods.Items[i]
+		require.NoError(t, harness.Client.Patch(context.Background(), p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"nudge":"1"}}}`))))
+	}
+	require.True(t, waitFor(10*time.Second, func() bool {
+		var now corev1.PodList
+		_ = harness.Client.List(context.Background(), &now, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe3"})
+		return len(now.Items) > 0 && !slices.ContainsFunc(now.Items, func(p corev1.Pod) bool { return !podReady(p) })
+	}), "fe3 becomes Ready on its new target")
+	fe3 := node(ns, "fe3")
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe3), fe3))
+	require.Equal(t, v2alpha1.ReasonReleased, condition(fe3).Reason, "nothing recorded the rollout complete")
+
+	recovery := len(op.StartedIn(ns))
+	evict(t, ns, "fe4", "fe3", "fe2", "fe1", "be")
+	startSequencer(t)
+	waitSettled(t, ns, 5)
+	assert.Regexp(t, `^be fe1 fe2 fe3 fe4( fe4)?$`, startedSince(ns, recovery),
+		"fe4's old pods may start once fe3 is Ready, before fe4 rolls")
+	assertEachStartedAfterThePreviousWasReady(t, ns, recovery)
+}
+
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// The record that a node's rollout is complete is written before any node
+// that relies on it is released: once its pods are gone, that record is
+// what says the rollout was done, so it never lags the release. One watch
+// of the Frontends delivers their writes in the order the API server made
+// them: fe1's record before fe2's release, fe3's before fe4's.
+func TestARolloutIsRecordedCompleteBeforeTheNextNodeIsReleased(t *testing.T) {
+	startSequencer(t)
+	ns, _ := settledTenant(t, 5)
+	wc, err := client.NewWithWatch(harness.Config, client.Options{Scheme: harness.Client.Scheme()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w, err := wc.Watch(ctx, &v2alpha1.FrontendList{}, client.InNamespace(ns))
+	require.NoError(t, err)
+	defer w.Stop()
+	setVersion(t, ns, v2, keys(5)...)
+
+	latest := map[string]*v2alpha1.Frontend{}
+	released := map[string]bool{}
+	for len(released) < 4 {
+		ev, ok := <-w.ResultChan()
+		require.True(t, ok, "the watch ended before every frontend was released; released: %v", released)
+		fe, ok := ev.Object.(*v2alpha1.Frontend)
+		require.True(t, ok, "watch event %s: %v", ev.Type, ev.Object)
+		latest[fe.Name] = fe
+		if released[fe.Name] || v2alpha1.IsGated(fe) || fe.Spec.ExpressVersion != v2 {
+			continue
+		}
+		released[fe.Name] = true
+		before := map[string]string{"acme-fe2": "acme-fe1", "acme-fe4": "acme-fe3"}[fe.Name]
+		if before == "" {
+			continue
+		}
+		prev := latest[before]
+		require.NotNil(t, prev, "%s released before any write of %s was seen", fe.Name, before)
+		c := condition(prev)
+		require.NotNil(t, c)
+		gen, _ := strconv.ParseInt(prev.Annotations[v2alpha1.AnnotationReleasedGeneration], 10, 64)
+		assert.Equal(t, v2alpha1.ReasonRolloutComplete, c.Reason, "%s is released after %s's rollout is recorded complete", fe.Name, before)
+		assert.GreaterOrEqual(t, c.ObservedGeneration, gen, "the record is of %s's latest release", before)
+	}
 }
