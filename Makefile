@@ -51,6 +51,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations i
 	cp config/crd/bases/*.yaml charts/express-sequencer/crds/
 	cp config/rbac/role.yaml charts/express-sequencer/files/role.yaml
 	cp config/webhook/manifests.yaml charts/express-sequencer/files/webhooks.yaml
+	hack/argocd-snippets.sh
 
 .PHONY: verify
 verify: manifests generate ## Fail if generated code or manifests differ from what is committed, or code is unformatted or vetted unclean.
