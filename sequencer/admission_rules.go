@@ -30,8 +30,9 @@ var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.Annotat
 //   - the target hash is stamped, overwriting whatever a user wrote;
 //   - released-target and released-generation keep their stored values
 //     unless the sequencer writes them; a node that predates
-//     express-sequencer (stored ungated, never released) is adopted: its
-//     running target is recorded as released, so it is not rolled again;
+//     express-sequencer (stored ungated, never stamped, never released) is
+//     adopted: its running target is recorded as released, so it is not
+//     rolled again;
 //   - the gate is added on create of an up node, on an update whose target
 //     hash changed, and on up: false → true; a gate someone other than the
 //     sequencer removes is put back (the escape hatch is ignore-prerequisites);
@@ -65,8 +66,12 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 			restore(ann, old, key)
 		}
 	}
-	if a.Old != nil && !a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) && old[v2alpha1.AnnotationReleasedTarget] == "" && a.OldHash != "" {
-		ann[v2alpha1.AnnotationReleasedTarget] = a.OldHash // adoption
+	if a.Old != nil && old[v2alpha1.AnnotationTargetHash] == "" && !a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) &&
+		old[v2alpha1.AnnotationReleasedTarget] == "" && a.OldHash != "" {
+		// Adoption: a node stored before express-sequencer (never stamped by
+		// this webhook). A node it admitted and never released — one
+		// created down — is not adopted: it was never rolled out.
+		ann[v2alpha1.AnnotationReleasedTarget] = a.OldHash
 	}
 	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
 	if ann[v2alpha1.AnnotationRolloutID] != old[v2alpha1.AnnotationRolloutID] {

@@ -47,8 +47,14 @@ func TestAdmissionRules(t *testing.T) {
 			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = "h1" },
 			wantStamp: "stamp-on-pods", wantReleased: "h1"},
 		{name: "a node that predates the sequencer is adopted",
-			old:     stored(func(n v2alpha1.Node) { delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedTarget) }),
-			oldHash: "h1", hash: "h1", wantStamp: "stamp-on-pods", wantReleased: "h1"},
+			old:     stored(func(n v2alpha1.Node) { n.SetAnnotations(nil) }),
+			oldHash: "h1", hash: "h1", wantStamp: "h1", wantReleased: "h1"},
+		{name: "a node created down and never released is not adopted on its next update",
+			old: stored(func(n v2alpha1.Node) {
+				delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedTarget)
+				n.NodeSpec().Up = ptr.To(false)
+			}),
+			oldHash: "h1", hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }, wantStamp: "stamp-on-pods"},
 		{name: "a gate removed by someone else is put back with a warning",
 			old:     stored(func(n v2alpha1.Node) { n.NodeSpec().AddGate(v2alpha1.GateSequencer) }),
 			oldHash: "h1", hash: "h1", wantGate: true, wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantWarnings: 1},

@@ -110,15 +110,6 @@ func release(t *testing.T, c client.Client, n v2alpha1.Node) {
 	require.False(t, n.NodeSpec().HasGate(v2alpha1.GateSequencer))
 }
 
-// releaseUnrecorded removes the gate without recording a release: a node
-// as it was before express-sequencer was installed.
-func releaseUnrecorded(t *testing.T, c client.Client, n v2alpha1.Node) {
-	t.Helper()
-	base := n.DeepCopyObject().(v2alpha1.Node)
-	n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
-	require.NoError(t, c.Patch(context.Background(), n, client.MergeFrom(base), client.FieldOwner(v2alpha1.FieldManager)))
-}
-
 func get(t *testing.T, n v2alpha1.Node) v2alpha1.Node {
 	t.Helper()
 	out := v2alpha1.NewNode(n.NodeKind())

@@ -153,9 +153,8 @@ func TestANodeThatPredatesTheSequencerIsAdoptedNotRolledAgain(t *testing.T) {
 	ctx := context.Background()
 	c := env(t).Client
 	n := seedNode(namespace(t), "fe1")
-	require.NoError(t, c.Create(ctx, n))
-	releaseUnrecorded(t, c, n) // ungated and never recorded as released: as if it predated express-sequencer
-	require.NotContains(t, get(t, n).GetAnnotations(), v2alpha1.AnnotationReleasedTarget)
+	require.NoError(t, env(t).CreateWithoutMutation(ctx, n)) // stored before express-sequencer was installed
+	require.Empty(t, get(t, n).GetAnnotations())
 
 	stored := get(t, n)
 	stored.SetLabels(map[string]string{"team": "express"})

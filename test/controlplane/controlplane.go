@@ -282,3 +282,28 @@ func FreePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// CreateWithoutMutation creates obj while no mutating webhook configuration
+// is registered, as an object stored before express-sequencer was installed,
+// and registers the configurations again. Tests that use it must not run in
+// parallel with other admission tests.
+func (cp *ControlPlane) CreateWithoutMutation(ctx context.Context, obj client.Object) error {
+	var m admissionregistrationv1.MutatingWebhookConfigurationList
+	if err := cp.Client.List(ctx, &m); err != nil {
+		return err
+	}
+	for i := range m.Items {
+		if err := cp.Client.Delete(ctx, &m.Items[i]); err != nil {
+			return err
+		}
+	}
+	createErr := cp.Client.Create(ctx, obj)
+	for i := range m.Items {
+		cfg := m.Items[i].DeepCopy()
+		cfg.ResourceVersion, cfg.UID = "", ""
+		if err := cp.Client.Create(ctx, cfg); err != nil {
+			return errors.Join(createErr, err)
+		}
+	}
+	return createErr
+}

@@ -11,6 +11,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint/support"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,4 +138,84 @@ func TestANodeDownAndAnExplicitPrerequisite(t *testing.T) {
 	assert.False(t, defaults.IsDefaulted(fe4, defaults.UpgradeList))
 	assert.True(t, defaults.IsDefaulted(fe4, defaults.ProvisioningList), "the list the chart left out is defaulted")
 	assert.Equal(t, []string{"acme-fe3"}, names(fe4.NodeSpec().DeploymentDependencies.ProvisioningPrerequisites))
+}
+
+// helm lint, with Helm's own lint action, for the chart's values and every
+// CI values file: no error and no warning.
+func TestTheChartLintsClean(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(Dir(), "ci", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range append([]string{""}, files...) {
+		vals := map[string]any{}
+		if f != "" {
+			v, err := chartutil.ReadValuesFile(f)
+			require.NoError(t, err)
+			vals = v.AsMap()
+		}
+		result := action.NewLint().Run([]string{Dir()}, vals)
+		assert.Empty(t, result.Errors, "values %s", filepath.Base(f))
+		for _, m := range result.Messages {
+			assert.Less(t, m.Severity, support.WarningSev, "values %s: %s", filepath.Base(f), m)
+		}
+	}
+}
+
+func TestTheValuesSchemaRejectsBadValuesNamingThem(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"a node key that is neither be nor feN", map[string]any{"nodes": map[string]any{"be": map[string]any{"up": true}, "frontend2": map[string]any{"up": true}}},
+			"at '/nodes': additional properties 'frontend2' not allowed"},
+		{"an up that is not a boolean", map[string]any{"nodes": map[string]any{"fe1": map[string]any{"up": "yes"}}},
+			"at '/nodes/fe1/up': got string, want boolean"},
+		{"a prerequisite without expressNode", map[string]any{"nodes": map[string]any{"fe3": map[string]any{
+			"upgradePrerequisites": []any{map[string]any{"kind": "Frontend"}}}}},
+			"at '/nodes/fe3/upgradePrerequisites/0': missing property 'expressNode'"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := Render(c.values)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+func TestDisableDependenciesPerNodeEmptiesOnlyThatNodesLists(t *testing.T) {
+	stored := applyChart(t, "per-node-disable-values.yaml")
+	fe3 := stored["fe3"].NodeSpec().DeploymentDependencies
+	require.NotNil(t, fe3)
+	assert.Equal(t, []v2alpha1.Prerequisite{}, fe3.ProvisioningPrerequisites)
+	assert.Equal(t, []v2alpha1.Prerequisite{}, fe3.UpgradePrerequisites)
+	for _, key := range []string{"be", "fe1", "fe2", "fe4"} {
+		assert.True(t, defaults.IsDefaulted(stored[key], defaults.ProvisioningList), key)
+		assert.True(t, defaults.IsDefaulted(stored[key], defaults.UpgradeList), key)
+	}
+	assert.Equal(t, []string{"acme-fe3"}, names(stored["fe4"].NodeSpec().DeploymentDependencies.ProvisioningPrerequisites),
+		"fe3 rolls on its own, and still has its place in the others' order")
+}
+
+// What the user's chart had besides the ordering table: per-node revision
+// (spec and label), changeset and version, the Argo CD external link, the
+// common labels, dc and provisioning — stored as rendered.
+func TestTheChartKeepsWhatTheUsersChartHad(t *testing.T) {
+	stored := applyChart(t, "explicit-prerequisite-values.yaml")
+	fe1 := stored["fe1"]
+	assert.Equal(t, "r42", fe1.NodeSpec().DeploymentRevision)
+	assert.Equal(t, "r42", fe1.GetLabels()["express.medallia.com/deployment-revision"])
+	assert.Equal(t, "https://acme-fe1.den.express.internal/.cmdCenter", fe1.GetAnnotations()["link.argocd.argoproj.io/external-link"])
+	assert.Equal(t, "5d41402abc4b2a76b9719d911017c592", stored["fe2"].NodeSpec().ConfigChangeset)
+	assert.Equal(t, "867fc47c2326a5b00893b3b0f3d2d7c66b634579", stored["fe3"].NodeSpec().ConfigChangeset)
+	for key, n := range stored {
+		l := n.GetLabels()
+		assert.Equal(t, "den", l["express.medallia.com/dc"], key)
+		assert.Equal(t, "false", l["express.medallia.com/provisioning"], key)
+		assert.Equal(t, "123634", l["express.medallia.com/tenant-id"], key)
+		assert.Equal(t, "express-tenant-0.1.0", l["helm.sh/chart"], key)
+		assert.Equal(t, "argocd", l["express.medallia.com/source-deployer"], key)
+	}
+	assert.Equal(t, []v2alpha1.Prerequisite{{ExpressNode: "acme-fe1", Kind: "Frontend", ExpressVersion: "express-e689.151", PodConditionType: "Ready", ConditionStatus: "True"}},
+		stored["fe4"].NodeSpec().DeploymentDependencies.UpgradePrerequisites, "rendered complete: stored exactly as rendered")
 }
