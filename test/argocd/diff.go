@@ -150,6 +150,10 @@ func removeFields(config, live any) any {
 	return live
 }
 
+// Normalize removes what the ignores name from u in place, as Argo CD's
+// ignoreDifferences normalizer does.
+func Normalize(u *unstructured.Unstructured, ignores []Ignore) error { return normalize(u, ignores) }
+
 // normalize removes what the ignores name from u, as Argo CD's
 // ignoreDifferences normalizer does: JSON pointers as JSON patch remove
 // operations (a missing path is no error), jq path expressions as del(…).

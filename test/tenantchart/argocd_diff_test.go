@@ -48,8 +48,10 @@ func TestArgoCDSeesNoDifferenceOnTheTenantChart(t *testing.T) {
 			}
 			desired := sync(map[string]any{})
 			assertInSync(t, desired)
+			assertOnlyDocumentedFieldsAdded(t, desired)
 			desired = sync(map[string]any{"expressVersion": map[string]any{"Backend": "express-e689.154", "Frontend": "express-e689.154"}})
 			assertInSync(t, desired)
+			assertOnlyDocumentedFieldsAdded(t, desired)
 		})
 	}
 }
@@ -76,6 +78,71 @@ func TestArgoCDSeesAChangeMadeOutsideIt(t *testing.T) {
 		assert.Equal(t, []string{"/spec/expressVersion"}, paths)
 		assert.Contains(t, serverSideDiff(t, d, live), "/spec/expressVersion")
 	}
+}
+
+// injectedFields are the fields of a Backend/Frontend that express-sequencer
+// writes and a chart never renders, as docs/argocd.md lists them for tools
+// that compare whole objects.
+var injectedFields = []string{
+	"/metadata/annotations/express.medallia.com~1target-hash",
+	"/metadata/annotations/express.medallia.com~1defaulted-prerequisites",
+	"/metadata/annotations/express.medallia.com~1target-changed-at",
+	"/metadata/annotations/express.medallia.com~1rollout-id-changed-at",
+	"/metadata/annotations/express.medallia.com~1released-target",
+	"/metadata/annotations/express.medallia.com~1released-generation",
+	"/spec/rolloutGates",
+	"/spec/deploymentDependencies",
+}
+
+// Between what was rendered and what is stored, only the documented fields
+// differ (metadata the API server owns and status aside), and the list in
+// the docs is this one.
+func assertOnlyDocumentedFieldsAdded(t *testing.T, desired []*unstructured.Unstructured) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(Dir(), "..", "..", "docs", "argocd.md"))
+	require.NoError(t, err)
+	for _, f := range injectedFields {
+		assert.Contains(t, string(doc), "`"+f+"`", "docs/argocd.md lists %s", f)
+	}
+	for _, d := range desired {
+		live := liveOf(t, d).Object
+		unstructured.RemoveNestedField(live, "status")
+		for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
+			unstructured.RemoveNestedField(live, "metadata", f)
+		}
+		unstructured.RemoveNestedField(live, "metadata", "annotations", corev1.LastAppliedConfigAnnotation)
+		seen := false
+		for _, path := range argocd.Differences(d.Object, live) {
+			documented := false
+			for _, f := range injectedFields {
+				documented = documented || path == f || strings.HasPrefix(path, f+"/")
+			}
+			assert.True(t, documented, "%s: %s differs from what was rendered and is not documented", d.GetName(), path)
+			seen = seen || path == injectedFields[0]
+		}
+		assert.True(t, seen, "%s: the target hash is stamped", d.GetName())
+
+		// The documented ignoreDifferences leave only the prerequisite lists.
+		u := &unstructured.Unstructured{Object: live}
+		require.NoError(t, argocd.Normalize(u, []argocd.Ignore{{Group: v2alpha1.GroupVersion.Group, Kind: d.GetKind(), JQPathExpressions: documentedIgnores}}))
+		for _, path := range argocd.Differences(d.Object, u.Object) {
+			assert.True(t, strings.HasPrefix(path, "/spec/deploymentDependencies"), "%s: %s is left after the documented ignoreDifferences", d.GetName(), path)
+		}
+	}
+	for _, expr := range documentedIgnores {
+		assert.Contains(t, string(doc), "    - "+expr+"\n", "docs/argocd.md shows %s", expr)
+	}
+}
+
+// documentedIgnores are the jq path expressions docs/argocd.md gives.
+var documentedIgnores = []string{
+	`.spec.rolloutGates`,
+	`.metadata.annotations["express.medallia.com/target-hash"]`,
+	`.metadata.annotations["express.medallia.com/defaulted-prerequisites"]`,
+	`.metadata.annotations["express.medallia.com/target-changed-at"]`,
+	`.metadata.annotations["express.medallia.com/rollout-id-changed-at"]`,
+	`.metadata.annotations["express.medallia.com/released-target"]`,
+	`.metadata.annotations["express.medallia.com/released-generation"]`,
 }
 
 func assertInSync(t *testing.T, desired []*unstructured.Unstructured) {
