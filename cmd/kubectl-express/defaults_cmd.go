@@ -2,29 +2,25 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/defaults"
 	"github.com/medallia/express-sequencer/sequencer"
 	"github.com/medallia/express-sequencer/webhook"
 )
 
 func newDefaultsCommand(e *env) *cobra.Command {
-	var file string
+	var files []string
 	cmd := &cobra.Command{
-		Use:   "defaults -f FILE|-",
+		Use:   "defaults -f FILE|- [-f FILE]...",
 		Short: "Print manifests with what the admission webhook would inject, without a cluster",
 		Long: `defaults reads Backend and Frontend manifests (other kinds pass through) and
 prints them as the admission webhook would admit them on create: default
@@ -32,68 +28,80 @@ prerequisites injected where a list is absent, the sequencer's gate on up
 nodes. It runs the webhook's own code, so chart CI can check rendered tenants
 without a cluster. Warnings go to stderr; a manifest the webhook would refuse
 fails the command with the webhook's message.`,
-		Args: cobra.NoArgs,
+		Example: `  helm template charts/express-tenant | kubectl express defaults -f -`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return errors.New("-f is required: a file, or - for standard input")
+			ms, err := e.readManifests(files)
+			if err != nil {
+				return err
 			}
-			var in io.Reader = e.in
-			if file != "-" {
-				f, err := os.Open(file)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				in = f
-			}
-			return e.defaults(in)
+			return e.defaults(ms)
 		},
 	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "Manifests to read; - reads standard input.")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "Manifests to read (repeatable); - reads standard input.")
 	return cmd
 }
 
-func (e *env) defaults(in io.Reader) error {
+func (e *env) defaults(ms []manifest) error {
 	orders, err := e.orders()
 	if err != nil {
 		return err
 	}
-	decoder := serializer.NewCodecFactory(app.Scheme()).UniversalDeserializer()
-	var docs [][]byte
-	var nodes []v2alpha1.Node
-	reader := utilyaml.NewYAMLReader(bufioReader(in))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
+	admitted, refused, err := e.admitLocally(ms, orders, nil)
+	if err != nil {
+		return err
+	}
+	for i, m := range ms {
+		if i > 0 {
+			fmt.Fprintln(e.out, "---")
 		}
-		if err != nil {
-			return fmt.Errorf("reading manifests: %w", err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		docs = append(docs, doc)
-		obj, gvk, err := decoder.Decode(doc, nil, nil)
-		if err == nil && gvk.Group == v2alpha1.GroupVersion.Group {
-			if n, ok := obj.(v2alpha1.Node); ok {
-				nodes = append(nodes, n)
-				continue
+		doc := m.doc
+		if n := admitted[i]; n != nil {
+			if doc, err = yaml.Marshal(n); err != nil {
+				return err
 			}
 		}
-		nodes = append(nodes, nil) // passes through unchanged
+		fmt.Fprint(e.out, strings.TrimRight(string(doc), "\n")+"\n")
 	}
+	if len(refused) > 0 {
+		return errors.New(strings.Join(refused, "\n"))
+	}
+	return nil
+}
+
+// admitLocally runs the webhooks' own code on the manifests' nodes, as the
+// API server would admit them — as updates of current where it has a node
+// of that name, as creates otherwise — and returns the admitted nodes (nil
+// for other kinds), the refusals, and prints the warnings to stderr.
+func (e *env) admitLocally(ms []manifest, orders defaults.Orders, current map[string]currentNode) ([]v2alpha1.Node, []string, error) {
+	admitted := make([]v2alpha1.Node, len(ms))
 	var refused []string
-	for i, n := range nodes {
-		if n == nil {
+	for i, m := range ms {
+		if m.node == nil {
 			continue
 		}
+		n := m.node.DeepCopyObject().(v2alpha1.Node)
 		orders.Apply(n)
-		hash, err := rawHash(docs[i])
+		hash, err := rawHash(m.doc)
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", n.NodeKind(), n.GetName(), err)
+			return nil, nil, fmt.Errorf("%s %s: %w", n.NodeKind(), n.GetName(), err)
 		}
-		for _, w := range sequencer.Admit(n, sequencer.Admission{Hash: hash, Now: time.Now()}) {
+		a := sequencer.Admission{Hash: hash, Now: time.Now()}
+		if cur, ok := current[n.GetName()]; ok {
+			a.Old, a.OldHash = cur.node, cur.hash
+			// As kubectl apply patches: what the manifest does not name stays.
+			ann := n.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			for k, v := range cur.node.GetAnnotations() {
+				if _, ok := ann[k]; !ok {
+					ann[k] = v
+				}
+			}
+			n.SetAnnotations(ann)
+		}
+		for _, w := range sequencer.Admit(n, a) {
 			fmt.Fprintf(e.errOut, "Warning: %s %s: %s\n", n.NodeKind(), n.GetName(), w)
 		}
 		// The times are the API server's to stamp at the real admission.
@@ -102,9 +110,9 @@ func (e *env) defaults(in io.Reader) error {
 		delete(ann, v2alpha1.AnnotationRolloutIDChangedAt)
 		n.SetAnnotations(ann)
 		var others []v2alpha1.Node
-		for j, o := range nodes {
-			if o != nil && j != i && o.GetNamespace() == n.GetNamespace() {
-				others = append(others, o)
+		for j, o := range ms {
+			if o.node != nil && j != i && o.node.GetNamespace() == n.GetNamespace() {
+				others = append(others, o.node)
 			}
 		}
 		warnings, errs := webhook.Check(n, others, orders)
@@ -115,22 +123,9 @@ func (e *env) defaults(in io.Reader) error {
 			refused = append(refused, fmt.Sprintf("%s %q would be refused: %s", n.NodeKind(), n.GetName(), errs.ToAggregate()))
 		}
 		n.GetObjectKind().SetGroupVersionKind(v2alpha1.GroupVersion.WithKind(n.NodeKind()))
-		out, err := yaml.Marshal(n)
-		if err != nil {
-			return err
-		}
-		docs[i] = out
+		admitted[i] = n
 	}
-	for i, d := range docs {
-		if i > 0 {
-			fmt.Fprintln(e.out, "---")
-		}
-		fmt.Fprint(e.out, strings.TrimRight(string(d), "\n")+"\n")
-	}
-	if len(refused) > 0 {
-		return errors.New(strings.Join(refused, "\n"))
-	}
-	return nil
+	return admitted, refused, nil
 }
 
 func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -51,7 +52,8 @@ func explain(e *env, s *sequencer.Snapshot, name string) {
 	for _, p := range s.Pods[name] {
 		if p.Conditions[string(corev1.PodReady)] == string(corev1.ConditionTrue) {
 			ready++
-			if p.Version == spec.ExpressVersion && p.Revision == spec.DeploymentRevision {
+			if p.Hash == n.GetAnnotations()[v2alpha1.AnnotationTargetHash] ||
+				p.Hash == "" && p.Version == spec.ExpressVersion && p.Revision == spec.DeploymentRevision {
 				onTarget++
 			}
 		}
@@ -83,7 +85,7 @@ func explain(e *env, s *sequencer.Snapshot, name string) {
 	chain := []string{name}
 	for cur := d; len(cur.WaitingFor) > 0; {
 		next := cur.WaitingFor[len(cur.WaitingFor)-1]
-		if strings.Contains(strings.Join(chain, " "), next) {
+		if slices.Contains(chain, next) {
 			chain = append(chain, next+" (loop)")
 			break
 		}

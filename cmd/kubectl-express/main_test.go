@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,6 +37,7 @@ var shared = controlplane.Lazy{
 func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
+	full.Stop()
 	os.Exit(code)
 }
 
@@ -220,4 +223,76 @@ func TestDefaultsWorkOfflineWithTheWebhooksCode(t *testing.T) {
 	assert.ErrorContains(t, err, "-f is required")
 	_, _, err = run(t, "", "defaults", "-f", "testdata/none.yaml")
 	assert.ErrorContains(t, err, "none.yaml")
+}
+
+// In a tenant with fe10 and more, acme-fe1 is not mistaken for part of
+// acme-fe11: the chain runs all the way to the backend.
+func TestExplainFollowsALongChainWithoutSeeingALoop(t *testing.T) {
+	h := shared.Get(t)
+	ctx := context.Background()
+	const big = "plugin-test-twelve"
+	require.NoError(t, h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: big}}))
+	for i := 0; i < 12; i++ {
+		kind, key := v2alpha1.KindFrontend, "fe"+strconv.Itoa(i)
+		if i == 0 {
+			kind, key = v2alpha1.KindBackend, "be"
+		}
+		n := v2alpha1.NewNode(kind)
+		n.SetName("acme-" + key)
+		n.SetNamespace(big)
+		*n.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme"}, ExpressVersion: "express-e689.151"}
+		require.NoError(t, h.Client.Create(ctx, n))
+	}
+	out, _, err := run(t, "", "explain", "acme-fe11", "--kubeconfig", cluster(t), "-n", big)
+	require.NoError(t, err)
+	assert.Contains(t, out, "chain:   acme-fe11 → acme-fe10 → acme-fe9 → acme-fe8 → acme-fe7 → acme-fe6 → acme-fe5 → acme-fe4 → acme-fe3 → acme-fe2 → acme-fe1 → acme-be\n")
+	assert.NotContains(t, out, "(loop)")
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the command writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// plan -w prints the plan again when the tenant changes, from a watch.
+func TestPlanWatchPrintsTheChange(t *testing.T) {
+	kubeconfig := cluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	cmd := newRootCommand(strings.NewReader(""), &out, &out)
+	cmd.SetArgs([]string{"plan", "acme", "-w", "--kubeconfig", kubeconfig, "-n", ns})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Tenant acme") }, 10*time.Second, 20*time.Millisecond)
+	require.NotContains(t, out.String(), "\n--- ")
+
+	_, _, err := run(t, "", "pause", "acme-fe4", "--kubeconfig", kubeconfig, "-n", ns)
+	require.NoError(t, err)
+	defer func() { _, _, _ = run(t, "", "resume", "acme-fe4", "--kubeconfig", kubeconfig, "-n", ns) }()
+	require.Eventually(t, func() bool {
+		s := out.String()
+		i := strings.Index(s, "\n--- ")
+		return i >= 0 && strings.Contains(s[i:], "held by express.medallia.com/pause-rollout")
+	}, 10*time.Second, 20*time.Millisecond, "the paused fe4 is printed: %s", out.String())
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("plan -w did not stop when its context ended")
+	}
 }

@@ -2,15 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/medallia/express-sequencer/sequencer"
@@ -33,14 +34,30 @@ type row struct {
 func newPlanCommand(e *env) *cobra.Command {
 	var output string
 	var watch bool
+	var p previewOptions
 	cmd := &cobra.Command{
-		Use:   "plan [TENANT]",
-		Short: "Show a tenant's nodes in order: mode, gated or released, waiting for whom, and why",
+		Use:   "plan [TENANT] [-f FILE|-]...",
+		Short: "Show a tenant's nodes in order, or predict the order a proposed change would roll out in",
 		Long: `plan decides, with the sequencer's own code, what each node of a tenant may do
 right now, and prints the nodes in provisioning order. TENANT is the
 clusterConfig.clusterName; it may be left out when the namespace holds one
 tenant. -o mermaid draws the provisioning and upgrade chains (down nodes
-drawn as skipped).`,
+drawn as skipped).
+
+With -f, plan predicts instead the order in which a proposed change — the
+tenant's manifests as they would be applied, e.g. from helm template — would
+be rolled out: each manifest is admitted by the API server in a dry run
+(through express-sequencer's webhooks) over the live tenant, then the
+sequencer's own Plan runs as if every node it releases became Ready on its
+target at once. Nothing is changed in the cluster.
+
+--offline needs no cluster: the manifests are admitted with the webhooks'
+own code, over the --current manifests (every node taken as Ready on them),
+or as a new tenant without --current. For chart CI: render the values before
+and after the change and compare.`,
+		Example: `  kubectl express plan acme -n tenant-123634-prod
+  helm template charts/express-tenant -f new-values.yaml | kubectl express plan acme -f -
+  kubectl express plan --offline --current before.yaml -f after.yaml -o mermaid`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch output {
@@ -52,45 +69,55 @@ drawn as skipped).`,
 			if len(args) == 1 {
 				tenant = args[0]
 			}
-			last := ""
-			for {
-				text, err := e.plan(cmd, tenant, output)
+			if len(p.files) > 0 || p.offline {
+				if watch {
+					return fmt.Errorf("-w watches the live tenant; it does not go with -f")
+				}
+				if p.offline && len(p.files) == 0 {
+					return fmt.Errorf("--offline predicts from manifests: give them with -f")
+				}
+				p.output = output
+				text, err := e.preview(contextOf(cmd), tenant, p)
 				if err != nil {
 					return err
 				}
-				if text != last {
-					if last != "" {
-						fmt.Fprintf(e.out, "\n--- %s\n", time.Now().Format(time.TimeOnly))
-					}
-					fmt.Fprint(e.out, text)
-					last = text
-				}
-				if !watch {
-					return nil
-				}
-				select {
-				case <-contextOf(cmd).Done():
-					return nil
-				case <-time.After(time.Second):
-				}
+				fmt.Fprint(e.out, text)
+				return nil
 			}
+			if len(p.current) > 0 {
+				return fmt.Errorf("--current goes with --offline and -f")
+			}
+			c, ns, err := e.client()
+			if err != nil {
+				return err
+			}
+			text, err := e.plan(contextOf(cmd), c, ns, tenant, output)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(e.out, text)
+			if !watch {
+				return nil
+			}
+			return e.watchPlan(contextOf(cmd), ns, text, func(ctx context.Context) (string, error) {
+				return e.plan(ctx, c, ns, tenant, output)
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table, json, yaml or mermaid.")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Print the plan again whenever it changes, until interrupted.")
+	cmd.Flags().StringArrayVarP(&p.files, "filename", "f", nil, "Predict the order of the change these manifests make (repeatable); - reads standard input.")
+	cmd.Flags().BoolVar(&p.offline, "offline", false, "Predict without a cluster, from --current (or a new tenant).")
+	cmd.Flags().StringArrayVar(&p.current, "current", nil, "With --offline: the tenant's manifests as they run now (repeatable).")
 	return cmd
 }
 
-func (e *env) plan(cmd *cobra.Command, tenant, output string) (string, error) {
-	c, ns, err := e.client()
-	if err != nil {
-		return "", err
-	}
+func (e *env) plan(ctx context.Context, c client.Reader, ns, tenant, output string) (string, error) {
 	orders, err := e.orders()
 	if err != nil {
 		return "", err
 	}
-	s, err := tenantSnapshot(contextOf(cmd), c, ns, tenant, orders)
+	s, err := tenantSnapshot(ctx, c, ns, tenant, orders)
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/test/simoperator"
+	"github.com/medallia/express-sequencer/test/tenantchart"
+)
+
+// render renders the tenant chart with overrides into a file.
+func render(t *testing.T, name string, overrides map[string]any) string {
+	t.Helper()
+	manifests, _, err := tenantchart.Render(overrides)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	require.NoError(t, os.WriteFile(path, []byte(manifests), 0o600))
+	return path
+}
+
+var v154 = map[string]any{"Backend": "express-e689.154", "Frontend": "express-e689.154"}
+
+func reversed() map[string]any {
+	return map[string]any{
+		"be":  map[string]any{"up": true},
+		"fe1": map[string]any{"up": true, "upgradePrerequisites": []any{map[string]any{"expressNode": "acme-fe2", "kind": "Frontend"}}},
+		"fe2": map[string]any{"up": true, "upgradePrerequisites": []any{}},
+		"fe3": map[string]any{"up": true}, "fe4": map[string]any{"up": true},
+	}
+}
+
+// steps reads the order out of plan -o json.
+func steps(t *testing.T, out string) string {
+	t.Helper()
+	var r previewResult
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	var s []string
+	for _, st := range r.Steps {
+		s = append(s, strings.Join(st.Nodes, ","))
+	}
+	return strings.Join(s, " ")
+}
+
+func TestPlanPredictsTheOrderOfAChangeOffline(t *testing.T) {
+	fe2Down := map[string]any{"fe2": map[string]any{"up": false}}
+	for _, c := range []struct {
+		name          string
+		before, after map[string]any
+		want          string
+	}{
+		{"a change to all nodes", map[string]any{}, map[string]any{"expressVersion": v154},
+			"acme-fe1 acme-fe2 acme-be acme-fe3 acme-fe4"},
+		{"a change to the frontends only", map[string]any{}, map[string]any{"expressVersion": map[string]any{"Backend": "express-e689.151", "Frontend": "express-e689.154"}},
+			"acme-fe1 acme-fe2 acme-fe3 acme-fe4"},
+		{"a change to all with fe2 down", map[string]any{"nodes": fe2Down}, map[string]any{"nodes": fe2Down, "expressVersion": v154},
+			"acme-fe1 acme-be acme-fe3 acme-fe4"},
+		{"a per-node override", map[string]any{}, map[string]any{"nodes": map[string]any{"fe3": map[string]any{"up": true, "expressVersion": "express-e689.154"}}},
+			"acme-fe3"},
+		{"an explicit reversal of fe1 and fe2 with a change to all", map[string]any{}, map[string]any{"nodes": reversed(), "expressVersion": v154},
+			"acme-fe2 acme-fe1 acme-be acme-fe3 acme-fe4"},
+		{"a new tenant", nil, map[string]any{}, "acme-be acme-fe1 acme-fe2 acme-fe3 acme-fe4"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"plan", "--offline", "-f", render(t, "after", c.after)}
+			if c.before != nil {
+				args = append(args, "--current", render(t, "before", c.before))
+			}
+			out, errOut, err := run(t, "", append(args, "-o", "json")...)
+			require.NoError(t, err, errOut)
+			assert.Empty(t, errOut)
+			assert.Equal(t, c.want, steps(t, out))
+			table, _, err := run(t, "", args...)
+			require.NoError(t, err)
+			golden(t, "preview."+strings.ReplaceAll(c.name, " ", "-"), table)
+		})
+	}
+}
+
+func TestPlanRefusesFlagsThatDoNotGoTogether(t *testing.T) {
+	_, _, err := run(t, "", "plan", "--offline")
+	assert.ErrorContains(t, err, "--offline predicts from manifests: give them with -f")
+	_, _, err = run(t, "", "plan", "--current", "x.yaml")
+	assert.ErrorContains(t, err, "--current goes with --offline and -f")
+	_, _, err = run(t, "", "plan", "-w", "-f", "x.yaml")
+	assert.ErrorContains(t, err, "-w watches the live tenant")
+	_, _, err = run(t, "", "plan", "--offline", "-f", "testdata/none.yaml")
+	assert.ErrorContains(t, err, "none.yaml")
+	_, _, err = run(t, "", "plan", "zeta", "--offline", "-f", render(t, "after", map[string]any{}))
+	assert.ErrorContains(t, err, `the manifests hold no node of tenant "zeta" (they hold acme)`)
+}
+
+// full is a control plane with the whole of express-sequencer and the
+// simulated Express operator: rollouts really happen.
+var (
+	fullOp = &simoperator.Operator{ReadyAfter: 100 * time.Millisecond, RecoverAfter: 200 * time.Millisecond}
+	full   = controlplane.Lazy{Setup: func(h *controlplane.Harness) error {
+		_, err := h.StartOperator(fullOp)
+		return err
+	}}
+)
+
+// The order plan predicts for a change against the live tenant, through
+// the API server's dry run, is the order the rollout then takes.
+func TestPlanPredictsTheOrderTheRolloutThenTakes(t *testing.T) {
+	h := full.Get(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "preview-"}}
+	require.NoError(t, h.Client.Create(ctx, ns))
+	apply := func(file string) {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for _, doc := range strings.Split(string(data), "\n---") {
+			u := &unstructured.Unstructured{}
+			require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
+			if len(u.Object) == 0 {
+				continue
+			}
+			u.SetNamespace(ns.Name)
+			require.NoError(t, h.Client.Patch(ctx, u, client.Apply, client.FieldOwner("argocd-controller"), client.ForceOwnership))
+		}
+	}
+	settled := func() {
+		require.Eventually(t, func() bool {
+			done, _, err := controlplane.Settled(ctx, h.Client, ns.Name)
+			return err == nil && done
+		}, 60*time.Second, 50*time.Millisecond)
+	}
+	apply(render(t, "before", map[string]any{"namespace": ns.Name}))
+	settled()
+	mark := len(fullOp.StartedIn(ns.Name))
+
+	after := render(t, "after", map[string]any{"namespace": ns.Name, "expressVersion": v154})
+	kubeconfig, err := h.KubeconfigFile(t.TempDir())
+	require.NoError(t, err)
+	out, errOut, err := run(t, "", "plan", "acme", "-f", after, "-o", "json", "--kubeconfig", kubeconfig, "-n", ns.Name)
+	require.NoError(t, err, errOut)
+	predicted := steps(t, out)
+	assert.Equal(t, "acme-fe1 acme-fe2 acme-be acme-fe3 acme-fe4", predicted)
+	assert.Equal(t, mark, len(fullOp.StartedIn(ns.Name)), "the prediction changed nothing")
+
+	apply(after)
+	settled()
+	assert.Equal(t, predicted, strings.Join(fullOp.StartedIn(ns.Name)[mark:], " "), "the rollout takes the predicted order")
+}
