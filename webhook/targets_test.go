@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +29,11 @@ const extendedBackend = `{
     "clusterConfig": {"clusterName": "acme"},
     "expressVersion": "express-e689.151",
     "resources": {"replicas": 3, "requests": {"cpu": "500m", "memory": "2Gi"}},
-    "extensions": {"jvm": {"flags": ["-Xmx4g", "-XX:+UseZGC"], "ratio": 0.75, "nested": {"deep": [{"a": 1}, {"b": null}]}}}
+    "extensions": {"jvm": {"flags": ["-Xmx4g", "-XX:+UseZGC"], "ratio": 0.75, "nested": {"deep": [{"a": 1}, {"b": null}]}}},
+    "sidecars": [{"name": "log", "image": "fluent:1.2", "env": [{"name": "LEVEL", "value": "info"}], "ports": [24224, 9880]}],
+    "nodeSelector": {"topology.kubernetes.io/zone": "den-a", "express.medallia.com/pool": "fe"},
+    "maxSurge": "25%",
+    "maintenance": {"enabled": false, "window": {"start": "02:00", "end": "04:00"}}
   }
 }`
 
@@ -57,13 +62,7 @@ func TestFieldsTheGoTypesDoNotModelSurviveAdmissionAndArePartOfTheTarget(t *test
 	require.NoError(t, c.Create(ctx, sent.DeepCopy()))
 
 	stored := getUnstructured(t, ns)
-	for _, field := range []string{controlplane.UnmodelledField, controlplane.PreservedField} {
-		want, _, _ := unstructured.NestedFieldNoCopy(sent.Object, "spec", field)
-		got, _, _ := unstructured.NestedFieldNoCopy(stored.Object, "spec", field)
-		wantJSON, _ := json.Marshal(want)
-		gotJSON, _ := json.Marshal(got)
-		assert.JSONEq(t, string(wantJSON), string(gotJSON), "spec.%s survives admission", field)
-	}
+	assertUnmodelledFieldsKept(t, sent, stored, "create")
 	spec, _ := json.Marshal(stored.Object["spec"])
 	hash, err := sequencer.TargetHash(spec)
 	require.NoError(t, err)
@@ -89,6 +88,55 @@ func TestFieldsTheGoTypesDoNotModelSurviveAdmissionAndArePartOfTheTarget(t *test
 		require.NoError(t, c.Update(ctx, reordered))
 		assert.False(t, v2alpha1.IsGated(typed(t, getUnstructured(t, ns))))
 	})
+}
+
+var unmodelledFields = []string{controlplane.UnmodelledField, controlplane.PreservedField, controlplane.SidecarsField,
+	controlplane.NodeSelectorField, controlplane.MaxSurgeField, controlplane.MaintenanceField}
+
+// assertUnmodelledFieldsKept checks that every field the Go types do not
+// model is what was sent, value for value.
+func assertUnmodelledFieldsKept(t *testing.T, sent, got *unstructured.Unstructured, how string) {
+	t.Helper()
+	for _, field := range unmodelledFields {
+		want, ok, _ := unstructured.NestedFieldNoCopy(sent.Object, "spec", field)
+		require.True(t, ok, "the test sends spec.%s", field)
+		have, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", field)
+		wantJSON, _ := json.Marshal(want)
+		gotJSON, _ := json.Marshal(have)
+		assert.JSONEq(t, string(wantJSON), string(gotJSON), "spec.%s survives admission (%s)", field, how)
+	}
+}
+
+// A server-side dry run — kubectl apply --dry-run=server — goes through the
+// webhooks: it shows what they inject, keeps every field the Go types do not
+// model, and stores nothing.
+func TestADryRunShowsWhatAdmissionInjectsAndKeepsEveryField(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	ns := namespace(t)
+	sent := unstructuredBackend(t, ns)
+	created := sent.DeepCopy()
+	require.NoError(t, c.Create(ctx, created, client.DryRunAll))
+	assertUnmodelledFieldsKept(t, sent, created, "dry-run create")
+	assert.NotEmpty(t, created.GetAnnotations()[v2alpha1.AnnotationTargetHash], "stamped")
+	deps, ok, _ := unstructured.NestedMap(created.Object, "spec", "deploymentDependencies")
+	assert.True(t, ok && deps["upgradePrerequisites"] != nil, "defaults injected: %v", deps)
+	assert.True(t, v2alpha1.IsGated(typed(t, created)), "gated")
+	err := c.Get(ctx, client.ObjectKeyFromObject(sent), &unstructured.Unstructured{Object: map[string]any{"apiVersion": sent.GetAPIVersion(), "kind": sent.GetKind()}})
+	assert.True(t, apierrors.IsNotFound(err), "nothing stored: %v", err)
+
+	require.NoError(t, c.Create(ctx, sent.DeepCopy()))
+	releaseUnstructured(t, ns)
+	changed := getUnstructured(t, ns)
+	require.NoError(t, unstructured.SetNestedField(changed.Object, "30%", "spec", controlplane.MaxSurgeField))
+	want := changed.DeepCopy()
+	require.NoError(t, c.Update(ctx, changed, client.DryRunAll))
+	assertUnmodelledFieldsKept(t, want, changed, "dry-run update")
+	assert.True(t, v2alpha1.IsGated(typed(t, changed)), "a change to an unmodelled field is a target change")
+	assert.False(t, v2alpha1.IsGated(typed(t, getUnstructured(t, ns))), "nothing stored")
+
+	require.NoError(t, c.Update(ctx, want.DeepCopy()))
+	assertUnmodelledFieldsKept(t, want, getUnstructured(t, ns), "update")
 }
 
 func releaseUnstructured(t *testing.T, ns string) {

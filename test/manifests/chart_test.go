@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -102,4 +103,42 @@ func TestTheHelmChartValues(t *testing.T) {
 	}
 	require.Contains(t, h["ConfigMap"], "express-sequencer-orders")
 	assert.Contains(t, string(h["ConfigMap"]["express-sequencer-orders"]), "upgradeOrder")
+}
+
+// namespaceSelector limits every webhook — nodes and pods — to the
+// namespaces it selects, to bring tenants in one at a time.
+func TestANamespaceSelectorLimitsEveryWebhook(t *testing.T) {
+	sel := map[string]any{"matchLabels": map[string]any{"express.medallia.com/sequenced": "true"}}
+	objs := chart(t, map[string]any{"namespaceSelector": sel})
+	count := 0
+	for kind, byName := range objs {
+		if kind != "MutatingWebhookConfiguration" && kind != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		for name, data := range byName {
+			var cfg struct {
+				Webhooks []struct {
+					Name              string                `json:"name"`
+					NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector"`
+				} `json:"webhooks"`
+			}
+			require.NoError(t, json.Unmarshal(data, &cfg))
+			for _, w := range cfg.Webhooks {
+				count++
+				require.NotNil(t, w.NamespaceSelector, "%s %s", name, w.Name)
+				assert.Equal(t, map[string]string{"express.medallia.com/sequenced": "true"}, w.NamespaceSelector.MatchLabels, "%s %s", name, w.Name)
+			}
+		}
+	}
+	all := 0
+	for kind, byName := range chart(t, nil) {
+		for _, data := range byName {
+			assert.NotContains(t, string(data), "namespaceSelector", "none by default")
+			if strings.HasSuffix(kind, "WebhookConfiguration") {
+				all += strings.Count(string(data), `"admissionReviewVersions"`)
+			}
+		}
+	}
+	assert.Equal(t, all, count, "every webhook, pods included")
+	assert.GreaterOrEqual(t, count, 3)
 }

@@ -5,6 +5,7 @@ package manifests
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,9 +19,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
@@ -29,10 +32,14 @@ import (
 )
 
 // install builds config/default and returns its objects by kind and name.
-func install(t *testing.T) map[string]map[string][]byte {
+func install(t *testing.T) map[string]map[string][]byte { return build(t, "default") }
+
+// build builds an install under config/ and returns its objects by kind and
+// name.
+func build(t *testing.T, dir string) map[string]map[string][]byte {
 	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(controlplane.Root(), "config", "default"))
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(controlplane.Root(), "config", dir))
 	require.NoError(t, err)
 	out := map[string]map[string][]byte{}
 	for _, r := range res.Resources() {
@@ -53,6 +60,19 @@ func decode[T any](t *testing.T, objs map[string]map[string][]byte, kind, name s
 	var v T
 	require.NoError(t, json.Unmarshal(data, &v))
 	return &v
+}
+
+// The Express operator owns the CRDs: config/default leaves them out,
+// config/standalone adds them (components/crds), and is otherwise the same.
+func TestTheCRDsAreAComponentTheDefaultInstallLeavesOut(t *testing.T) {
+	def, standalone := install(t), build(t, "standalone")
+	assert.Empty(t, def["CustomResourceDefinition"], "config/default installs no CRD")
+	require.Len(t, standalone["CustomResourceDefinition"], 2)
+	for _, name := range []string{"backends.express.medallia.com", "frontends.express.medallia.com"} {
+		assert.Contains(t, standalone["CustomResourceDefinition"], name, "not renamed by the install's namePrefix")
+	}
+	delete(standalone, "CustomResourceDefinition")
+	assert.Equal(t, def, standalone, "otherwise the same objects")
 }
 
 func TestTheCertManagerInstallHangsTogether(t *testing.T) {
@@ -137,5 +157,60 @@ func TestTheCertManagerInstallHangsTogether(t *testing.T) {
 			assert.Equal(t, []string{"express.medallia.com"}, r.APIGroups)
 			assert.Subset(t, []string{"backends", "frontends"}, r.Resources)
 		}
+	}
+}
+
+// The CRD schema docs/express-operator-contract.md asks the Express operator
+// to carry is what the generated CRDs hold: every property it shows exists
+// there, with the same type, default, list type and keys.
+func TestTheContractsCRDSnippetMatchesTheGeneratedCRDs(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(controlplane.Root(), "docs", "express-operator-contract.md"))
+	require.NoError(t, err)
+	text := string(doc)
+	start := strings.Index(text, "## 0. Carry these fields in your CRDs")
+	require.GreaterOrEqual(t, start, 0)
+	block := text[start:]
+	block = block[strings.Index(block, "```yaml\n")+len("```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	var snippet map[string]apiextensionsv1.JSONSchemaProps
+	require.NoError(t, yaml.Unmarshal([]byte(block), &snippet))
+	require.Contains(t, snippet, "spec")
+	require.Contains(t, snippet, "status")
+	for _, kind := range []string{"backends", "frontends"} {
+		data, err := os.ReadFile(filepath.Join(controlplane.Root(), "config", "crd", "bases", "express.medallia.com_"+kind+".yaml"))
+		require.NoError(t, err)
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		require.NoError(t, yaml.Unmarshal(data, crd))
+		v := crd.Spec.Versions[0]
+		require.NotNil(t, v.Subresources)
+		assert.NotNil(t, v.Subresources.Status, "%s: the status subresource", kind)
+		for name, want := range snippet {
+			assertSchemaSubset(t, kind+"."+name, want, v.Schema.OpenAPIV3Schema.Properties[name])
+		}
+	}
+}
+
+func assertSchemaSubset(t *testing.T, path string, want, got apiextensionsv1.JSONSchemaProps) {
+	t.Helper()
+	assert.Equal(t, want.Type, got.Type, "%s: type", path)
+	assert.Equal(t, want.Enum != nil, got.Enum != nil, "%s: enum", path)
+	if want.Default != nil {
+		require.NotNil(t, got.Default, "%s: default", path)
+		assert.JSONEq(t, string(want.Default.Raw), string(got.Default.Raw), "%s: default", path)
+	}
+	assert.Equal(t, want.XListType, got.XListType, "%s: x-kubernetes-list-type", path)
+	assert.Equal(t, want.XListMapKeys, got.XListMapKeys, "%s: x-kubernetes-list-map-keys", path)
+	for _, r := range want.Required {
+		assert.Contains(t, got.Required, r, "%s: required", path)
+	}
+	for name, p := range want.Properties {
+		g, ok := got.Properties[name]
+		if assert.True(t, ok, "%s.%s exists in the generated CRD", path, name) {
+			assertSchemaSubset(t, path+"."+name, p, g)
+		}
+	}
+	if want.Items != nil && want.Items.Schema != nil {
+		require.NotNil(t, got.Items, "%s: items", path)
+		assertSchemaSubset(t, path+"[]", *want.Items.Schema, *got.Items.Schema)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 	"github.com/medallia/express-sequencer/test/argocd"
+	"github.com/medallia/express-sequencer/test/controlplane"
 )
 
 // The Argo CD health check (config/argocd/health.lua), run in gopher-lua as
@@ -50,8 +51,22 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 		assert.True(t, strings.HasPrefix(got.Message, w.message), "%s: message %q starts with %q", name, got.Message, w.message)
 	}
 
+	// The tenants left paused, stalled or in a cycle would count as waiting
+	// in later tests' metrics: they go when the test ends.
+	var namespaces []string
+	tenant := func() string {
+		ns := namespace(t)
+		namespaces = append(namespaces, ns)
+		return ns
+	}
+	t.Cleanup(func() {
+		for _, ns := range namespaces {
+			removeTenant(t, ns)
+		}
+	})
+
 	// Before any sequencer runs: admitted and gated, no condition yet.
-	fresh := namespace(t)
+	fresh := tenant()
 	createTenant(t, fresh, 2, nil)
 	check("a node admitted before any sequencer looked at it", health(fresh, "be"), want{argocd.Progressing, "gated: waiting for express-sequencer"})
 
@@ -59,7 +74,7 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 	waitSettled(t, fresh, 2)
 	check("a node whose rollout is complete", health(fresh, "fe1"), want{argocd.Healthy, "RolloutComplete: Ready on " + v1})
 
-	rolling := namespace(t)
+	rolling := tenant()
 	op.Stick(rolling, "acme-be")
 	createTenant(t, rolling, 2, nil)
 	waitReason(rolling, "fe1", v2alpha1.ReasonWaitingForPrerequisite)
@@ -68,7 +83,9 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 	waitReason(rolling, "be", v2alpha1.ReasonProgressDeadlineExceeded)
 	check("a node past its progress deadline", health(rolling, "be"), want{argocd.Degraded, "ProgressDeadlineExceeded: released but not Ready"})
 
-	paused, _ := settledTenant(t, 3)
+	paused := tenant()
+	createTenant(t, paused, 3, nil)
+	waitSettled(t, paused, 3)
 	update(t, paused, func(n v2alpha1.Node) {
 		n.SetAnnotations(map[string]string{v2alpha1.AnnotationPauseRollout: "true"})
 		n.NodeSpec().ExpressVersion = v2
@@ -82,7 +99,7 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 	waitReason(paused, "be", v2alpha1.ReasonNodeDown)
 	check("an intentionally down node", health(paused, "be"), want{argocd.Healthy, "intentionally down (up: false)"})
 
-	cycle := namespace(t)
+	cycle := tenant()
 	createTenant(t, cycle, 3, func(k string, s *v2alpha1.NodeSpec) {
 		if k == "fe1" {
 			s.DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: []v2alpha1.Prerequisite{{ExpressNode: "acme-fe2", Kind: v2alpha1.KindFrontend}}}
@@ -97,7 +114,7 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 	waitReason(cycle, "fe1", v2alpha1.ReasonDependencyCycle)
 	check("a node in a dependency cycle", health(cycle, "fe1"), want{argocd.Degraded, "DependencyCycle: "})
 
-	landing := namespace(t)
+	landing := tenant()
 	createTenant(t, landing, 2, nil)
 	waitSettled(t, landing, 2)
 	update(t, landing, func(n v2alpha1.Node) {
@@ -114,4 +131,18 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 	stop()
 	setVersion(t, fresh, v2, "fe1")
 	check("a node changed since the sequencer last reported on it", health(fresh, "fe1"), want{argocd.Progressing, "waiting for express-sequencer to look at generation"})
+}
+
+// removeTenant deletes the nodes of namespace ns and waits until they are
+// gone.
+func removeTenant(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, kind := range []string{v2alpha1.KindBackend, v2alpha1.KindFrontend} {
+		assert.NoError(t, harness.Client.DeleteAllOf(ctx, v2alpha1.NewNode(kind), client.InNamespace(ns)))
+	}
+	assert.True(t, waitFor(30*time.Second, func() bool {
+		nodes, err := controlplane.Nodes(ctx, harness.Client, ns)
+		return err == nil && len(nodes) == 0
+	}), "the nodes of %s are deleted", ns)
 }
