@@ -50,6 +50,10 @@ type Rotator struct {
 	// Client patches the CA bundle into the webhook configurations; nil
 	// skips injection.
 	Client client.Client
+	// Watch, when set, watches the webhook configurations so that a bundle
+	// removed or replaced (the configuration re-created) is injected again
+	// at once.
+	Watch client.WithWatch
 	// CASecret, when set, names the Secret that holds the CA every replica
 	// shares; without it the CA lives in Dir alone (one replica, local runs).
 	CASecret *types.NamespacedName
@@ -268,6 +272,7 @@ func (r *Rotator) Start(ctx context.Context) error {
 	if err := r.Inject(ctx); err != nil {
 		return err
 	}
+	r.keepInjected(ctx)
 	for {
 		select {
 		case <-ctx.Done():

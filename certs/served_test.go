@@ -111,3 +111,86 @@ func TestReplicasShareTheCASoEitherCanServe(t *testing.T) {
 	require.NoError(t, cp.PointWebhooksAt(context.Background(), portB))
 	assert.NoError(t, cp.WaitForWebhooks(context.Background(), 20*time.Second), "the other replica is trusted through the same bundle")
 }
+
+// The webhook configurations re-created without a CA bundle — the emergency
+// step of docs/operations.md, Argo CD Replace=true, helm --force — get it
+// back within moments, without a restart, while writes keep coming; two
+// replicas sharing the CA do not take turns rewriting it.
+func TestAWebhookConfigurationRecreatedWithoutItsCABundleGetsItBack(t *testing.T) {
+	cp, err := controlplane.Start()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, cp.Stop()) }()
+	replica := func(dir string, port int) app.Options {
+		o := cp.ManagerOptions(dir, logr.Discard())
+		o.WebhookPort = port
+		o.Sequencer = false
+		o.CASecret = "default/express-sequencer-webhook-ca"
+		return o
+	}
+	_, stopA, err := cp.StartManager(replica(t.TempDir(), cp.WebhookPort))
+	require.NoError(t, err)
+	defer stopA()
+	portB, err := controlplane.FreePort()
+	require.NoError(t, err)
+	_, stopB, err := cp.StartManager(replica(t.TempDir(), portB))
+	require.NoError(t, err)
+	defer stopB()
+	ctx := context.Background()
+	require.NoError(t, cp.WaitForWebhooks(ctx, 10*time.Second))
+
+	// Writes keep flowing while the configurations are re-created.
+	writes := make(chan error, 1000)
+	stopWrites := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stopWrites:
+				close(writes)
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			writes <- cp.WaitForWebhooks(ctx, 100*time.Millisecond)
+		}
+	}()
+
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Name: webhook.MutatingConfigurationName}, m))
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Name: webhook.ValidatingConfigurationName}, v))
+	for _, obj := range []client.Object{m, v} {
+		require.NoError(t, cp.Client.Delete(ctx, obj))
+	}
+	recreated := time.Now()
+	m.ResourceVersion, m.UID = "", ""
+	for i := range m.Webhooks {
+		m.Webhooks[i].ClientConfig.CABundle = nil
+	}
+	v.ResourceVersion, v.UID = "", ""
+	for i := range v.Webhooks {
+		v.Webhooks[i].ClientConfig.CABundle = nil
+	}
+	require.NoError(t, cp.Client.Create(ctx, m))
+	require.NoError(t, cp.Client.Create(ctx, v))
+
+	require.Eventually(t, func() bool { return cp.WaitForWebhooks(ctx, 200*time.Millisecond) == nil }, 5*time.Second, 50*time.Millisecond,
+		"writes are admitted again within 5 s, without a restart")
+	t.Logf("writes admitted again %s after the configurations were re-created", time.Since(recreated).Round(time.Millisecond))
+	close(stopWrites)
+	failed := 0
+	for err := range writes {
+		if err != nil {
+			failed++
+		}
+	}
+	t.Logf("%d writes refused meanwhile", failed)
+
+	for _, obj := range []client.Object{m, v} {
+		require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+	}
+	before := m.ResourceVersion + "/" + v.ResourceVersion
+	time.Sleep(3 * time.Second)
+	for _, obj := range []client.Object{m, v} {
+		require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+	}
+	assert.Equal(t, before, m.ResourceVersion+"/"+v.ResourceVersion, "once injected, neither replica writes the configurations again")
+}

@@ -226,7 +226,7 @@ func webhookServer(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	var runnables []manager.Runnable
 	switch o.CertMode {
 	case CertModeSelfSigned:
-		direct, err := client.New(cfg, client.Options{Scheme: scheme})
+		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 		if err != nil {
 			return nil, nil, fmt.Errorf("creating client for CA injection: %w", err)
 		}
@@ -239,7 +239,7 @@ func webhookServer(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 			caSecret = &types.NamespacedName{Namespace: ns, Name: name}
 		}
 		rotator := &certs.Rotator{
-			Dir: o.CertDir, Hosts: o.CertHosts, Clock: o.Clock, Client: direct, CASecret: caSecret,
+			Dir: o.CertDir, Hosts: o.CertHosts, Clock: o.Clock, Client: direct, Watch: direct, CASecret: caSecret,
 			CAValidity: o.CAValidity, CertValidity: o.CertValidity, CheckInterval: o.CertCheck,
 			MutatingConfigurations: []string{o.MutatingName}, ValidatingConfigurations: []string{o.ValidatingName},
 			Log: o.Log.WithName("certs"),

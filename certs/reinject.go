@@ -1,0 +1,113 @@
+package certs
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// keepInjected watches the named webhook configurations — only those, by
+// name — and injects the CA bundle again the moment one of them is created
+// or changed without it: re-created by an emergency procedure, replaced by
+// Argo CD or helm --force. Injections are rate limited, doubling the pause
+// up to a minute while they keep being undone, so two replicas that
+// disagree on the CA cannot write in a loop.
+func (r *Rotator) keepInjected(ctx context.Context) {
+	if r.Watch == nil {
+		return
+	}
+	type target struct {
+		list  client.ObjectList
+		name  string
+		check func(watch.Event) (bool, bool)
+	}
+	var targets []target
+	for _, name := range r.MutatingConfigurations {
+		targets = append(targets, target{&admissionregistrationv1.MutatingWebhookConfigurationList{}, name, func(ev watch.Event) (bool, bool) {
+			cfg, ok := ev.Object.(*admissionregistrationv1.MutatingWebhookConfiguration)
+			if !ok {
+				return false, false
+			}
+			var bundles [][]byte
+			for _, w := range cfg.Webhooks {
+				bundles = append(bundles, w.ClientConfig.CABundle)
+			}
+			return true, r.trusted(bundles)
+		}})
+	}
+	for _, name := range r.ValidatingConfigurations {
+		targets = append(targets, target{&admissionregistrationv1.ValidatingWebhookConfigurationList{}, name, func(ev watch.Event) (bool, bool) {
+			cfg, ok := ev.Object.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+			if !ok {
+				return false, false
+			}
+			var bundles [][]byte
+			for _, w := range cfg.Webhooks {
+				bundles = append(bundles, w.ClientConfig.CABundle)
+			}
+			return true, r.trusted(bundles)
+		}})
+	}
+	for _, tg := range targets {
+		go func() {
+			pause := time.Duration(0)
+			var last time.Time
+			for ctx.Err() == nil {
+				w, err := r.Watch.Watch(ctx, tg.list, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", tg.name)})
+				if err != nil {
+					r.Log.Error(err, "Watching the webhook configuration for its CA bundle; retrying", "configuration", tg.name)
+					r.sleep(ctx, time.Second)
+					continue
+				}
+				for ev := range w.ResultChan() {
+					if ev.Type != watch.Added && ev.Type != watch.Modified {
+						continue
+					}
+					if ok, trusted := tg.check(ev); !ok || trusted {
+						continue
+					}
+					if since := r.Clock.Since(last); since < pause {
+						r.sleep(ctx, pause-since)
+					}
+					if r.Clock.Since(last) < time.Minute {
+						pause = min(max(2*pause, time.Second), time.Minute)
+					} else {
+						pause = 0
+					}
+					last = r.Clock.Now()
+					r.Log.Info("Webhook configuration lacks the CA bundle: injecting it again", "configuration", tg.name)
+					if err := r.Inject(ctx); err != nil {
+						r.Log.Error(err, "Re-injecting the CA bundle failed", "configuration", tg.name)
+					}
+				}
+				w.Stop()
+			}
+		}()
+	}
+}
+
+// trusted reports whether every webhook's bundle holds the current bundle.
+func (r *Rotator) trusted(bundles [][]byte) bool {
+	want, err := r.Bundle()
+	if err != nil {
+		return true // nothing to inject yet
+	}
+	for _, b := range bundles {
+		if !bytes.Equal(b, want) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Rotator) sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-r.Clock.After(d):
+	}
+}
