@@ -6,6 +6,8 @@ BIN := $(CURDIR)/bin
 CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 IMG ?= express-sequencer:dev
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 10s
 
 .PHONY: help
@@ -32,8 +34,8 @@ control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/k8
 
 .PHONY: build
 build: generate ## Build bin/express-sequencer and the kubectl plugin bin/kubectl-express.
-	$(GO) build -o $(BIN)/express-sequencer ./cmd/express-sequencer
-	$(GO) build -o $(BIN)/kubectl-express ./cmd/kubectl-express
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/express-sequencer ./cmd/express-sequencer
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-express ./cmd/kubectl-express
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -62,7 +64,7 @@ verify: manifests generate ## Fail if generated code or manifests differ from wh
 
 .PHONY: docker-build
 docker-build: ## Build the container image IMG (needs a Docker engine).
-	docker build -t $(IMG) .
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: bench
 bench: control-plane ## 1,000 tenants × 8 nodes through a full upgrade, all at once and at 2 tenants/s (see docs/performance.md).

@@ -15,10 +15,15 @@ var (
 		Help: "Nodes held by the sequencer's gate, by the reason of their PrerequisitesReady condition.",
 	}, []string{"reason"})
 
+	nodesByReason = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "express_sequencer_nodes",
+		Help: "Every node the sequencer plans, gated or not, by the reason of its PrerequisitesReady condition (a stalled rollout shows as ProgressDeadlineExceeded).",
+	}, []string{"reason"})
+
 	releaseLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "express_sequencer_release_latency_seconds",
 		Help:    "Time from the sequencer observing the change that met a node's last prerequisite to the node's gate being removed.",
-		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	})
 
 	releases = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -38,12 +43,13 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(gatedNodes, releaseLatency, releases, podReleases, reconcileErrors)
+	metrics.Registry.MustRegister(gatedNodes, nodesByReason, releaseLatency, releases, podReleases, reconcileErrors)
 }
 
-// gatedCounts keeps each tenant's gated nodes by reason, so the gauge is
-// the sum over tenants without listing them all on every reconcile.
+// gatedCounts keeps each tenant's nodes by reason, so a gauge is the sum
+// over tenants without listing them all on every reconcile.
 type gatedCounts struct {
+	gauge    *prometheus.GaugeVec
 	mu       sync.Mutex
 	byTenant map[Tenant]map[string]int
 	total    map[string]int
@@ -67,6 +73,6 @@ func (g *gatedCounts) set(t Tenant, counts map[string]int) {
 		g.byTenant[t] = counts
 	}
 	for reason, n := range g.total {
-		gatedNodes.WithLabelValues(reason).Set(float64(n))
+		g.gauge.WithLabelValues(reason).Set(float64(n))
 	}
 }

@@ -57,7 +57,7 @@ type Reconciler struct {
 	// Recorder records Events on nodes.
 	Recorder events.EventRecorder
 
-	gated gatedCounts
+	gated, all gatedCounts
 	// observed holds, per tenant, when the oldest change not yet reconciled
 	// was seen: the start of the release latency.
 	observed sync.Map
@@ -91,6 +91,7 @@ func stripPod(obj any) (any, error) {
 
 // SetupWithManager registers the field indexes and the tenant controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	r.gated.gauge, r.all.gauge = gatedNodes, nodesByReason
 	ctx := context.Background()
 	byTenant := func(o client.Object) []string {
 		return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
@@ -146,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 		return reconcile.Result{}, err
 	}
 	var result reconcile.Result
-	counts := map[string]int{}
+	counts, allCounts := map[string]int{}, map[string]int{}
 	decisions := Plan(snap)
 	if r.Fresh != nil && slices.ContainsFunc(decisions, func(d Decision) bool { return releasing(snap, d) || len(d.PodsToRelease) > 0 }) {
 		// Releases are decided only on what the API server holds now: a
@@ -164,6 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 		if d.Gated {
 			counts[d.Condition.Reason]++
 		}
+		allCounts[d.Condition.Reason]++
 		if d.RecheckAfter > 0 && (result.RequeueAfter == 0 || d.RecheckAfter < result.RequeueAfter) {
 			result.RequeueAfter = d.RecheckAfter
 		}
@@ -195,6 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 	}
 	errs = append(errs, r.applyAll(ctx, snap, rest, since))
 	r.gated.set(t, counts)
+	r.all.set(t, allCounts)
 	return result, errors.Join(errs...)
 }
 

@@ -9,15 +9,33 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 )
+
+// version is set at build time: go build -ldflags "-X main.version=v0.2.0".
+var version = "dev"
+
+// versionString is the version, the commit it was built from when known,
+// and the Go version.
+func versionString() string {
+	commit := ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				commit = " commit " + s.Value[:12]
+			}
+		}
+	}
+	return fmt.Sprintf("express-sequencer %s%s (%s %s/%s)", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -48,6 +66,7 @@ Flags:
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint listens on; \"0\" turns it off.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics (a TokenReview and a SubjectAccessReview per request); false serves plain HTTP, for local runs.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz probes listen on.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas (a Lease) so that only one sequences rollouts; every replica serves webhooks.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease; defaults to the pod's namespace in a cluster.")
@@ -78,8 +97,11 @@ Flags:
 	fs.DurationVar(&o.Grouping.SettleTime, "settle-time", o.Grouping.SettleTime, "For tenants whose nodes carry no rollout-id: how long after the tenant's latest target change the sequencer waits before releasing any of its nodes, so that a change applied node by node is ordered as one rollout. Crash recovery never waits.")
 	fs.DurationVar(&o.Grouping.SettleCap, "settle-cap", o.Grouping.SettleCap, "The longest a settle-time hold lasts after a tenant's oldest pending change, however often the tenant keeps changing; 0 means no cap.")
 	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", o.MaxConcurrent, "Tenants sequenced in parallel.")
-	levelName := fs.String("log-level", "info", "Lowest level logged: debug, info, warn or error.")
-	dev := fs.Bool("log-development", false, "Human-readable console logs instead of JSON.")
+	levelName := fs.String("log-level", "", "Lowest level logged: debug, info, warn or error (the same as --zap-log-level).")
+	dev := fs.Bool("log-development", false, "Human-readable console logs instead of JSON (the same as --zap-devel).")
+	zopts := crzap.Options{}
+	zopts.BindFlags(fs)
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; see above for the order of lookup.")
 	qps := fs.Float64("kube-api-qps", 50, "Requests per second to the API server, sustained.")
 	burst := fs.Int("kube-api-burst", 100, "Requests to the API server in a burst.")
@@ -92,22 +114,22 @@ Flags:
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q; see --help", fs.Args())
 	}
+	if *showVersion {
+		fmt.Println(versionString())
+		return nil
+	}
 	o.CertHosts = splitList(*hosts)
-	level, err := zapcore.ParseLevel(*levelName)
-	if err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-
-	zcfg := zap.NewProductionConfig()
 	if *dev {
-		zcfg = zap.NewDevelopmentConfig()
+		zopts.Development = true
 	}
-	zcfg.Level = zap.NewAtomicLevelAt(level)
-	zl, err := zcfg.Build()
-	if err != nil {
-		return fmt.Errorf("building logger: %w", err)
+	if *levelName != "" {
+		level, err := zapcore.ParseLevel(*levelName)
+		if err != nil {
+			return fmt.Errorf("--log-level: %w", err)
+		}
+		zopts.Level = level
 	}
-	o.Log = zapr.NewLogger(zl)
+	o.Log = crzap.New(crzap.UseFlagOptions(&zopts))
 	ctrl.SetLogger(o.Log)
 
 	if *kubeconfig != "" {
@@ -123,7 +145,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	o.Log.Info("Starting express-sequencer", "webhookPort", o.WebhookPort, "certMode", o.CertMode, "certDir", o.CertDir)
+	o.Log.Info("Starting express-sequencer", "version", versionString(), "webhookPort", o.WebhookPort, "certMode", o.CertMode, "certDir", o.CertDir)
 	return mgr.Start(ctx)
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,4 +38,22 @@ func TestTheDefaultsRunBothHalves(t *testing.T) {
 	assert.Positive(t, o.ProgressDeadline)
 	assert.Greater(t, o.LeaseDuration, o.RenewDeadline, "client-go requires lease > renew deadline")
 	assert.Greater(t, o.CAValidity, o.CertValidity)
+}
+
+func TestVersionIsPrintedAndSetAtBuildTime(t *testing.T) {
+	assert.NoError(t, run([]string{"--version"}))
+	v := versionString()
+	assert.Contains(t, v, "express-sequencer dev", "the default when -ldflags sets no version")
+	assert.Contains(t, v, runtime.Version())
+}
+
+func TestTheZapFlagsAndTheirAliasesAreAccepted(t *testing.T) {
+	for _, args := range [][]string{{"--zap-log-level", "debug"}, {"--zap-encoder", "console"}, {"--log-level", "warn"}, {"--log-development"}} {
+		err := run(append(args, "--kubeconfig", "/nonexistent/kubeconfig"))
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), "kubeconfig", "%v is parsed; the run stops at the kubeconfig", args)
+	}
+	err := run([]string{"--zap-log-level", "chatty"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "zap-log-level")
 }

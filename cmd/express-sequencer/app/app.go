@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -50,9 +51,13 @@ const (
 // and DefaultOptions set them.
 type Options struct {
 	MetricsAddr, ProbeAddr string
-	LeaderElect            bool
-	LeaderElectionID       string
-	LeaderElectionNS       string
+	// MetricsSecure serves metrics over HTTPS, each request authenticated
+	// (TokenReview) and authorized (SubjectAccessReview for GET /metrics);
+	// off, plain HTTP for local runs.
+	MetricsSecure    bool
+	LeaderElect      bool
+	LeaderElectionID string
+	LeaderElectionNS string
 
 	WebhookHost  string
 	WebhookPort  int
@@ -96,7 +101,8 @@ type Options struct {
 // DefaultOptions are the flag defaults.
 func DefaultOptions() Options {
 	return Options{
-		MetricsAddr:      ":8080",
+		MetricsAddr:      ":8443",
+		MetricsSecure:    true,
 		ProbeAddr:        ":8081",
 		LeaderElectionID: "express-sequencer.express.medallia.com",
 		WebhookPort:      9443,
@@ -153,7 +159,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		Scheme:                        scheme,
 		Logger:                        o.Log,
 		Cache:                         sequencer.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElectionID,
@@ -195,6 +201,25 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		return nil, fmt.Errorf("adding probes: %w", err)
 	}
 	return mgr, nil
+}
+
+// metricsOptions serves metrics as kubebuilder scaffolds them: over HTTPS
+// (a self-signed certificate controller-runtime makes), behind
+// authentication and authorization through the API server, unless
+// o.MetricsSecure is off.
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) {
+			c.MinVersion = tls.VersionTLS12
+			if !o.EnableHTTP2 {
+				c.NextProtos = []string{"http/1.1"}
+			}
+		}}
+	}
+	return m
 }
 
 // whoAmI asks the API server which user this process authenticates as (a
