@@ -42,6 +42,12 @@ var (
 	}, []string{"step"})
 )
 
+// MetricNames are the names of the metrics the sequencer exports, for
+// alerting rules and their tests.
+func MetricNames() []string {
+	return []string{"express_sequencer_gated_nodes", "express_sequencer_nodes", "express_sequencer_release_latency_seconds", "express_sequencer_releases_total", "express_sequencer_pod_releases_total", "express_sequencer_reconcile_errors_total"}
+}
+
 func init() {
 	metrics.Registry.MustRegister(gatedNodes, nodesByReason, releaseLatency, releases, podReleases, reconcileErrors)
 }

@@ -224,7 +224,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	seq := exec.CommandContext(ctx, binary,
 		"--kubeconfig", kubeconfig, "--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(cp.WebhookPort),
 		"--cert-dir", filepath.Join(dir, "certs"), "--cert-hosts", "127.0.0.1",
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-probe-bind-address", "0",
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-secure=false", "--health-probe-bind-address", "0",
 		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", "8",
 		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error")
 	seq.Stdout, seq.Stderr = os.Stderr, os.Stderr

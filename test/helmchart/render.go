@@ -40,6 +40,9 @@ func Render(dir, namespace string, overrides map[string]any, valuesFiles ...stri
 	}
 	names := make([]string, 0, len(files))
 	for name := range files {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			continue // printed after an install, not a manifest (helm template leaves it out too)
+		}
 		names = append(names, name)
 	}
 	sort.Strings(names)

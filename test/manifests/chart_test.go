@@ -3,18 +3,24 @@ package manifests
 import (
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/lint/support"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/medallia/express-sequencer/sequencer"
 
 	"github.com/medallia/express-sequencer/test/controlplane"
 	"github.com/medallia/express-sequencer/test/helmchart"
@@ -47,7 +53,8 @@ func chart(t *testing.T, overrides map[string]any) map[string]map[string][]byte 
 // would change behaviour: webhook rules and settings, RBAC, the binary's
 // arguments, and the certificate the webhooks are served with.
 func TestTheHelmChartAgreesWithKustomize(t *testing.T) {
-	k, h := install(t), chart(t, nil)
+	// config/default is the cert-manager install; the chart is one value away.
+	k, h := install(t), chart(t, map[string]any{"certMode": "cert-manager"})
 
 	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		require.Len(t, h[kind], 1, kind)
@@ -141,4 +148,113 @@ func TestANamespaceSelectorLimitsEveryWebhook(t *testing.T) {
 	}
 	assert.Equal(t, all, count, "every webhook, pods included")
 	assert.GreaterOrEqual(t, count, 3)
+}
+
+// What a Helm user expects of a chart: the recommended labels on every
+// object, self-signed certificates unless asked (nothing else needed in the
+// cluster), the image tag from appVersion, the usual scheduling and
+// pod-metadata values, a schema that names a bad value.
+func TestTheChartFollowsHelmConventions(t *testing.T) {
+	h := chart(t, nil)
+	for kind, byName := range h {
+		for name, data := range byName {
+			u := &unstructured.Unstructured{}
+			require.NoError(t, u.UnmarshalJSON(data))
+			l := u.GetLabels()
+			for _, key := range []string{"helm.sh/chart", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"} {
+				assert.NotEmpty(t, l[key], "%s %s has label %s", kind, name, key)
+			}
+		}
+	}
+	d := decode[appsv1.Deployment](t, h, "Deployment", "express-sequencer-controller-manager")
+	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--cert-mode=self-signed", "self-signed by default")
+	assert.Empty(t, h["Certificate"])
+	assert.Equal(t, "express-sequencer:0.1.0", d.Spec.Template.Spec.Containers[0].Image, "the tag defaults to appVersion")
+
+	h = chart(t, map[string]any{
+		"nodeSelector":      map[string]any{"pool": "system"},
+		"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}},
+		"affinity":          map[string]any{"nodeAffinity": map[string]any{}},
+		"priorityClassName": "system-cluster-critical",
+		"podAnnotations":    map[string]any{"example.com/scrape": "true"},
+		"podLabels":         map[string]any{"team": "express"},
+		"imagePullSecrets":  []any{map[string]any{"name": "registry"}},
+		"serviceAccount":    map[string]any{"annotations": map[string]any{"iam.example.com/role": "sequencer"}},
+	})
+	d = decode[appsv1.Deployment](t, h, "Deployment", "express-sequencer-controller-manager")
+	pod := d.Spec.Template
+	assert.Equal(t, map[string]string{"pool": "system"}, pod.Spec.NodeSelector)
+	assert.Len(t, pod.Spec.Tolerations, 1)
+	assert.NotNil(t, pod.Spec.Affinity)
+	assert.Equal(t, "system-cluster-critical", pod.Spec.PriorityClassName)
+	assert.Equal(t, "true", pod.Annotations["example.com/scrape"])
+	assert.Equal(t, "express", pod.Labels["team"])
+	assert.Equal(t, "express-sequencer", pod.Labels["app.kubernetes.io/name"], "the selector's label stays")
+	assert.Equal(t, []corev1.LocalObjectReference{{Name: "registry"}}, pod.Spec.ImagePullSecrets)
+	sa := decode[corev1.ServiceAccount](t, h, "ServiceAccount", "express-sequencer-controller-manager")
+	assert.Equal(t, "sequencer", sa.Annotations["iam.example.com/role"])
+
+	for _, c := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"certMode": "foo"}, "at '/certMode': value must be one of 'self-signed', 'cert-manager'"},
+		{map[string]any{"settleTime": "ten seconds"}, "at '/settleTime'"},
+		{map[string]any{"replicas": 0}, "at '/replicas'"},
+	} {
+		_, err := helmchart.Render(filepath.Join(controlplane.Root(), "charts", "express-sequencer"), "express-sequencer-system", c.values)
+		require.Error(t, err, "%v", c.values)
+		assert.Contains(t, err.Error(), c.want)
+	}
+}
+
+// The aggregated roles let on-call pause, resume and release nodes with
+// their usual edit role, and read them with view.
+func TestTheChartAggregatesIntoEditAndView(t *testing.T) {
+	h := chart(t, nil)
+	edit := decode[rbacv1.ClusterRole](t, h, "ClusterRole", "express-sequencer-edit")
+	assert.Equal(t, "true", edit.Labels["rbac.authorization.k8s.io/aggregate-to-edit"])
+	assert.Contains(t, edit.Rules[0].Verbs, "patch")
+	view := decode[rbacv1.ClusterRole](t, h, "ClusterRole", "express-sequencer-view")
+	assert.Equal(t, "true", view.Labels["rbac.authorization.k8s.io/aggregate-to-view"])
+	assert.NotContains(t, view.Rules[0].Verbs, "patch")
+	k := install(t)
+	assert.Equal(t, edit.Rules, decode[rbacv1.ClusterRole](t, k, "ClusterRole", "express-sequencer-edit").Rules, "kustomize ships the same")
+	assert.Equal(t, view.Rules, decode[rbacv1.ClusterRole](t, k, "ClusterRole", "express-sequencer-view").Rules)
+}
+
+// The PrometheusRule (off by default) alerts on metrics the binary exports,
+// by their exported names.
+func TestThePrometheusRuleAlertsOnExportedMetrics(t *testing.T) {
+	assert.Empty(t, chart(t, nil)["PrometheusRule"], "off by default")
+	h := chart(t, map[string]any{"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}})
+	rule := h["PrometheusRule"]["express-sequencer"]
+	require.NotEmpty(t, rule)
+	exported := map[string]bool{}
+	for _, n := range sequencer.MetricNames() {
+		exported[n] = true
+	}
+	names := regexp.MustCompile(`(express_sequencer_[a-z_]+|controller_runtime_[a-z_]+)`).FindAllString(string(rule), -1)
+	require.NotEmpty(t, names)
+	for _, n := range names {
+		base := strings.TrimSuffix(n, "_bucket")
+		assert.True(t, exported[base] || exported[n] || strings.HasPrefix(n, "controller_runtime_webhook"), "%s is a metric the binary exports", n)
+	}
+	assert.Contains(t, string(rule), `"release":"prometheus"`)
+}
+
+// helm lint, with Helm's own lint action: no error, no warning, in both
+// certificate modes and with the optional objects on.
+func TestTheChartLintsClean(t *testing.T) {
+	dir := filepath.Join(controlplane.Root(), "charts", "express-sequencer")
+	for _, vals := range []map[string]any{
+		nil,
+		{"certMode": "cert-manager", "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}},
+	} {
+		result := action.NewLint().Run([]string{dir}, vals)
+		assert.Empty(t, result.Errors, "%v", vals)
+		for _, m := range result.Messages {
+			assert.Less(t, m.Severity, support.WarningSev, "%v: %s", vals, m)
+		}
+	}
 }
