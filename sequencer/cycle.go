@@ -223,39 +223,44 @@ func (p *planner) loops(edges map[string][]blocker) [][]string {
 	return out
 }
 
-// upgradeWaitIsCircular reports whether node x's upgrade wait leads, through
-// waits that include a provisioning wait, back to x: then the upgrade order
-// cannot proceed and the provisioning order wins (DESIGN §4).
-func (p *planner) upgradeWaitIsCircular(x string, edges map[string][]blocker) bool {
+// circularUpgradeWaits returns the upgrade prerequisites of x whose wait
+// leads, through waiting nodes and at least one provisioning wait, back to
+// x: the ones that can never be met while x waits for them. Only those are
+// dropped (the provisioning order wins); x still waits for its other
+// upgrade prerequisites, such as a node whose half-done rollout must
+// finish first.
+func (p *planner) circularUpgradeWaits(x string, edges map[string][]blocker) []string {
 	type state struct {
 		node string
 		prov bool
 	}
-	var queue []state
-	seen := map[state]bool{}
-	for _, b := range edges[x] {
-		if b.upgrade {
-			queue = append(queue, state{b.node, false})
+	var out []string
+	for _, first := range edges[x] {
+		if !first.upgrade || slices.Contains(out, first.node) {
+			continue
 		}
-	}
-	for len(queue) > 0 {
-		st := queue[0]
-		queue = queue[1:]
-		if st.node == x {
-			if st.prov {
-				return true
+		queue := []state{{first.node, false}}
+		seen := map[state]bool{}
+		for len(queue) > 0 {
+			st := queue[0]
+			queue = queue[1:]
+			if st.node == x {
+				if st.prov {
+					out = append(out, first.node)
+					break
+				}
+				continue
 			}
-			continue
-		}
-		if seen[st] {
-			continue
-		}
-		seen[st] = true
-		for _, b := range edges[st.node] {
-			queue = append(queue, state{b.node, st.prov || !b.upgrade})
+			if seen[st] {
+				continue
+			}
+			seen[st] = true
+			for _, b := range edges[st.node] {
+				queue = append(queue, state{b.node, st.prov || !b.upgrade})
+			}
 		}
 	}
-	return false
+	return out
 }
 
 // findCycles maps every node of a wait-for loop to one loop through it,

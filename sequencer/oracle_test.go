@@ -192,40 +192,60 @@ func (o *oracle) waiting(m string) bool {
 	return !o.inFlight(m) && !o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) && p.Conditions["Ready"] == "True" })
 }
 
-// circular: one of x's unmet upgrade needs waits, through waiting nodes and
-// at least one provisioning wait, for x.
-func (o *oracle) circular(x string) bool {
+// circularNeeds: x's unmet upgrade needs that wait, through waiting nodes
+// and at least one provisioning wait, for x. Only those are dropped.
+func (o *oracle) circularNeeds(x string) map[string]bool {
 	type state struct {
 		node string
 		prov bool
 	}
 	first, _ := o.unmet(x, true)
-	var queue []state
-	for _, nd := range first {
-		if nd.upgrade {
-			queue = append(queue, state{nd.node, false})
+	out := map[string]bool{}
+	for _, start := range first {
+		if !start.upgrade || out[start.node] {
+			continue
 		}
-	}
-	seen := map[state]bool{}
-	for len(queue) > 0 {
-		st := queue[0]
-		queue = queue[1:]
-		if st.node == x {
-			if st.prov {
-				return true
+		queue := []state{{start.node, false}}
+		seen := map[state]bool{}
+		for len(queue) > 0 {
+			st := queue[0]
+			queue = queue[1:]
+			if st.node == x {
+				if st.prov {
+					out[start.node] = true
+					break
+				}
+				continue
 			}
-			continue
-		}
-		if seen[st] || !o.waiting(st.node) {
-			continue
-		}
-		seen[st] = true
-		next, _ := o.unmet(st.node, o.gated(st.node) && o.upgradeMode(st.node))
-		for _, nd := range next {
-			queue = append(queue, state{nd.node, st.prov || !nd.upgrade})
+			if seen[st] || !o.waiting(st.node) {
+				continue
+			}
+			seen[st] = true
+			next, _ := o.unmet(st.node, o.gated(st.node) && o.upgradeMode(st.node))
+			for _, nd := range next {
+				queue = append(queue, state{nd.node, st.prov || !nd.upgrade})
+			}
 		}
 	}
-	return false
+	return out
+}
+
+// unmetDropping: what m waits for now: its provisioning needs and, gated
+// for an upgrade, its upgrade needs but the circular ones.
+func (o *oracle) unmetDropping(m string) ([]need, bool) {
+	if !o.gated(m) || !o.upgradeMode(m) {
+		return o.unmet(m, false)
+	}
+	all, ok := o.unmet(m, true)
+	drop := o.circularNeeds(m)
+	var out []need
+	for _, nd := range all {
+		if nd.upgrade && drop[nd.node] {
+			continue
+		}
+		out = append(out, nd)
+	}
+	return out, ok
 }
 
 // independentRequirementsHold: may node name be released now?
@@ -237,13 +257,9 @@ func independentRequirementsHold(w *world, name string, releasing map[string]boo
 	o := newOracle(w, releasing)
 	o.releasing = without(releasing, name)
 	upgrade := o.upgradeMode(name)
-	unmet, ok := o.unmet(name, upgrade)
+	unmet, ok := o.unmetDropping(name)
 	if !ok {
 		return false, "a prerequisite does not exist"
-	}
-	if upgrade && len(unmet) > 0 && o.circular(name) {
-		upgrade = false
-		unmet, _ = o.unmet(name, false)
 	}
 	if !upgrade && n.NodeKind() == v2alpha1.KindFrontend {
 		if _, ok := w.nodes[w.name("be")]; !ok {
@@ -284,9 +300,10 @@ func podsMayStartOracle(w *world, name string, releasing map[string]bool) (bool,
 	return false, fmt.Sprintf("%s is not Ready for it (%+v; pods %+v; releasing %v)", unmet[0].node, unmet[0], w.pods[unmet[0].node], releasing)
 }
 
-// reaches: node from is waiting and its unmet needs lead, through waiting
-// nodes, to target. A gated node whose upgrade wait is circular waits by
-// the provisioning order only.
+// reaches: node from may not become Ready until target does: from waits
+// for target, through any live nodes — for a release (a gated node's unmet
+// needs, circular upgrade needs dropped) or for its new pods (its unmet
+// provisioning needs).
 func (o *oracle) reaches(from, target string) bool {
 	seen := map[string]bool{}
 	queue := []string{from}
@@ -296,16 +313,16 @@ func (o *oracle) reaches(from, target string) bool {
 		if cur == target {
 			return true
 		}
-		if seen[cur] || !o.waiting(cur) {
+		if seen[cur] || !o.live(cur) {
 			continue
 		}
 		seen[cur] = true
-		upgrade := o.gated(cur) && o.upgradeMode(cur)
-		if upgrade && o.circular(cur) {
-			upgrade = false
+		var next []need
+		if o.waiting(cur) && o.gated(cur) {
+			next, _ = o.unmetDropping(cur)
 		}
-		next, _ := o.unmet(cur, upgrade)
-		for _, nd := range next {
+		pods, _ := o.unmet(cur, false)
+		for _, nd := range append(next, pods...) {
 			queue = append(queue, nd.node)
 		}
 	}

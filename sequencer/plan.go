@@ -68,10 +68,11 @@ type planner struct {
 	*Snapshot
 	names   []string
 	landing landing
-	// dropUpgrade: gated nodes in upgrade mode whose upgrade wait is
+	// dropUpgrade: for gated nodes in upgrade mode, the upgrade
+	// prerequisites whose wait is
 	// circular with a provisioning wait; they proceed by the provisioning
 	// order (DESIGN §4).
-	dropUpgrade map[string]bool
+	dropUpgrade map[string]map[string]bool
 	// blockers of each waiting node, and the nodes it relies on.
 	blockers map[string][]blocker
 	reliesOn map[string][]string
@@ -101,7 +102,7 @@ func Plan(s *Snapshot) []Decision {
 }
 
 func newPlanner(s *Snapshot) *planner {
-	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]bool{}}
+	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]map[string]bool{}}
 	for name := range s.Nodes {
 		p.names = append(p.names, name)
 	}
@@ -122,9 +123,17 @@ func (p *planner) findWaits() {
 		p.cycles = p.findCycles(edges)
 		dropped := false
 		for name := range p.cycles {
-			if gated(p.Nodes[name]) && p.mode(name) == ModeUpgrade && !p.dropUpgrade[name] && p.upgradeWaitIsCircular(name, edges) {
-				p.dropUpgrade[name] = true
-				dropped = true
+			if !gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
+				continue
+			}
+			for _, r := range p.circularUpgradeWaits(name, edges) {
+				if !p.dropUpgrade[name][r] {
+					if p.dropUpgrade[name] == nil {
+						p.dropUpgrade[name] = map[string]bool{}
+					}
+					p.dropUpgrade[name][r] = true
+					dropped = true
+				}
 			}
 		}
 		if !dropped {
@@ -152,8 +161,7 @@ func (p *planner) evaluate(name string) {
 	case annotated(n, v2alpha1.AnnotationPauseRollout), p.landing.hold:
 		return
 	}
-	upgrade := p.mode(name) == ModeUpgrade && !p.dropUpgrade[name]
-	p.blockers[name], p.reliesOn[name] = p.wait(name, upgrade, nil)
+	p.blockers[name], p.reliesOn[name] = p.wait(name, p.mode(name) == ModeUpgrade, nil)
 	if len(p.blockers[name]) == 0 {
 		p.candidates[name] = true
 	}
@@ -165,6 +173,9 @@ func (p *planner) wait(name string, upgrade bool, releasing map[string]bool) ([]
 	var blockers []blocker
 	var relies []string
 	for _, r := range p.requirements(name, upgrade) {
+		if r.upToDate && p.dropUpgrade[name][r.node] {
+			continue // circular with a provisioning wait: the provisioning order wins
+		}
 		if !slices.Contains(relies, r.node) {
 			relies = append(relies, r.node)
 		}
@@ -240,15 +251,19 @@ func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []
 	if len(blockers) == 0 {
 		return true, nil
 	}
-	if p.inFlight(name) && slices.ContainsFunc(blockers, func(b blocker) bool { return p.waitsFor(b.node, name) }) {
+	if p.inFlight(name) && slices.ContainsFunc(blockers, func(b blocker) bool { return p.readinessMayWaitFor(b.node, name, releasing) }) {
 		return true, nil
 	}
 	return false, blockers
 }
 
-// waitsFor reports whether node from waits, directly or through other
-// waiting nodes, for node target.
-func (p *planner) waitsFor(from, target string) bool {
+// readinessMayWaitFor reports whether node from may not become Ready until
+// node target does: it waits for target, directly or through other nodes —
+// for its release (a gated node whose pods are down may need its release to
+// come back) or for its new pods to schedule (its provisioning
+// prerequisites, whether or not it is rolling). It errs towards yes: a pod
+// hold it would make circular is not made.
+func (p *planner) readinessMayWaitFor(from, target string, releasing map[string]bool) bool {
 	seen := map[string]bool{}
 	queue := []string{from}
 	for len(queue) > 0 {
@@ -257,11 +272,15 @@ func (p *planner) waitsFor(from, target string) bool {
 		if cur == target {
 			return true
 		}
-		if seen[cur] {
+		if seen[cur] || !live(p.Nodes[cur]) {
 			continue
 		}
 		seen[cur] = true
 		for _, b := range p.blockers[cur] {
+			queue = append(queue, b.node)
+		}
+		podWaits, _ := p.wait(cur, false, releasing)
+		for _, b := range podWaits {
 			queue = append(queue, b.node)
 		}
 	}
@@ -294,7 +313,7 @@ func (p *planner) decide(name string) Decision {
 			msg += fmt.Sprintf(" (judged by the version and revision labels: its pods carry no %s label)", v2alpha1.LabelTargetHash)
 		}
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonRolloutComplete, "%s", msg)
-	case p.inFlight(name) && !podsOK:
+	case p.inFlight(name) && !podsOK && slices.ContainsFunc(p.Pods[name], Pod.HeldBySequencer):
 		d.WaitingFor = blockerNodes(podBlockers)
 		set(false, metav1.ConditionFalse, v2alpha1.ReasonRolloutPodsHeld, "rolling out %s (released); new pods held scheduling-gated: %s",
 			describeTarget(n), nearest(podBlockers).message)
@@ -319,7 +338,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 	set := d.setter(n)
 	d.Mode = p.mode(name)
 	what := string(d.Mode) + " of " + describeTarget(n)
-	if p.dropUpgrade[name] {
+	if len(p.dropUpgrade[name]) > 0 {
 		what += " by the provisioning order (its upgrade wait was circular)"
 	}
 	switch {
@@ -347,7 +366,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 		}
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonReleased, "%s", msg)
 	default: // a candidate that relies on a node released in this pass
-		blockers, _ := p.wait(name, p.mode(name) == ModeUpgrade && !p.dropUpgrade[name], p.releasing)
+		blockers, _ := p.wait(name, p.mode(name) == ModeUpgrade, p.releasing)
 		for r := range p.releasing {
 			if slices.Contains(p.reliesOn[r], name) {
 				blockers = append(blockers, blocker{node: r, reason: v2alpha1.ReasonWaitingForPrerequisite,

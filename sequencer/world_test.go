@@ -270,7 +270,7 @@ func (w *world) sequence() {
 	for _, d := range decisions {
 		if w.oracle != nil && releasing[d.Node] {
 			if ok, why := w.oracle(w, d.Node, releasing); !ok {
-				w.t.Fatalf("tick %d: %s released while its requirements do not hold: %s\n%s", w.tick, d.Node, why, strings.Join(w.log, "\n"))
+				w.t.Fatalf("tick %d: %s released while its requirements do not hold: %s\n%s\n%s", w.tick, d.Node, why, strings.Join(w.log, "\n"), w.dump())
 			}
 		}
 		if w.oracle != nil && len(d.PodsToRelease) > 0 {
@@ -415,3 +415,32 @@ func (w *world) run(maxTicks int) {
 func (w *world) startedSince(mark int) string { return strings.Join(w.started[mark:], " ") }
 
 func (w *world) condition(key string) *metav1.Condition { return condition(w.nodes[w.name(key)]) }
+
+// dump describes every node for a failure message: its lists, gate, mode
+// and pods.
+func (w *world) dump() string {
+	names := make([]string, 0, len(w.nodes))
+	for name := range w.nodes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	s := w.snapshot()
+	var b strings.Builder
+	for _, name := range names {
+		n := w.nodes[name]
+		list := func(ps []v2alpha1.Prerequisite) string {
+			var keys []string
+			for _, p := range ps {
+				keys = append(keys, w.key(p.ExpressNode))
+			}
+			return "[" + strings.Join(keys, " ") + "]"
+		}
+		deps := "absent"
+		if d := n.NodeSpec().DeploymentDependencies; d != nil {
+			deps = "prov " + list(d.ProvisioningPrerequisites) + " upg " + list(d.UpgradePrerequisites)
+		}
+		fmt.Fprintf(&b, "%s: up=%v gated=%v mode=%s inFlight=%v %s defaulted=%q pods=%v\n", w.key(name), live(n), gated(n), s.mode(name), s.inFlight(name),
+			deps, n.GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites], w.pods[name])
+	}
+	return b.String()
+}

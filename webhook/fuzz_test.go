@@ -72,7 +72,7 @@ func FuzzAdmissionReview(f *testing.F) {
 		f.Fatal(err)
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).Build()
-	handlers := Handlers(scheme, defaults.Builtin(), reader, reader, clock.RealClock{}, []string{"express-sequencer"})
+	handlers := Handlers(scheme, reader, reader, Settings{Orders: defaults.Builtin(), Clock: clock.RealClock{}, SequencerUsers: []string{"express-sequencer"}})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for path, h := range handlers {
 			rec := httptest.NewRecorder()

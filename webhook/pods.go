@@ -31,6 +31,9 @@ type PodGate struct {
 	Reader client.Reader
 	// Orders are the installation's default orders.
 	Orders defaults.Orders
+	// Grouping is the sequencer's change grouping: a hold it makes, the pod
+	// webhook sees too.
+	Grouping sequencer.Grouping
 	// Clock dates the snapshot.
 	Clock clock.PassiveClock
 }
@@ -50,6 +53,9 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	snap, err := sequencer.GatherFreshFor(ctx, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now())
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if snap != nil {
+		snap.Grouping = g.Grouping
 	}
 	if snap == nil {
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(

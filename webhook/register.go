@@ -9,6 +9,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/sequencer"
 )
 
 // Paths the webhooks are served at; they match the markers below and so the
@@ -37,18 +38,28 @@ const (
 // +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-backend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=backends,verbs=create;update,versions=v2alpha1,name=vbackend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 // +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-frontend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=frontends,verbs=create;update,versions=v2alpha1,name=vfrontend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 
+// Settings are what the webhooks share with the sequencer: the default
+// orders, the change grouping (the pod webhook decides as the sequencer
+// does), the clock that stamps target changes, and the identities the
+// sequencer writes as.
+type Settings struct {
+	Orders         defaults.Orders
+	Grouping       sequencer.Grouping
+	Clock          clock.PassiveClock
+	SequencerUsers []string
+}
+
 // Handlers returns the admission webhooks by path. reader lists a tenant's
 // nodes for the validating checks (the manager's cache in production);
-// fresh reads them for the pod webhook straight from the API server; clk
-// stamps target changes; sequencerUsers are the identities the sequencer
-// writes as.
-func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader, fresh client.Reader, clk clock.PassiveClock, sequencerUsers []string) map[string]*admission.Webhook {
+// fresh reads them for the pod webhook straight from the API server.
+func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings) map[string]*admission.Webhook {
+	orders, clk, sequencerUsers := set.Orders, set.Clock, set.SequencerUsers
 	hooks := map[string]*admission.Webhook{
 		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, Sequencer: sequencerUsers}),
 		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, Sequencer: sequencerUsers}),
 		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders}),
 		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders}),
-		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Clock: clk}},
+		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk}},
 	}
 	for _, path := range []string{MutateBackendPath, MutateFrontendPath} {
 		hooks[path].Handler = withWarnings(hooks[path].Handler)
@@ -57,8 +68,8 @@ func Handlers(scheme *runtime.Scheme, orders defaults.Orders, reader, fresh clie
 }
 
 // Register serves the admission webhooks on the manager's webhook server.
-func Register(mgr ctrl.Manager, orders defaults.Orders, clk clock.PassiveClock, sequencerUsers []string) {
-	for path, hook := range Handlers(mgr.GetScheme(), orders, mgr.GetClient(), mgr.GetAPIReader(), clk, sequencerUsers) {
+func Register(mgr ctrl.Manager, set Settings) {
+	for path, hook := range Handlers(mgr.GetScheme(), mgr.GetClient(), mgr.GetAPIReader(), set) {
 		mgr.GetWebhookServer().Register(path, hook)
 	}
 }

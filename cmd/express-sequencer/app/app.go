@@ -185,7 +185,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 			return nil, err
 		}
 		o.Log.Info("Gate ownership", "sequencer identities", append([]string{self}, o.SequencerUsers...))
-		expresswebhook.Register(mgr, orders, o.Clock, append([]string{self}, o.SequencerUsers...))
+		expresswebhook.Register(mgr, expresswebhook.Settings{
+			Orders: orders, Grouping: o.Grouping, Clock: o.Clock, SequencerUsers: append([]string{self}, o.SequencerUsers...),
+		})
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}
 	if o.Sequencer {
