@@ -268,4 +268,3 @@ func TestCertManagerModeServesTheMountedCertificateAndItsRenewal(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond, "the renewed certificate is served without a restart")
 	assert.NoError(t, cp.WaitForWebhooks(ctx, 10*time.Second), "and the API server keeps reaching the webhooks")
 }
-
