@@ -37,6 +37,10 @@ build: generate ## Build bin/express-sequencer and the kubectl plugin bin/kubect
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/express-sequencer ./cmd/express-sequencer
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-express ./cmd/kubectl-express
 
+.PHONY: release-plugin
+release-plugin: ## Build kubectl-express for every krew platform into dist/ and write the krew manifest dist/express.yaml.
+	hack/release-plugin.sh $(VERSION)
+
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/controller-gen $@

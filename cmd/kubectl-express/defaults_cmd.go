@@ -19,6 +19,7 @@ import (
 
 func newDefaultsCommand(e *env) *cobra.Command {
 	var files []string
+	var recursive bool
 	cmd := &cobra.Command{
 		Use:   "defaults -f FILE|- [-f FILE]...",
 		Short: "Print manifests with what the admission webhook would inject, without a cluster",
@@ -31,14 +32,15 @@ fails the command with the webhook's message.`,
 		Example: `  helm template charts/express-tenant | kubectl express defaults -f -`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ms, err := e.readManifests(files)
+			ms, err := e.readManifests(files, recursive)
 			if err != nil {
 				return err
 			}
 			return e.defaults(ms)
 		},
 	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "Manifests to read (repeatable); - reads standard input.")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "Manifests to read: files, directories or URLs (repeatable); - reads standard input.")
+	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "Read the directories given with -f recursively.")
 	return cmd
 }
 

@@ -15,7 +15,7 @@ import (
 
 func newExplainCommand(e *env) *cobra.Command {
 	return &cobra.Command{
-		Use:   "explain NODE",
+		Use:   "explain NODE|TYPE/NODE",
 		Short: "Say why a node is (not) moving, the chain it waits on, and what would unblock it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -296,3 +296,42 @@ func TestPlanWatchPrintsTheChange(t *testing.T) {
 		t.Fatal("plan -w did not stop when its context ended")
 	}
 }
+
+// -f takes a directory, and -R its subdirectories, through kubectl's own
+// resource builder; the manifests read the same as from one file.
+func TestDefaultsReadDirectoriesRecursively(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "tenant.yaml"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "nested"), 0o755))
+	docs := strings.Split(string(data), "\n---")
+	require.Greater(t, len(docs), 2)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(docs[0]), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "nested", "b.yaml"), []byte(strings.Join(docs[1:], "\n---")), 0o600))
+
+	flat, _, err := run(t, "", "defaults", "-f", dir)
+	require.NoError(t, err)
+	assert.Contains(t, flat, "kind: Backend")
+	assert.NotContains(t, flat, "name: acme-fe1", "without -R, only the top directory")
+	deep, _, err := run(t, "", "defaults", "-R", "-f", dir)
+	require.NoError(t, err)
+	whole, _, err := run(t, "", "defaults", "-f", filepath.Join("testdata", "tenant.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, whole, deep, "with -R, the nested file too, in order")
+}
+
+// A node may be named as kubectl names it: TYPE/NAME.
+func TestNodesAreNamedAsKubectlNamesThem(t *testing.T) {
+	kubeconfig := cluster(t)
+	plain, _, err := run(t, "", "explain", "acme-fe4", "--kubeconfig", kubeconfig, "-n", ns)
+	require.NoError(t, err)
+	for _, name := range []string{"frontend/acme-fe4", "frontends/acme-fe4", "fe/acme-fe4", "frontend.express.medallia.com/acme-fe4"} {
+		out, _, err := run(t, "", "explain", name, "--kubeconfig", kubeconfig, "-n", ns)
+		require.NoError(t, err, name)
+		assert.Equal(t, plain, out, name)
+	}
+	_, _, err = run(t, "", "explain", "backend/acme-fe4", "--kubeconfig", kubeconfig, "-n", ns)
+	assert.ErrorContains(t, err, `no Backend "acme-fe4" in namespace "plugin-test"`)
+	_, _, err = run(t, "", "explain", "pod/acme-fe4", "--kubeconfig", kubeconfig, "-n", ns)
+	assert.ErrorContains(t, err, `the type must be backend or frontend (be, fe), not "pod"`)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,9 +12,9 @@ import (
 )
 
 func newPauseCommand(e *env, pause bool) *cobra.Command {
-	use, short := "resume NODE", "Let a paused node go on"
+	use, short := "resume NODE|TYPE/NODE", "Let a paused node go on"
 	if pause {
-		use, short = "pause NODE", "Hold a node, and so everything that waits for it"
+		use, short = "pause NODE|TYPE/NODE", "Hold a node, and so everything that waits for it"
 	}
 	return &cobra.Command{
 		Use:   use,
@@ -48,9 +49,19 @@ A paused node is not released; a node already released finishes its rollout.`,
 	}
 }
 
-// getNode finds a Backend or Frontend by name.
+// getNode finds a Backend or Frontend by name, or by TYPE/NAME as kubectl
+// takes it (frontend/acme-fe2, backends/acme-be, fe/acme-fe2, be/acme-be,
+// frontend.express.medallia.com/acme-fe2).
 func getNode(cmd *cobra.Command, c client.Client, ns, name string) (v2alpha1.Node, error) {
-	for _, kind := range []string{v2alpha1.KindFrontend, v2alpha1.KindBackend} {
+	kinds := []string{v2alpha1.KindFrontend, v2alpha1.KindBackend}
+	if typ, n, ok := strings.Cut(name, "/"); ok {
+		kind, known := nodeKinds[strings.ToLower(strings.TrimSuffix(typ, "."+v2alpha1.GroupVersion.Group))]
+		if !known {
+			return nil, fmt.Errorf("%q: the type must be backend or frontend (be, fe), not %q", name, typ)
+		}
+		kinds, name = []string{kind}, n
+	}
+	for _, kind := range kinds {
 		n := v2alpha1.NewNode(kind)
 		err := c.Get(contextOf(cmd), client.ObjectKey{Namespace: ns, Name: name}, n)
 		if err == nil {
@@ -60,5 +71,14 @@ func getNode(cmd *cobra.Command, c client.Client, ns, name string) (v2alpha1.Nod
 			return nil, err
 		}
 	}
+	if len(kinds) == 1 {
+		return nil, fmt.Errorf("no %s %q in namespace %q", kinds[0], name, ns)
+	}
 	return nil, fmt.Errorf("no Backend or Frontend %q in namespace %q", name, ns)
+}
+
+// nodeKinds maps what kubectl accepts as a type to the node kinds.
+var nodeKinds = map[string]string{
+	"backend": v2alpha1.KindBackend, "backends": v2alpha1.KindBackend, "be": v2alpha1.KindBackend,
+	"frontend": v2alpha1.KindFrontend, "frontends": v2alpha1.KindFrontend, "fe": v2alpha1.KindFrontend,
 }

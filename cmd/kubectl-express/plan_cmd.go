@@ -106,7 +106,8 @@ and after the change and compare.`,
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table, json, yaml or mermaid.")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Print the plan again whenever it changes, until interrupted.")
-	cmd.Flags().StringArrayVarP(&p.files, "filename", "f", nil, "Predict the order of the change these manifests make (repeatable); - reads standard input.")
+	cmd.Flags().StringArrayVarP(&p.files, "filename", "f", nil, "Predict the order of the change these manifests make: files, directories or URLs (repeatable); - reads standard input.")
+	cmd.Flags().BoolVarP(&p.recursive, "recursive", "R", false, "Read the directories given with -f (and --current) recursively.")
 	cmd.Flags().BoolVar(&p.offline, "offline", false, "Predict without a cluster, from --current (or a new tenant).")
 	cmd.Flags().StringArrayVar(&p.current, "current", nil, "With --offline: the tenant's manifests as they run now (repeatable).")
 	return cmd

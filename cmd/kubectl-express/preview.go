@@ -32,9 +32,9 @@ type currentNode struct {
 
 // previewOptions are plan's flags for a proposed change.
 type previewOptions struct {
-	files, current []string
-	offline        bool
-	output         string
+	files, current     []string
+	offline, recursive bool
+	output             string
 }
 
 // preview predicts the order in which a proposed change — the manifests —
@@ -48,13 +48,13 @@ func (e *env) preview(ctx context.Context, tenant string, o previewOptions) (str
 	if err != nil {
 		return "", err
 	}
-	proposed, err := e.readManifests(o.files)
+	proposed, err := e.readManifests(o.files, o.recursive)
 	if err != nil {
 		return "", err
 	}
 	var s *sequencer.Snapshot
 	if o.offline {
-		s, err = e.offlineSnapshot(proposed, o.current, orders, tenant)
+		s, err = e.offlineSnapshot(proposed, o.current, o.recursive, orders, tenant)
 	} else {
 		s, err = e.onlineSnapshot(ctx, proposed, tenant, orders)
 	}
@@ -238,7 +238,7 @@ func dryRunApply(ctx context.Context, c client.Client, doc []byte, ns string) (v
 
 // offlineSnapshot admits the manifests with the webhooks' own code over the
 // current manifests, every node of which is taken as released and Ready.
-func (e *env) offlineSnapshot(proposed []manifest, currentFiles []string, orders defaults.Orders, tenant string) (*sequencer.Snapshot, error) {
+func (e *env) offlineSnapshot(proposed []manifest, currentFiles []string, recursive bool, orders defaults.Orders, tenant string) (*sequencer.Snapshot, error) {
 	cluster, err := tenantOf(proposed, tenant)
 	if err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func (e *env) offlineSnapshot(proposed []manifest, currentFiles []string, orders
 	current := map[string]currentNode{}
 	ns := ""
 	if len(currentFiles) > 0 {
-		ms, err := e.readManifests(currentFiles)
+		ms, err := e.readManifests(currentFiles, recursive)
 		if err != nil {
 			return nil, err
 		}

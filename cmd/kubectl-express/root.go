@@ -13,6 +13,9 @@ import (
 	"github.com/medallia/express-sequencer/defaults"
 )
 
+// version is set at build time: go build -ldflags "-X main.version=v0.2.0".
+var version = "dev"
+
 // env is what every subcommand shares: streams, kubectl's connection flags
 // and the installation's default orders.
 type env struct {
@@ -36,6 +39,7 @@ tenant (one Backend and its Frontends) and why a node is or is not moving.
   kubectl express pause acme-fe2 / resume acme-fe2     hold a node (and everything after it), and let it go`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version,
 	}
 	root.SetIn(in)
 	root.SetOut(out)
