@@ -468,6 +468,9 @@ func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 	if !gateChanged && len(d.PodsToRelease) == 0 && cur != nil && slices.Contains(ordinaryWaits, cur.Reason) && slices.Contains(ordinaryWaits, d.Condition.Reason) {
 		return nil // still in line: the first Event of the wait said so
 	}
+	if !gateChanged && len(d.PodsToRelease) == 0 && d.Condition.Reason == v2alpha1.ReasonReleased {
+		return nil // the release's Event came with the gate: this only catches the condition up
+	}
 	typ := corev1.EventTypeNormal
 	switch d.Condition.Reason {
 	case v2alpha1.ReasonProgressDeadlineExceeded, v2alpha1.ReasonDependencyCycle, v2alpha1.ReasonPrerequisiteNotFound:
