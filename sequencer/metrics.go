@@ -36,6 +36,11 @@ var (
 		Help: "Pod scheduling gates the sequencer removed (recovering nodes whose provisioning prerequisites became Ready).",
 	})
 
+	apiWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "express_sequencer_api_writes_total",
+		Help: "Writes the sequencer made to the API server, by verb and resource: gate patches, condition applies, pod gate patches, Events.",
+	}, []string{"verb", "resource"})
+
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
 		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
@@ -45,11 +50,11 @@ var (
 // MetricNames are the names of the metrics the sequencer exports, for
 // alerting rules and their tests.
 func MetricNames() []string {
-	return []string{"express_sequencer_gated_nodes", "express_sequencer_nodes", "express_sequencer_release_latency_seconds", "express_sequencer_releases_total", "express_sequencer_pod_releases_total", "express_sequencer_reconcile_errors_total"}
+	return []string{"express_sequencer_gated_nodes", "express_sequencer_nodes", "express_sequencer_release_latency_seconds", "express_sequencer_releases_total", "express_sequencer_pod_releases_total", "express_sequencer_api_writes_total", "express_sequencer_reconcile_errors_total"}
 }
 
 func init() {
-	metrics.Registry.MustRegister(gatedNodes, nodesByReason, releaseLatency, releases, podReleases, reconcileErrors)
+	metrics.Registry.MustRegister(gatedNodes, nodesByReason, releaseLatency, releases, podReleases, apiWrites, reconcileErrors)
 }
 
 // gatedCounts keeps each tenant's nodes by reason, so a gauge is the sum

@@ -201,6 +201,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 	return result, errors.Join(errs...)
 }
 
+// resourceOf is the API resource of a node, for metrics.
+func resourceOf(n v2alpha1.Node) string {
+	if n.NodeKind() == v2alpha1.KindBackend {
+		return "backends"
+	}
+	return "frontends"
+}
+
 // applyAll applies decisions that touch one node each, in parallel.
 func (r *Reconciler) applyAll(ctx context.Context, snap *Snapshot, decisions []Decision, since any) error {
 	var g errgroup.Group
@@ -237,6 +245,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 		if err != nil {
 			return err
 		}
+		apiWrites.WithLabelValues("patch", resourceOf(n)).Inc()
 		if err := r.Client.Patch(ctx, n, patch, client.FieldOwner(v2alpha1.FieldManager)); err != nil {
 			reconcileErrors.WithLabelValues("gate").Inc()
 			return fmt.Errorf("updating the gate of %s %s: %w", n.NodeKind(), n.GetName(), err)
@@ -266,6 +275,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 		case len(d.PodsToRelease) > 0:
 			action = "ReleasePods"
 		}
+		apiWrites.WithLabelValues("create", "events").Inc()
 		r.Recorder.Eventf(n, nil, d.Event.Type, d.Event.Reason, action, "%s", d.Event.Message)
 	}
 	return nil
@@ -286,6 +296,7 @@ func (r *Reconciler) releasePods(ctx context.Context, snap *Snapshot, d Decision
 			return err
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: snap.Tenant.Namespace}}
+		apiWrites.WithLabelValues("patch", "pods").Inc()
 		if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(v2alpha1.FieldManager)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("removing the scheduling gate of pod %s: %w", name, err))
 			continue
@@ -393,6 +404,7 @@ func (r *Reconciler) applyCondition(ctx context.Context, n v2alpha1.Node, d Deci
 			"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
 		}}},
 	}}
+	apiWrites.WithLabelValues("apply", resourceOf(n)+"/status").Inc()
 	err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(v2alpha1.FieldManager), client.ForceOwnership)
 	if err != nil {

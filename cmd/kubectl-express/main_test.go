@@ -226,13 +226,13 @@ func TestDefaultsWorkOfflineWithTheWebhooksCode(t *testing.T) {
 }
 
 // In a tenant with fe10 and more, acme-fe1 is not mistaken for part of
-// acme-fe11: the chain runs all the way to the backend.
+// acme-fe12: the chain runs all the way to the backend.
 func TestExplainFollowsALongChainWithoutSeeingALoop(t *testing.T) {
 	h := shared.Get(t)
 	ctx := context.Background()
 	const big = "plugin-test-twelve"
 	require.NoError(t, h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: big}}))
-	for i := 0; i < 12; i++ {
+	for i := 0; i <= 12; i++ {
 		kind, key := v2alpha1.KindFrontend, "fe"+strconv.Itoa(i)
 		if i == 0 {
 			kind, key = v2alpha1.KindBackend, "be"
@@ -243,9 +243,9 @@ func TestExplainFollowsALongChainWithoutSeeingALoop(t *testing.T) {
 		*n.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme"}, ExpressVersion: "express-e689.151"}
 		require.NoError(t, h.Client.Create(ctx, n))
 	}
-	out, _, err := run(t, "", "explain", "acme-fe11", "--kubeconfig", cluster(t), "-n", big)
+	out, _, err := run(t, "", "explain", "acme-fe12", "--kubeconfig", cluster(t), "-n", big)
 	require.NoError(t, err)
-	assert.Contains(t, out, "chain:   acme-fe11 → acme-fe10 → acme-fe9 → acme-fe8 → acme-fe7 → acme-fe6 → acme-fe5 → acme-fe4 → acme-fe3 → acme-fe2 → acme-fe1 → acme-be\n")
+	assert.Contains(t, out, "chain:   acme-fe12 → acme-fe11 → acme-fe10 → acme-fe9 → acme-fe8 → acme-fe7 → acme-fe6 → acme-fe5 → acme-fe4 → acme-fe3 → acme-fe2 → acme-fe1 → acme-be\n")
 	assert.NotContains(t, out, "(loop)")
 }
 

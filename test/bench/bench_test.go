@@ -18,6 +18,8 @@ func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	assert.Empty(t, res.OutOfOrder)
 	assert.Len(t, res.Latencies, 3*3, "one latency per dependent release: fe2, be, fe3 in each tenant")
 	assert.Positive(t, res.APICalls)
+	assert.Positive(t, res.UpgradeWrites["patch frontends"], "gate patches are counted: %v", res.UpgradeWrites)
+	assert.Positive(t, res.UpgradeWrites["create events"], "%v", res.UpgradeWrites)
 	assert.Positive(t, res.PeakRSSKiB)
 	assert.LessOrEqual(t, res.Percentile(50), res.Percentile(99))
 	assert.Contains(t, out.String(), "pod create, through the pod webhook:", "the admission measurements run too")

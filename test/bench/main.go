@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -81,8 +82,11 @@ type Result struct {
 	Slowest            []string
 	OutOfOrder         []string
 	APICalls           int
-	PeakRSSKiB         int
-	CPU                time.Duration
+	// UpgradeWrites are the sequencer's writes during the upgrade, by verb
+	// and resource.
+	UpgradeWrites map[string]int
+	PeakRSSKiB    int
+	CPU           time.Duration
 }
 
 // Percentile returns the p-th percentile (0–100) of the release latencies.
@@ -112,6 +116,17 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "  release latency p99:     %s\n", res.Percentile(99).Round(100*time.Microsecond))
 	fmt.Fprintf(out, "  release latency max:     %s  (%d releases)\n", res.Percentile(100).Round(100*time.Microsecond), len(res.Latencies))
 	fmt.Fprintf(out, "  sequencer API calls:     %d\n", res.APICalls)
+	total, kinds := 0, make([]string, 0, len(res.UpgradeWrites))
+	for k, v := range res.UpgradeWrites {
+		total += v
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	rollouts := float64(res.Tenants * res.Nodes)
+	fmt.Fprintf(out, "  sequencer writes in the upgrade: %d, %.2f per node rollout\n", total, float64(total)/rollouts)
+	for _, k := range kinds {
+		fmt.Fprintf(out, "    %-28s %6d  %.2f per node rollout\n", k, res.UpgradeWrites[k], float64(res.UpgradeWrites[k])/rollouts)
+	}
 	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB\n", res.PeakRSSKiB/1024)
 	fmt.Fprintf(out, "  sequencer CPU time:      %s (of %s wall clock for both phases)\n", res.CPU.Round(time.Second), (res.Provision + res.Upgrade).Round(time.Second))
 	if o.slowest > 0 {
@@ -259,6 +274,11 @@ func measure(o options, out io.Writer) (Result, error) {
 	}
 	res.Provision = time.Since(start)
 
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	writesBefore, err := settledWrites(ctx, metricsURL)
+	if err != nil {
+		return res, err
+	}
 	fmt.Fprintf(out, "Upgrading every node to %s…\n", v2)
 	rec.mu.Lock()
 	mark := map[string]int{}
@@ -285,6 +305,16 @@ func measure(o options, out io.Writer) (Result, error) {
 		return res, err
 	}
 	res.Upgrade = time.Since(start)
+	writesAfter, err := settledWrites(ctx, metricsURL)
+	if err != nil {
+		return res, err
+	}
+	res.UpgradeWrites = map[string]int{}
+	for k, v := range writesAfter {
+		if d := v - writesBefore[k]; d > 0 {
+			res.UpgradeWrites[k] = d
+		}
+	}
 
 	order := defaults.Builtin().Upgrade.Sequence(keys(o.nodes))
 	rec.mu.Lock()
@@ -448,6 +478,62 @@ func cpuTime(pid int) (time.Duration, error) {
 	}
 	const ticks = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / ticks, nil
+}
+
+// settledWrites reads the sequencer's writes once they have stopped
+// changing for a second (the last conditions of a phase are written a
+// moment after its last pod turns Ready).
+func settledWrites(ctx context.Context, url string) (map[string]int, error) {
+	last, err := writes(url)
+	for err == nil {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		var now map[string]int
+		if now, err = writes(url); err == nil && maps.Equal(now, last) {
+			return now, nil
+		}
+		last = now
+	}
+	return nil, err
+}
+
+// writes reads express_sequencer_api_writes_total by verb and resource.
+func writes(url string) (map[string]int, error) {
+	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
+	if err != nil {
+		return nil, fmt.Errorf("reading the sequencer's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	out := map[string]int{}
+	s := bufio.NewScanner(resp.Body)
+	for s.Scan() {
+		line := s.Text()
+		if !strings.HasPrefix(line, "express_sequencer_api_writes_total{") {
+			continue
+		}
+		labels := line[strings.IndexByte(line, '{')+1 : strings.IndexByte(line, '}')]
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		var verb, resource string
+		for _, kv := range strings.Split(labels, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			val = strings.Trim(val, `"`)
+			switch k {
+			case "verb":
+				verb = val
+			case "resource":
+				resource = val
+			}
+		}
+		out[verb+" "+resource] += int(v)
+	}
+	return out, s.Err()
 }
 
 // apiCalls sums client-go's rest_client_requests_total on the sequencer's
