@@ -142,11 +142,8 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 	if r.via != "" {
 		who += fmt.Sprintf(", through %s which is down", r.via)
 	}
-	block := func(reason, format string, args ...any) (blocker, bool) {
-		return blocker{node: r.node, reason: reason, message: "waiting for " + who + ": " + fmt.Sprintf(format, args...), upgrade: r.upToDate}, true
-	}
 	if r.missing {
-		return block(v2alpha1.ReasonPrerequisiteNotFound, "it does not exist")
+		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + ": it does not exist", upgrade: r.upToDate}, true
 	}
 	n := s.Nodes[r.node]
 	reason := v2alpha1.ReasonWaitingForPrerequisite
@@ -154,41 +151,35 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 		reason = v2alpha1.ReasonRolloutPaused
 		who += " which is paused"
 	}
-	if r.upToDate && gated(n) {
-		return block(reason, "its own rollout to %s has not started (gated)", describeTarget(n))
-	}
-	if releasing[r.node] {
-		return block(reason, "it is being released for %s now", describeTarget(n))
-	}
-	pods := s.Pods[r.node]
-	ok := 0
-	for _, p := range pods {
-		if p.Conditions[r.condType] == r.condStatus &&
-			(r.version == "" || p.Version == r.version) && (r.revision == "" || p.Revision == r.revision) &&
-			(!r.upToDate || podOnTarget(n, p)) {
-			ok++
-		}
-	}
-	if s.inFlight(r.node) {
-		return block(reason, "its rollout to %s is under way (%d/%d pods Ready on it)", describeTarget(n), s.readyOnTarget(r.node), len(pods))
-	}
-	if len(pods) > 0 && ok == len(pods) {
-		return blocker{}, false
-	}
-	if len(pods) == 0 {
-		return block(reason, "no pods yet")
-	}
-	state := fmt.Sprintf("%d/%d pods %s", ok, len(pods), r.condType)
-	if r.condStatus != string(corev1.ConditionTrue) {
-		state = fmt.Sprintf("%d/%d pods %s=%s", ok, len(pods), r.condType, r.condStatus)
+	// The message says whom the node waits for and what that node must
+	// reach, not where that node is on its way: it changes when the wait
+	// does, not at every step of the node ahead (its own condition says).
+	need := "Ready"
+	if r.condType != string(corev1.PodReady) || r.condStatus != string(corev1.ConditionTrue) {
+		need = fmt.Sprintf("%s=%s", r.condType, r.condStatus)
 	}
 	switch {
 	case r.version != "" || r.revision != "":
-		state += " on " + target(r.version, r.revision)
+		need += " on " + target(r.version, r.revision)
 	case r.upToDate:
-		state += " on " + describeTarget(n)
+		need += " on " + describeTarget(n)
 	}
-	return block(reason, "%s", state)
+	blocked := blocker{node: r.node, reason: reason, message: "waiting for " + who + " to be " + need, upgrade: r.upToDate}
+	if r.upToDate && gated(n) || releasing[r.node] || s.inFlight(r.node) {
+		return blocked, true // not started, starting now, or under way: Ready for no one
+	}
+	pods := s.Pods[r.node]
+	for _, p := range pods {
+		if p.Conditions[r.condType] != r.condStatus ||
+			r.version != "" && p.Version != r.version || r.revision != "" && p.Revision != r.revision ||
+			r.upToDate && !podOnTarget(n, p) {
+			return blocked, true
+		}
+	}
+	if len(pods) == 0 {
+		return blocked, true
+	}
+	return blocker{}, false
 }
 
 // readyOnTarget counts the node's pods that are Ready on its target.
