@@ -3,6 +3,8 @@ package certs
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -80,6 +82,15 @@ func (r *Rotator) keepInjected(ctx context.Context) {
 						pause = 0
 					}
 					last = r.Clock.Now()
+					// Our CA may be the stale one: another replica may have
+					// renewed the shared CA. Catch up first (Ensure injects
+					// itself when the CA changed), then look again.
+					if _, err := r.Ensure(ctx); err != nil {
+						r.Log.Error(err, "Checking the webhook certificates before re-injecting failed")
+					}
+					if _, trusted := tg.check(ev); trusted {
+						continue
+					}
 					r.Log.Info("Webhook configuration lacks the CA bundle: injecting it again", "configuration", tg.name)
 					if err := r.Inject(ctx); err != nil {
 						r.Log.Error(err, "Re-injecting the CA bundle failed", "configuration", tg.name)
@@ -91,14 +102,17 @@ func (r *Rotator) keepInjected(ctx context.Context) {
 	}
 }
 
-// trusted reports whether every webhook's bundle holds the current bundle.
+// trusted reports whether every webhook's bundle trusts this replica's
+// current CA. A bundle that holds more (a CA another replica renewed to and
+// this one has not read yet) is left alone: only a bundle that would make
+// the API server refuse this replica's certificate is replaced.
 func (r *Rotator) trusted(bundles [][]byte) bool {
-	want, err := r.Bundle()
+	current, err := os.ReadFile(filepath.Join(r.Dir, CAFile))
 	if err != nil {
 		return true // nothing to inject yet
 	}
 	for _, b := range bundles {
-		if !bytes.Equal(b, want) {
+		if !bytes.Contains(b, bytes.TrimSpace(current)) {
 			return false
 		}
 	}

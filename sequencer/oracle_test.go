@@ -291,10 +291,12 @@ func podsMayStartOracle(w *world, name string, releasing map[string]bool) (bool,
 		return true, ""
 	}
 	if o.inFlight(name) {
+		all := true
 		for _, nd := range unmet {
-			if o.reaches(nd.node, name) {
-				return true, "" // a predecessor's own rollout waits for this half-done one
-			}
+			all = all && o.reaches(nd.node, name)
+		}
+		if all {
+			return true, "" // every predecessor not Ready may wait for this half-done rollout
 		}
 	}
 	return false, fmt.Sprintf("%s is not Ready for it (%+v; pods %+v; releasing %v)", unmet[0].node, unmet[0], w.pods[unmet[0].node], releasing)
@@ -313,12 +315,12 @@ func (o *oracle) reaches(from, target string) bool {
 		if cur == target {
 			return true
 		}
-		if seen[cur] || !o.live(cur) {
+		if _, ok := o.w.nodes[cur]; seen[cur] || !ok || !o.live(cur) {
 			continue
 		}
 		seen[cur] = true
 		var next []need
-		if o.waiting(cur) && o.gated(cur) {
+		if o.gated(cur) { // paused or not: let go, it waits for these
 			next, _ = o.unmetDropping(cur)
 		}
 		pods, _ := o.unmet(cur, false)

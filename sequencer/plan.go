@@ -251,8 +251,8 @@ func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []
 	if len(blockers) == 0 {
 		return true, nil
 	}
-	if p.inFlight(name) && slices.ContainsFunc(blockers, func(b blocker) bool { return p.readinessMayWaitFor(b.node, name, releasing) }) {
-		return true, nil
+	if p.inFlight(name) && !slices.ContainsFunc(blockers, func(b blocker) bool { return !p.readinessMayWaitFor(b.node, name, releasing) }) {
+		return true, nil // every predecessor still not Ready may wait for this rollout: holding it could hold them all
 	}
 	return false, blockers
 }
@@ -260,7 +260,8 @@ func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []
 // readinessMayWaitFor reports whether node from may not become Ready until
 // node target does: it waits for target, directly or through other nodes —
 // for its release (a gated node whose pods are down may need its release to
-// come back) or for its new pods to schedule (its provisioning
+// come back; paused or held for a change landing, it waits for the same
+// nodes once let go) or for its new pods to schedule (its provisioning
 // prerequisites, whether or not it is rolling). It errs towards yes: a pod
 // hold it would make circular is not made.
 func (p *planner) readinessMayWaitFor(from, target string, releasing map[string]bool) bool {
@@ -272,12 +273,18 @@ func (p *planner) readinessMayWaitFor(from, target string, releasing map[string]
 		if cur == target {
 			return true
 		}
-		if seen[cur] || !live(p.Nodes[cur]) {
-			continue
+		n, ok := p.Nodes[cur]
+		if seen[cur] || !ok || !live(n) {
+			continue // a node that does not exist or is down waits for no one
 		}
 		seen[cur] = true
-		for _, b := range p.blockers[cur] {
-			queue = append(queue, b.node)
+		if gated(n) {
+			// Its release: its own requirements, whether or not a pause or a
+			// change still landing holds it meanwhile.
+			releaseWaits, _ := p.wait(cur, p.mode(cur) == ModeUpgrade, releasing)
+			for _, b := range releaseWaits {
+				queue = append(queue, b.node)
+			}
 		}
 		podWaits, _ := p.wait(cur, false, releasing)
 		for _, b := range podWaits {

@@ -50,11 +50,12 @@ func Preview(s *Snapshot) Prediction {
 	}
 	var p Prediction
 	for _, name := range sortedNames(sim) {
-		if live(sim.Nodes[name]) && !gated(sim.Nodes[name]) && !sim.converged(name) {
+		if sim.inFlight(name) {
 			p.Rolling = append(p.Rolling, name)
 			sim.rolledOut(name)
 		}
 	}
+	sim.recoverWhatMayStart()
 	for range len(sim.Nodes) + 1 {
 		var step Step
 		for _, d := range Plan(sim) {
@@ -74,6 +75,7 @@ func Preview(s *Snapshot) Prediction {
 		for _, name := range step.Nodes {
 			sim.rolledOut(name)
 		}
+		sim.recoverWhatMayStart()
 		p.Steps = append(p.Steps, step)
 	}
 	for _, d := range Plan(sim) {
@@ -93,6 +95,23 @@ func sortedNames(s *Snapshot) []string {
 	return names
 }
 
+// recoverWhatMayStart makes every recovering node whose new pods may start
+// Ready again on its target, until none is left: recovery happens between
+// releases, in its own order.
+func (s *Snapshot) recoverWhatMayStart() {
+	for changed := true; changed; {
+		changed = false
+		for _, name := range sortedNames(s) {
+			if s.recovering(name) && !s.inFlight(name) {
+				if ok, _ := PodsMayStart(s, name); ok {
+					s.rolledOut(name)
+					changed = true
+				}
+			}
+		}
+	}
+}
+
 // rolledOut makes node name released and Ready on its target, as recorded
 // by the sequencer.
 func (s *Snapshot) rolledOut(name string) {
@@ -100,6 +119,9 @@ func (s *Snapshot) rolledOut(name string) {
 	n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
 	n.SetGeneration(n.GetGeneration() + 1)
 	ann := n.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
 	ann[v2alpha1.AnnotationReleasedTarget] = targetHash(n)
 	ann[v2alpha1.AnnotationReleasedGeneration] = strconv.FormatInt(n.GetGeneration(), 10)
 	n.SetAnnotations(ann)
