@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 )
 
 // The pod admission webhook (DESIGN v2 §4b).
@@ -75,4 +78,48 @@ func TestAPodNamingNoNodeIsAdmittedUnchangedWithAWarning(t *testing.T) {
 	require.NoError(t, wc.Create(ctx, odd))
 	assert.Empty(t, gates(odd))
 	assert.True(t, containsSubstring(w.all(), `label express.medallia.com/node="Acme_FE1" names no Express node`), w.all())
+}
+
+// The sequencer's scheduling gate on a pod can be removed by the sequencer
+// only: anyone else — even a cluster admin, claiming its field manager — is
+// refused with the way to let the node's pods start regardless. Other gates
+// and other updates are left alone.
+func TestOnlyTheSequencerRemovesItsPodSchedulingGate(t *testing.T) {
+	ctx := context.Background()
+	h := env(t)
+	c := h.Client
+	ns := namespace(t)
+	for _, n := range seedTenant(ns)[:2] {
+		require.NoError(t, c.Create(ctx, n))
+	}
+	fe1 := pod(ns, "acme-fe1-0", map[string]string{v2alpha1.LabelNode: "acme-fe1"})
+	fe1.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
+	require.NoError(t, c.Create(ctx, fe1))
+	require.Equal(t, []string{"example.com/other", v2alpha1.GateSequencer}, gates(fe1))
+
+	user, err := h.Env.AddUser(envtest.User{Name: "eve", Groups: []string{"system:masters"}}, h.Config)
+	require.NoError(t, err)
+	eve, err := client.New(user.Config(), client.Options{Scheme: app.Scheme()})
+	require.NoError(t, err)
+
+	ungate := func(who client.Client, gate string) error {
+		p := &corev1.Pod{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(fe1), p))
+		p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == gate })
+		return who.Update(ctx, p, client.FieldOwner(v2alpha1.FieldManager))
+	}
+	err = ungate(eve, v2alpha1.GateSequencer)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.schedulingGates: the express.medallia.com/sequencer gate of pod acme-fe1-0 is removed by express-sequencer only")
+	assert.Contains(t, err.Error(), "annotate the node express.medallia.com/ignore-prerequisites=true")
+
+	require.NoError(t, ungate(eve, "example.com/other"), "another gate is anyone's to remove")
+	p := &corev1.Pod{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(fe1), p))
+	p.Labels["team"] = "express"
+	require.NoError(t, eve.Update(ctx, p), "other updates go through")
+
+	require.NoError(t, ungate(c, v2alpha1.GateSequencer), "the sequencer's own identity removes it")
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(fe1), p))
+	assert.Empty(t, gates(p))
 }

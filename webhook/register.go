@@ -20,6 +20,7 @@ const (
 	ValidateBackendPath  = "/validate-express-medallia-com-v2alpha1-backend"
 	ValidateFrontendPath = "/validate-express-medallia-com-v2alpha1-frontend"
 	MutatePodPath        = "/mutate-v1-pod"
+	ValidatePodPath      = "/validate-v1-pod"
 )
 
 // Names of the generated webhook configurations, as in config/webhook.
@@ -35,6 +36,11 @@ const (
 // refused (their controllers retry) rather than scheduled out of order; no
 // other pod in the cluster is affected.
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"objectSelector":{"matchExpressions":[{"key":"express.medallia.com/node","operator":"Exists"}]}}`
+// The pod gate guard is sent only updates of pods labelled
+// express.medallia.com/node. Its failure policy is Ignore: while no replica
+// serves, updates of Express pods (labels, annotations) go through rather
+// than fail; only the hand removal of a gate goes unrefused meanwhile.
+// +kubebuilder:webhook:path=/validate-v1-pod,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=update,versions=v1,name=vpod.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"objectSelector":{"matchExpressions":[{"key":"express.medallia.com/node","operator":"Exists"}]}}`
 // +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-backend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=backends,verbs=create;update,versions=v2alpha1,name=vbackend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 // +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-frontend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=frontends,verbs=create;update,versions=v2alpha1,name=vfrontend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 
@@ -60,6 +66,7 @@ func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings)
 		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders}),
 		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders}),
 		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk}},
+		ValidatePodPath:      {Handler: &PodGateGuard{Sequencer: sequencerUsers}},
 	}
 	for _, path := range []string{MutateBackendPath, MutateFrontendPath} {
 		hooks[path].Handler = withWarnings(hooks[path].Handler)
