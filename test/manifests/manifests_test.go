@@ -143,6 +143,17 @@ func TestTheCertManagerInstallHangsTogether(t *testing.T) {
 		hooks = append(hooks, hook{w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.TimeoutSeconds, w.Rules})
 	}
 	for _, w := range validating.Webhooks {
+		if w.Name == "vpod.express.medallia.com" {
+			// The pod gate guard: updates of Express pods only, failing
+			// open so that no pod update waits on it.
+			require.NotNil(t, w.ObjectSelector, "the pod gate guard must never see other pods")
+			assert.Equal(t, []metav1.LabelSelectorRequirement{{Key: v2alpha1.LabelNode, Operator: metav1.LabelSelectorOpExists}}, w.ObjectSelector.MatchExpressions)
+			assert.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy)
+			assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects)
+			assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, w.Rules[0].Operations)
+			assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)
+			continue
+		}
 		hooks = append(hooks, hook{w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.TimeoutSeconds, w.Rules})
 	}
 	require.Len(t, hooks, 4)
