@@ -25,23 +25,14 @@
 // target), unless that wait is circular with a provisioning wait, where the
 // provisioning order wins; one brought back with the target it was released
 // for is provisioned. A node in a released rollout that has not converged,
-// or released in the same pass, is Ready for no one.
+// or released in the same pass, is Ready for no one; its new pods are held
+// by a predecessor that is not Ready, unless every such predecessor may wait
+// for the rollout (PodsMayStart).
 //
 // # The state machine of one node
 //
-//	stateDiagram-v2
-//	    [*] --> Gated: admitted up (webhook)
-//	    Steady --> Gated: target hash changed (webhook)
-//	    Down --> Gated: up true (webhook)
-//	    Gated --> Gated: waiting, paused, landing, settling, cycle
-//	    Gated --> Released: requirements hold; gate removed with released-target
-//	    Released --> Steady: Ready on target (RolloutComplete)
-//	    Released --> Stalled: progress deadline passed
-//	    Stalled --> Steady: Ready on target
-//	    Steady --> Recovering: pods lost or not Ready
-//	    Recovering --> Steady: provisioning prerequisites Ready, pods released
-//	    Steady --> Down: up false or deleted (NodeDown)
-//	    Gated --> Down: up false or deleted
+// It is drawn once, in docs/sequencer.md ("The state machine of one
+// node"), with the reasons each state shows.
 //
 // Only the webhook adds a CR gate, and only for a user change: a released
 // node is never gated again for the same target.
