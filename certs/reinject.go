@@ -24,36 +24,15 @@ func (r *Rotator) keepInjected(ctx context.Context) {
 		return
 	}
 	type target struct {
-		list  client.ObjectList
-		name  string
-		check func(watch.Event) (bool, bool)
+		list client.ObjectList
+		name string
 	}
 	var targets []target
 	for _, name := range r.MutatingConfigurations {
-		targets = append(targets, target{&admissionregistrationv1.MutatingWebhookConfigurationList{}, name, func(ev watch.Event) (bool, bool) {
-			cfg, ok := ev.Object.(*admissionregistrationv1.MutatingWebhookConfiguration)
-			if !ok {
-				return false, false
-			}
-			var bundles [][]byte
-			for _, w := range cfg.Webhooks {
-				bundles = append(bundles, w.ClientConfig.CABundle)
-			}
-			return true, r.trusted(bundles)
-		}})
+		targets = append(targets, target{&admissionregistrationv1.MutatingWebhookConfigurationList{}, name})
 	}
 	for _, name := range r.ValidatingConfigurations {
-		targets = append(targets, target{&admissionregistrationv1.ValidatingWebhookConfigurationList{}, name, func(ev watch.Event) (bool, bool) {
-			cfg, ok := ev.Object.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-			if !ok {
-				return false, false
-			}
-			var bundles [][]byte
-			for _, w := range cfg.Webhooks {
-				bundles = append(bundles, w.ClientConfig.CABundle)
-			}
-			return true, r.trusted(bundles)
-		}})
+		targets = append(targets, target{&admissionregistrationv1.ValidatingWebhookConfigurationList{}, name})
 	}
 	for _, tg := range targets {
 		go func() {
@@ -70,7 +49,7 @@ func (r *Rotator) keepInjected(ctx context.Context) {
 					if ev.Type != watch.Added && ev.Type != watch.Modified {
 						continue
 					}
-					if ok, trusted := tg.check(ev); !ok || trusted {
+					if ok, trusted := r.checkEvent(ev); !ok || trusted {
 						continue
 					}
 					if since := r.Clock.Since(last); since < pause {
@@ -88,7 +67,7 @@ func (r *Rotator) keepInjected(ctx context.Context) {
 					if _, err := r.Ensure(ctx); err != nil {
 						r.Log.Error(err, "Checking the webhook certificates before re-injecting failed")
 					}
-					if _, trusted := tg.check(ev); trusted {
+					if _, trusted := r.checkEvent(ev); trusted {
 						continue
 					}
 					r.Log.Info("Webhook configuration lacks the CA bundle: injecting it again", "configuration", tg.name)
@@ -100,6 +79,25 @@ func (r *Rotator) keepInjected(ctx context.Context) {
 			}
 		}()
 	}
+}
+
+// checkEvent reports whether the event carries a webhook configuration and,
+// if so, whether its bundles trust this replica's CA.
+func (r *Rotator) checkEvent(ev watch.Event) (ok, trusted bool) {
+	var bundles [][]byte
+	switch cfg := ev.Object.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for _, w := range cfg.Webhooks {
+			bundles = append(bundles, w.ClientConfig.CABundle)
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for _, w := range cfg.Webhooks {
+			bundles = append(bundles, w.ClientConfig.CABundle)
+		}
+	default:
+		return false, false
+	}
+	return true, r.trusted(bundles)
 }
 
 // trusted reports whether every webhook's bundle trusts this replica's

@@ -81,13 +81,7 @@ func TestReplicasShareTheCASoEitherCanServe(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cp.Stop()) }()
 
-	replica := func(dir string, port int) app.Options {
-		o := cp.ManagerOptions(dir, logr.Discard())
-		o.WebhookPort = port
-		o.Sequencer = false
-		o.CASecret = "default/express-sequencer-webhook-ca"
-		return o
-	}
+	replica := func(dir string, port int) app.Options { return sharedCAReplica(cp, dir, port) }
 	dirA, dirB := t.TempDir(), t.TempDir()
 	_, stopA, err := cp.StartManager(replica(dirA, cp.WebhookPort))
 	require.NoError(t, err)
@@ -120,13 +114,7 @@ func TestAWebhookConfigurationRecreatedWithoutItsCABundleGetsItBack(t *testing.T
 	cp, err := controlplane.Start()
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cp.Stop()) }()
-	replica := func(dir string, port int) app.Options {
-		o := cp.ManagerOptions(dir, logr.Discard())
-		o.WebhookPort = port
-		o.Sequencer = false
-		o.CASecret = "default/express-sequencer-webhook-ca"
-		return o
-	}
+	replica := func(dir string, port int) app.Options { return sharedCAReplica(cp, dir, port) }
 	_, stopA, err := cp.StartManager(replica(t.TempDir(), cp.WebhookPort))
 	require.NoError(t, err)
 	defer stopA()
@@ -193,4 +181,14 @@ func TestAWebhookConfigurationRecreatedWithoutItsCABundleGetsItBack(t *testing.T
 		require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))
 	}
 	assert.Equal(t, before, m.ResourceVersion+"/"+v.ResourceVersion, "once injected, neither replica writes the configurations again")
+}
+
+// sharedCAReplica is a webhooks-only replica in self-signed mode that shares
+// its CA with the others through a Secret.
+func sharedCAReplica(cp *controlplane.ControlPlane, dir string, port int) app.Options {
+	o := cp.ManagerOptions(dir, logr.Discard())
+	o.WebhookPort = port
+	o.Sequencer = false
+	o.CASecret = "default/express-sequencer-webhook-ca"
+	return o
 }

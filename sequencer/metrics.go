@@ -1,6 +1,7 @@
 package sequencer
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,14 +48,29 @@ var (
 	}, []string{"step"})
 )
 
-// MetricNames are the names of the metrics the sequencer exports, for
-// alerting rules and their tests.
+// collectors are every metric the sequencer exports.
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releases, podReleases, apiWrites, reconcileErrors}
+
+// MetricNames are the names of the metrics the sequencer exports, read from
+// their descriptions, for alerting rules and their tests.
 func MetricNames() []string {
-	return []string{"express_sequencer_gated_nodes", "express_sequencer_nodes", "express_sequencer_release_latency_seconds", "express_sequencer_releases_total", "express_sequencer_pod_releases_total", "express_sequencer_api_writes_total", "express_sequencer_reconcile_errors_total"}
+	var out []string
+	for _, c := range collectors {
+		ch := make(chan *prometheus.Desc, 1)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			// Desc{fqName: "express_sequencer_…", help: …}
+			if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
+				name, _, _ := strings.Cut(rest, `"`)
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 func init() {
-	metrics.Registry.MustRegister(gatedNodes, nodesByReason, releaseLatency, releases, podReleases, apiWrites, reconcileErrors)
+	metrics.Registry.MustRegister(collectors...)
 }
 
 // gatedCounts keeps each tenant's nodes by reason, so a gauge is the sum

@@ -54,13 +54,11 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	if snap != nil {
-		snap.Grouping = g.Grouping
-	}
 	if snap == nil {
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%s names no Backend or Frontend in namespace %s: the pod is not held for its prerequisites", v2alpha1.LabelNode, name, req.Namespace))
 	}
+	snap.Grouping = g.Grouping
 	if ok, _ := sequencer.PodsMayStart(snap, name); ok {
 		return admission.Allowed("")
 	}
