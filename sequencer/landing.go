@@ -26,21 +26,25 @@ type landing struct {
 	timedOut string
 }
 
-// landingOf decides change grouping for the tenant. Tenants whose live nodes
-// carry rollout-id are held exactly while the ids disagree (bounded by the
+// landingOf decides change grouping for the tenant. Tenants whose nodes
+// carry rollout-id (live ones, and down ones that carry an id) are held
+// exactly while the ids disagree (bounded by the
 // landing timeout); tenants without it are held for the settle time after
 // their latest target change, never longer than the settle cap after their
 // oldest pending one.
 func (s *Snapshot) landingOf() landing {
-	ids := map[string][]string{} // rollout-id → live nodes carrying it
+	ids := map[string][]string{} // rollout-id → nodes carrying it
 	var newest string
 	var newestAt time.Time
 	anyID := false
 	for name, n := range s.Nodes {
-		if !live(n) {
+		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+		// A node intentionally down still belongs to the render: the change
+		// that brings it back up may be the last to land. It counts once it
+		// carries an id; a node being deleted does not.
+		if n.GetDeletionTimestamp() != nil || !isUp(n) && id == "" {
 			continue
 		}
-		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
 		ids[id] = append(ids[id], name)
 		if id == "" {
 			continue
@@ -71,7 +75,7 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 		}
 	}
 	slices.Sort(lacking)
-	what := fmt.Sprintf("%s of %d live nodes still lack rollout-id %s, which %s carry",
+	what := fmt.Sprintf("%s of %d nodes still lack rollout-id %s, which %s carry",
 		strings.Join(lacking, ", "), len(lacking)+len(ids[newest]), newest, strings.Join(sorted(ids[newest]), ", "))
 	if s.Grouping.LandingTimeout > 0 {
 		wait := newestAt.Add(s.Grouping.LandingTimeout).Sub(s.Now)
