@@ -42,6 +42,11 @@ var (
 		Help: "Writes the sequencer made to the API server, by verb and resource: gate patches, condition applies, pod gate patches, Events.",
 	}, []string{"verb", "resource"})
 
+	conditionWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "express_sequencer_condition_writes_total",
+		Help: "PrerequisitesReady conditions the sequencer wrote, by the reason written.",
+	}, []string{"reason"})
+
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
 		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
@@ -49,7 +54,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releases, podReleases, apiWrites, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releases, podReleases, apiWrites, conditionWrites, reconcileErrors}
 
 // MetricNames are the names of the metrics the sequencer exports, read from
 // their descriptions, for alerting rules and their tests.
@@ -83,6 +88,9 @@ type gatedCounts struct {
 }
 
 func (g *gatedCounts) set(t Tenant, counts map[string]int) {
+	if g.gauge == nil {
+		return // a Reconciler not set up with a manager exports nothing
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.byTenant == nil {

@@ -468,9 +468,10 @@ func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 	if !gateChanged && cur != nil && cur.Reason == d.Condition.Reason && len(d.PodsToRelease) == 0 {
 		return nil
 	}
-	if d.Condition.Reason == v2alpha1.ReasonRolloutComplete && (cur == nil ||
-		!slices.Contains(releasedReasons, cur.Reason) && !slices.Contains(recoveryReasons, cur.Reason)) {
-		return nil // steady nodes need no Event; finishing a rollout or a recovery does
+	if d.Condition.Reason == v2alpha1.ReasonRolloutComplete {
+		// Finishing is no wait and no release: the condition says it, and
+		// the release Event of the next node in line names this one Ready.
+		return nil
 	}
 	if !gateChanged && len(d.PodsToRelease) == 0 && cur != nil && slices.Contains(ordinaryWaits, cur.Reason) && slices.Contains(ordinaryWaits, d.Condition.Reason) {
 		return nil // still in line: the first Event of the wait said so

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -41,9 +42,9 @@ import (
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
-	// Fresh reads straight from the API server. A plan that releases a node
-	// or a pod is made again from fresh reads before it is applied: the
-	// cache may not have seen the sequencer's own last release yet.
+	// Fresh reads straight from the API server: the tenant is read from it
+	// when the cache and the sequencer's own writes cannot be ordered by
+	// resourceVersion (see ownWrites).
 	Fresh client.Reader
 	// Orders are the installation's default orders.
 	Orders defaults.Orders
@@ -61,16 +62,41 @@ type Reconciler struct {
 	// observed holds, per tenant, when the oldest change not yet reconciled
 	// was seen: the start of the release latency.
 	observed sync.Map
+	// own holds the sequencer's own writes until the cache has them.
+	own ownWrites
+}
+
+// plan gathers the tenant from the cache with the sequencer's own writes
+// laid over it, and plans. Where the overlay cannot tell which is newer (a
+// resourceVersion that is not an integer), it reads the tenant fresh.
+func (r *Reconciler) plan(ctx context.Context, t Tenant) (*Snapshot, []Decision, error) {
+	snap, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+	if errors.Is(err, errUncomparable) && r.Fresh != nil {
+		snap, err = GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now())
+		if err == nil {
+			snap.ProgressDeadline, snap.Grouping = r.ProgressDeadline, r.Grouping
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	r.own.forgetGone(snap)
+	return snap, Plan(snap), nil
 }
 
 // CacheOptions restricts the manager's pod cache to pods of Express nodes and
 // keeps only what the sequencer reads of them, so memory grows with the
-// Express pods alone.
+// Express pods alone; of every other object it drops the managed fields.
 func CacheOptions() cache.Options {
 	sel, _ := labels.Parse(v2alpha1.LabelNode) // a constant "exists" selector always parses
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: sel, Transform: stripPod},
-	}}
+	return cache.Options{
+		// Nothing the sequencer decides reads managedFields: about half of
+		// a node object's size.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: sel, Transform: stripPod},
+		},
+	}
 }
 
 func stripPod(obj any) (any, error) {
@@ -141,26 +167,13 @@ func (r *Reconciler) observe(t Tenant) { r.observed.LoadOrStore(t, r.Clock.Now()
 // Reconcile sequences one tenant: gather, plan, apply.
 func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result, error) {
 	since, _ := r.observed.LoadAndDelete(t)
-	snap, err := Gather(ctx, r.Client, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+	snap, decisions, err := r.plan(ctx, t)
 	if err != nil {
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
 	}
 	var result reconcile.Result
 	counts, allCounts := map[string]int{}, map[string]int{}
-	decisions := Plan(snap)
-	if r.Fresh != nil && slices.ContainsFunc(decisions, func(d Decision) bool { return releasing(snap, d) || len(d.PodsToRelease) > 0 }) {
-		// Releases are decided only on what the API server holds now: a
-		// cache that has not seen a node released a moment ago would take
-		// it for Ready on its old pods.
-		fresh, err := GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now())
-		if err != nil {
-			reconcileErrors.WithLabelValues("gather").Inc()
-			return reconcile.Result{}, err
-		}
-		fresh.ProgressDeadline, fresh.Grouping = r.ProgressDeadline, r.Grouping
-		snap, decisions = fresh, Plan(fresh)
-	}
 	for _, d := range decisions {
 		if d.Gated {
 			counts[d.Condition.Reason]++
@@ -250,6 +263,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 			reconcileErrors.WithLabelValues("gate").Inc()
 			return fmt.Errorf("updating the gate of %s %s: %w", n.NodeKind(), n.GetName(), err)
 		}
+		r.own.remember(snap.Tenant, n)
 		if !d.Gated {
 			releases.WithLabelValues(d.Condition.Reason).Inc()
 			if t, ok := since.(time.Time); ok {
@@ -263,7 +277,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 		return err
 	}
 	d.Condition.ObservedGeneration = n.GetGeneration()
-	if err := r.applyCondition(ctx, n, d); err != nil {
+	if err := r.applyCondition(ctx, snap.Tenant, n, d); err != nil {
 		reconcileErrors.WithLabelValues("status").Inc()
 		return err
 	}
@@ -301,6 +315,7 @@ func (r *Reconciler) releasePods(ctx context.Context, snap *Snapshot, d Decision
 			errs = append(errs, fmt.Errorf("removing the scheduling gate of pod %s: %w", name, err))
 			continue
 		}
+		r.own.remember(snap.Tenant, pod)
 		podReleases.Inc()
 		log.FromContext(ctx).Info("Released pod", "node", d.Node, "pod", name)
 	}
@@ -388,7 +403,7 @@ func annotationPath(key string) string {
 // applyCondition server-side applies the PrerequisitesReady condition as
 // the sequencer's field manager: the conditions list is a map by type, so
 // the Express operator's conditions are left alone.
-func (r *Reconciler) applyCondition(ctx context.Context, n v2alpha1.Node, d Decision) error {
+func (r *Reconciler) applyCondition(ctx context.Context, t Tenant, n v2alpha1.Node, d Decision) error {
 	conds := append(n.NodeStatus().Conditions[:0:0], n.NodeStatus().Conditions...)
 	if !SetCondition(&conds, d.Condition, r.Clock.Now()) {
 		return nil
@@ -405,10 +420,19 @@ func (r *Reconciler) applyCondition(ctx context.Context, n v2alpha1.Node, d Deci
 		}}},
 	}}
 	apiWrites.WithLabelValues("apply", resourceOf(n)+"/status").Inc()
+	conditionWrites.WithLabelValues(c.Reason).Inc()
 	err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(v2alpha1.FieldManager), client.ForceOwnership)
 	if err != nil {
 		return fmt.Errorf("applying the %s condition of %s %s: %w", v2alpha1.ConditionPrerequisitesReady, n.NodeKind(), n.GetName(), err)
 	}
+	var written v2alpha1.Node = &v2alpha1.Frontend{}
+	if n.NodeKind() == v2alpha1.KindBackend {
+		written = &v2alpha1.Backend{}
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, written); err != nil {
+		return fmt.Errorf("reading the answer to the %s condition of %s %s: %w", v2alpha1.ConditionPrerequisitesReady, n.NodeKind(), n.GetName(), err)
+	}
+	r.own.remember(t, written)
 	return nil
 }

@@ -1,0 +1,200 @@
+package sequencer
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// ownWrites remembers the objects the sequencer itself wrote last, as the
+// API server returned them, until the cache has caught up with them. A
+// tenant is planned on the cache with these laid over it: a cache that has
+// not seen the sequencer's own last release (or RolloutComplete record, or
+// pod release) yet would otherwise plan on a state older than its own
+// decisions — take a node it just released for gated, or for Ready on its
+// old pods. The cache plus the sequencer's own writes is at least as new,
+// for every object the sequencer wrote, as the API server's answer to that
+// write; no fresh read is needed before a release.
+//
+// Newer is decided by resourceVersion, which the API server's etcd storage
+// keeps as an increasing integer. Where one is not an integer the overlay
+// reports errUncomparable, and the tenant is read fresh from the API server
+// instead.
+type ownWrites struct {
+	mu   sync.Mutex
+	objs map[ownKey]ownWrite
+}
+
+type ownKey struct{ kind, namespace, name string }
+
+type ownWrite struct {
+	obj    client.Object
+	tenant Tenant
+}
+
+// errUncomparable says a resourceVersion is not an integer: the overlay
+// cannot tell which of the cache and the sequencer's own write is newer.
+var errUncomparable = errors.New("resourceVersions are not comparable")
+
+const kindPod = "Pod"
+
+func keyOf(obj client.Object) (ownKey, bool) {
+	var kind string
+	switch obj.(type) {
+	case *v2alpha1.Backend:
+		kind = v2alpha1.KindBackend
+	case *v2alpha1.Frontend:
+		kind = v2alpha1.KindFrontend
+	case *corev1.Pod:
+		kind = kindPod
+	default:
+		return ownKey{}, false
+	}
+	return ownKey{kind, obj.GetNamespace(), obj.GetName()}, true
+}
+
+// remember keeps obj, the API server's answer to a write of one of tenant's
+// objects, until the cache has it or something newer.
+func (w *ownWrites) remember(t Tenant, obj client.Object) {
+	k, ok := keyOf(obj)
+	if !ok || obj.GetResourceVersion() == "" {
+		return
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		stripped, _ := stripPod(p)
+		obj = stripped.(*corev1.Pod)
+	} else {
+		obj = obj.DeepCopyObject().(client.Object)
+		obj.SetManagedFields(nil)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.objs == nil {
+		w.objs = map[ownKey]ownWrite{}
+	}
+	if cur, ok := w.objs[k]; ok && cur.obj.GetUID() == obj.GetUID() {
+		if newer, ok := newerVersion(cur.obj.GetResourceVersion(), obj.GetResourceVersion()); ok && newer {
+			return // answers of concurrent writes may come back out of order
+		}
+	}
+	w.objs[k] = ownWrite{obj: obj, tenant: t}
+}
+
+// newerVersion reports whether resourceVersion a is newer than b, and
+// whether the two could be compared at all.
+func newerVersion(a, b string) (newer, ok bool) {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return false, false
+	}
+	return x > y, true
+}
+
+// overlay returns the sequencer's own later write of cached, an object read
+// from the cache, or nil when the cache is as new; it forgets writes the
+// cache has caught up with.
+func (w *ownWrites) overlay(cached client.Object) (client.Object, error) {
+	k, known := keyOf(cached)
+	if !known {
+		return nil, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	own, found := w.objs[k]
+	if !found {
+		return nil, nil
+	}
+	if own.obj.GetUID() != cached.GetUID() {
+		delete(w.objs, k) // deleted and created again since: the cache has the new one
+		return nil, nil
+	}
+	newer, ok := newerVersion(own.obj.GetResourceVersion(), cached.GetResourceVersion())
+	switch {
+	case !ok:
+		return nil, errUncomparable
+	case !newer:
+		delete(w.objs, k)
+		return nil, nil
+	}
+	return own.obj.DeepCopyObject().(client.Object), nil
+}
+
+// overlayList replaces, in a list read from the cache, every object the
+// sequencer wrote since with its own write.
+func (w *ownWrites) overlayList(list client.ObjectList) error {
+	switch l := list.(type) {
+	case *v2alpha1.BackendList:
+		return overlayItems(w, l.Items)
+	case *v2alpha1.FrontendList:
+		return overlayItems(w, l.Items)
+	case *corev1.PodList:
+		return overlayItems(w, l.Items)
+	}
+	return nil
+}
+
+func overlayItems[T any, PT interface {
+	*T
+	client.Object
+}](w *ownWrites, items []T) error {
+	for i := range items {
+		own, err := w.overlay(PT(&items[i]))
+		if err != nil {
+			return err
+		}
+		if own != nil {
+			items[i] = *own.(PT)
+		}
+	}
+	return nil
+}
+
+// forgetGone drops the remembered writes of the snapshot's tenant whose
+// objects the snapshot no longer holds: deleted before the cache caught up.
+func (w *ownWrites) forgetGone(s *Snapshot) {
+	pods := map[string]bool{}
+	for _, ps := range s.Pods {
+		for _, p := range ps {
+			pods[p.Name] = true
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, own := range w.objs {
+		if own.tenant != s.Tenant {
+			continue
+		}
+		n, isNode := s.Nodes[k.name]
+		if k.kind == kindPod && !pods[k.name] || k.kind != kindPod && (!isNode || n.NodeKind() != k.kind) {
+			delete(w.objs, k)
+		}
+	}
+}
+
+// size is how many writes the overlay holds.
+func (w *ownWrites) size() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.objs)
+}
+
+// withOwnWrites is a reader of the cache that lays the sequencer's own
+// writes over what it lists.
+type withOwnWrites struct {
+	client.Reader
+	own *ownWrites
+}
+
+func (r withOwnWrites) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := r.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	return r.own.overlayList(list)
+}
