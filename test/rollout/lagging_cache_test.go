@@ -40,7 +40,9 @@ func (c laggingCache) List(ctx context.Context, list client.ObjectList, opts ...
 // with the sequencer's field indexes.
 func copyOf(t *testing.T, objs ...client.Object) client.Reader {
 	t.Helper()
-	byTenant := func(o client.Object) []string { return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName} }
+	byTenant := func(o client.Object) []string {
+		return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
+	}
 	return fake.NewClientBuilder().WithScheme(harness.Client.Scheme()).WithObjects(objs...).
 		WithIndex(&v2alpha1.Backend{}, sequencer.IndexTenant, byTenant).
 		WithIndex(&v2alpha1.Frontend{}, sequencer.IndexTenant, byTenant).
