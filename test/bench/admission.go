@@ -72,16 +72,11 @@ func measurePodAdmission(ctx context.Context, c client.Client, n int) (withHook,
 func measureLanding(ctx context.Context, c client.Client, rec *recorder, first, n, nodes int, withID bool) ([]time.Duration, error) {
 	var out []time.Duration
 	for i := first; i < first+n; i++ {
-		if err := createTenant(ctx, c, i, nodes); err != nil {
+		if err := createTenant(ctx, c, i, nodes, withID); err != nil {
 			return nil, err
 		}
-		if withID {
-			if err := setAll(ctx, c, i, nodes, func(n v2alpha1.Node) { annotate(n, v2alpha1.AnnotationRolloutID, "r1") }); err != nil {
-				return nil, err
-			}
-		}
 		ns := namespace(i)
-		if err := waitFor(ctx, func() bool { return rec.readyCount(ns, v1) == nodes }); err != nil {
+		if err := waitFor(ctx, func() bool { return rec.readyCount(ns, phase(v1, "")) == nodes }); err != nil {
 			return nil, fmt.Errorf("provisioning %s: %w", ns, err)
 		}
 		rec.mu.Lock()

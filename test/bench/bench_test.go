@@ -25,3 +25,14 @@ func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	assert.Contains(t, out.String(), "pod create, through the pod webhook:", "the admission measurements run too")
 	assert.Contains(t, out.String(), "last apply → first release, rollout-id:")
 }
+
+// A config-only change (configChangeset) is rolled in the same order, and
+// the condition writes are broken down by reason.
+func TestTheBenchmarkRollsAConfigOnlyChangeInOrder(t *testing.T) {
+	var out bytes.Buffer
+	res, err := measure(options{tenants: 2, nodes: 4, workers: 2, timeout: 3 * time.Minute, change: "config", rolloutID: true}, &out)
+	require.NoError(t, err, out.String())
+	assert.Empty(t, res.OutOfOrder)
+	assert.Len(t, res.Latencies, 2*3)
+	assert.Positive(t, res.UpgradeWrites[conditionPrefix+"Released"], "%v", res.UpgradeWrites)
+}

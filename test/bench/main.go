@@ -54,6 +54,25 @@ type options struct {
 	rate                    float64
 	slowest                 int
 	admission               int
+	// change is what the upgrade changes: "version" or "config"
+	// (configChangeset only).
+	change string
+	// rolloutID: nodes carry the rollout-id the tenant chart renders.
+	rolloutID bool
+	memProfile string
+}
+
+// phase names what a node is Ready on: its version and configChangeset.
+func phase(version, config string) string { return version + "/" + config }
+
+const configChange = "changeset-2"
+
+// upgraded is the phase every node reaches in the upgrade.
+func (o options) upgraded() string {
+	if o.change == "config" {
+		return phase(v1, configChange)
+	}
+	return phase(v2, "")
 }
 
 func main() {
@@ -66,6 +85,9 @@ func main() {
 	flag.Float64Var(&o.rate, "upgrade-rate", 0, "Tenants upgraded per second; 0 upgrades them all at once.")
 	flag.IntVar(&o.slowest, "slowest", 0, "Also list the N slowest releases, to find where a tail comes from.")
 	flag.IntVar(&o.admission, "admission", 0, "After the upgrade, also measure N pod creates with and without the pod webhook, and the first release after a change applied node by node with and without rollout-id (N tenants each).")
+	flag.StringVar(&o.change, "change", "version", "What the upgrade changes on every node: version (expressVersion) or config (configChangeset only).")
+	flag.BoolVar(&o.rolloutID, "rollout-id", true, "Nodes carry a rollout-id per change, as the tenant chart renders it; false leaves change grouping to --settle-time.")
+	flag.StringVar(&o.memProfile, "memprofile", "", "Write the sequencer's heap profile, taken at the end of the upgrade, to this file.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
@@ -109,7 +131,11 @@ func run(o options, out io.Writer) error {
 	if o.rate > 0 {
 		how = fmt.Sprintf("%g tenants/s", o.rate)
 	}
-	fmt.Fprintf(out, "\n%d tenants × %d nodes, full upgrade %s (instant readiness, settle time %s)\n", res.Tenants, res.Nodes, how, o.settle)
+	grouping := "rollout-id"
+	if !o.rolloutID {
+		grouping = "settle time " + o.settle.String()
+	}
+	fmt.Fprintf(out, "\n%d tenants × %d nodes, %s change %s (instant readiness, change grouping by %s)\n", res.Tenants, res.Nodes, o.change, how, grouping)
 	fmt.Fprintf(out, "  provisioning:            %s\n", res.Provision.Round(time.Millisecond))
 	fmt.Fprintf(out, "  upgrade:                 %s\n", res.Upgrade.Round(time.Millisecond))
 	fmt.Fprintf(out, "  release latency p50:     %s\n", res.Percentile(50).Round(100*time.Microsecond))
@@ -118,10 +144,20 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "  sequencer API calls:     %d\n", res.APICalls)
 	total, kinds := 0, make([]string, 0, len(res.UpgradeWrites))
 	for k, v := range res.UpgradeWrites {
-		total += v
+		if !strings.HasPrefix(k, conditionPrefix) {
+			total += v
+		}
 		kinds = append(kinds, k)
 	}
-	slices.Sort(kinds)
+	slices.SortFunc(kinds, func(a, b string) int {
+		if pa, pb := strings.HasPrefix(a, conditionPrefix), strings.HasPrefix(b, conditionPrefix); pa != pb {
+			if pa {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a, b)
+	})
 	rollouts := float64(res.Tenants * res.Nodes)
 	fmt.Fprintf(out, "  sequencer writes in the upgrade: %d, %.2f per node rollout\n", total, float64(total)/rollouts)
 	for _, k := range kinds {
@@ -184,14 +220,15 @@ func (r *recorder) onStart(s simoperator.Start) {
 
 func (r *recorder) onReady(e simoperator.Ready) {
 	r.mu.Lock()
-	r.readyAt[e.Namespace+"/"+e.Node+"/"+e.Version] = e.At
-	first := !r.readyOn[e.Version][e.Namespace+"/"+e.Node]
-	if r.readyOn[e.Version] == nil {
-		r.readyOn[e.Version] = map[string]bool{}
+	ph := phase(e.Version, e.Config)
+	r.readyAt[e.Namespace+"/"+e.Node+"/"+ph] = e.At
+	first := !r.readyOn[ph][e.Namespace+"/"+e.Node]
+	if r.readyOn[ph] == nil {
+		r.readyOn[ph] = map[string]bool{}
 	}
-	r.readyOn[e.Version][e.Namespace+"/"+e.Node] = true
+	r.readyOn[ph][e.Namespace+"/"+e.Node] = true
 	r.mu.Unlock()
-	if c, ok := r.ready[e.Version]; ok && first {
+	if c, ok := r.ready[ph]; ok && first {
 		c.Add(1) // nodes, not events: a node Ready twice counts once
 	}
 }
@@ -236,12 +273,17 @@ func measure(o options, out io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	pprofPort, err := controlplane.FreePort()
+	if err != nil {
+		return res, err
+	}
 	seq := exec.CommandContext(ctx, binary,
 		"--kubeconfig", kubeconfig, "--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(cp.WebhookPort),
 		"--cert-dir", filepath.Join(dir, "certs"), "--cert-hosts", "127.0.0.1",
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-secure=false", "--health-probe-bind-address", "0",
 		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", "8",
-		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error")
+		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error",
+		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	seq.Stdout, seq.Stderr = os.Stderr, os.Stderr
 	if err := seq.Start(); err != nil {
 		return res, fmt.Errorf("starting express-sequencer: %w", err)
@@ -253,7 +295,7 @@ func measure(o options, out io.Writer) (Result, error) {
 
 	rec := &recorder{starts: map[string][]simoperator.Start{}, readyAt: map[string]time.Time{}, released: map[string][]time.Time{},
 		readyOn: map[string]map[string]bool{},
-		ready:   map[string]*atomic.Int64{v1: {}, v2: {}}}
+		ready:   map[string]*atomic.Int64{phase(v1, ""): {}, o.upgraded(): {}}}
 	op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated}
 	opCP := *cp
 	opCP.Config = cfg
@@ -266,10 +308,10 @@ func measure(o options, out io.Writer) (Result, error) {
 	total := int64(o.tenants * o.nodes)
 	fmt.Fprintf(out, "Creating %d tenants of %d nodes…\n", o.tenants, o.nodes)
 	start := time.Now()
-	if err := parallel(ctx, o.workers, o.tenants, func(i int) error { return createTenant(ctx, c, i, o.nodes) }); err != nil {
+	if err := parallel(ctx, o.workers, o.tenants, func(i int) error { return createTenant(ctx, c, i, o.nodes, o.rolloutID) }); err != nil {
 		return res, err
 	}
-	if err := waitCount(ctx, out, "provisioned", rec.ready[v1], total); err != nil {
+	if err := waitCount(ctx, out, "provisioned", rec.ready[phase(v1, "")], total); err != nil {
 		return res, err
 	}
 	res.Provision = time.Since(start)
@@ -279,7 +321,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(out, "Upgrading every node to %s…\n", v2)
+	fmt.Fprintf(out, "Changing every node to %s…\n", o.upgraded())
 	rec.mu.Lock()
 	mark := map[string]int{}
 	for ns, s := range rec.starts {
@@ -297,17 +339,22 @@ func measure(o options, out io.Writer) (Result, error) {
 		if pace != nil {
 			<-pace
 		}
-		return upgradeTenant(ctx, c, i, o.nodes)
+		return upgradeTenant(ctx, c, i, o)
 	}); err != nil {
 		return res, err
 	}
-	if err := waitCount(ctx, out, "upgraded", rec.ready[v2], total); err != nil {
+	if err := waitCount(ctx, out, "upgraded", rec.ready[o.upgraded()], total); err != nil {
 		return res, err
 	}
 	res.Upgrade = time.Since(start)
 	writesAfter, err := settledWrites(ctx, metricsURL)
 	if err != nil {
 		return res, err
+	}
+	if o.memProfile != "" {
+		if err := saveHeapProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", pprofPort), o.memProfile); err != nil {
+			return res, err
+		}
 	}
 	res.UpgradeWrites = map[string]int{}
 	for k, v := range writesAfter {
@@ -334,7 +381,7 @@ func measure(o options, out io.Writer) (Result, error) {
 			continue
 		}
 		for j := 1; j < len(want); j++ {
-			readyPrev := rec.readyAt[ns+"/"+want[j-1]+"/"+v2]
+			readyPrev := rec.readyAt[ns+"/"+want[j-1]+"/"+o.upgraded()]
 			ungated := rec.released[ns+"/"+want[j]]
 			released := ungated[len(ungated)-1] // the upgrade's release is the last
 			res.Latencies = append(res.Latencies, released.Sub(readyPrev))
@@ -371,7 +418,7 @@ func keys(n int) []defaults.Key {
 
 func namespace(i int) string { return fmt.Sprintf("tenant-%05d", i) }
 
-func createTenant(ctx context.Context, c client.Client, i, nodes int) error {
+func createTenant(ctx context.Context, c client.Client, i, nodes int, rolloutID bool) error {
 	ns := namespace(i)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return err
@@ -381,6 +428,9 @@ func createTenant(ctx context.Context, c client.Client, i, nodes int) error {
 		n.SetName(defaults.NodeName("t", k))
 		n.SetNamespace(ns)
 		*n.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "t"}, ExpressVersion: v1}
+		if rolloutID {
+			annotate(n, v2alpha1.AnnotationRolloutID, "install")
+		}
 		if err := c.Create(ctx, n); err != nil {
 			return fmt.Errorf("creating %s/%s: %w", ns, n.GetName(), err)
 		}
@@ -388,15 +438,22 @@ func createTenant(ctx context.Context, c client.Client, i, nodes int) error {
 	return nil
 }
 
-func upgradeTenant(ctx context.Context, c client.Client, i, nodes int) error {
-	for _, k := range keys(nodes) {
+func upgradeTenant(ctx context.Context, c client.Client, i int, o options) error {
+	for _, k := range keys(o.nodes) {
 		n := v2alpha1.NewNode(k.Kind())
 		key := client.ObjectKey{Namespace: namespace(i), Name: defaults.NodeName("t", k)}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := c.Get(ctx, key, n); err != nil {
 				return err
 			}
-			n.NodeSpec().ExpressVersion = v2
+			if o.change == "config" {
+				n.NodeSpec().ConfigChangeset = configChange
+			} else {
+				n.NodeSpec().ExpressVersion = v2
+			}
+			if o.rolloutID {
+				annotate(n, v2alpha1.AnnotationRolloutID, "upgrade")
+			}
 			return c.Update(ctx, n)
 		})
 		if err != nil {
@@ -480,6 +537,28 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / ticks, nil
 }
 
+// conditionPrefix marks, among the counted writes, the breakdown of the
+// condition applies by the reason written.
+const conditionPrefix = "  of which condition "
+
+// saveHeapProfile writes the sequencer's heap profile to file.
+func saveHeapProfile(url, file string) error {
+	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
+	if err != nil {
+		return fmt.Errorf("reading the sequencer's heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	return f.Close()
+}
+
 // settledWrites reads the sequencer's writes once they have stopped
 // changing for a second (the last conditions of a phase are written a
 // moment after its last pod turns Ready).
@@ -511,7 +590,8 @@ func writes(url string) (map[string]int, error) {
 	s := bufio.NewScanner(resp.Body)
 	for s.Scan() {
 		line := s.Text()
-		if !strings.HasPrefix(line, "express_sequencer_api_writes_total{") {
+		condition := strings.HasPrefix(line, "express_sequencer_condition_writes_total{")
+		if !condition && !strings.HasPrefix(line, "express_sequencer_api_writes_total{") {
 			continue
 		}
 		labels := line[strings.IndexByte(line, '{')+1 : strings.IndexByte(line, '}')]
@@ -520,7 +600,7 @@ func writes(url string) (map[string]int, error) {
 		if err != nil {
 			continue
 		}
-		var verb, resource string
+		var verb, resource, reason string
 		for _, kv := range strings.Split(labels, ",") {
 			k, val, _ := strings.Cut(kv, "=")
 			val = strings.Trim(val, `"`)
@@ -529,7 +609,13 @@ func writes(url string) (map[string]int, error) {
 				verb = val
 			case "resource":
 				resource = val
+			case "reason":
+				reason = val
 			}
+		}
+		if condition {
+			out[conditionPrefix+reason] += int(v) // a breakdown of the applies, not more writes
+			continue
 		}
 		out[verb+" "+resource] += int(v)
 	}

@@ -52,7 +52,9 @@ type Start struct {
 // Ready is one node becoming Ready on its target.
 type Ready struct {
 	Node, Namespace, Version string
-	At                       time.Time
+	// Config is the node's configChangeset.
+	Config string
+	At     time.Time
 }
 
 // Operator is the simulated Express operator.
@@ -439,7 +441,7 @@ func (o *Operator) markReady(ctx context.Context, n v2alpha1.Node, pods []corev1
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		// Timed before the write: whoever sees the pod Ready sees it later.
-		ready := Ready{Node: n.GetName(), Namespace: n.GetNamespace(), Version: n.NodeSpec().ExpressVersion, At: time.Now()}
+		ready := Ready{Node: n.GetName(), Namespace: n.GetNamespace(), Version: n.NodeSpec().ExpressVersion, Config: n.NodeSpec().ConfigChangeset, At: time.Now()}
 		if err := setReady(ctx, o.Client, p, corev1.ConditionTrue); err != nil {
 			return reconcile.Result{}, err
 		}

@@ -51,6 +51,8 @@ const (
 // and DefaultOptions set them.
 type Options struct {
 	MetricsAddr, ProbeAddr string
+	// PprofAddr serves net/http/pprof when set ("" or "0": off).
+	PprofAddr string
 	// MetricsSecure serves metrics over HTTPS, each request authenticated
 	// (TokenReview) and authorized (SubjectAccessReview for GET /metrics);
 	// off, plain HTTP for local runs.
@@ -161,6 +163,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		Cache:                         sequencer.CacheOptions(),
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNS,

@@ -34,6 +34,7 @@ func ParseFlags(args []string, o *Options, usage func(*flag.FlagSet)) (*CommandL
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint listens on; \"0\" turns it off.")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics (a TokenReview and a SubjectAccessReview per request); false serves plain HTTP, for local runs.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz probes listen on.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address net/http/pprof listens on, for profiling (e.g. 127.0.0.1:6060); empty turns it off.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas (a Lease) so that only one sequences rollouts; every replica serves webhooks.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease; defaults to the pod's namespace in a cluster.")
 	fs.Func("sequencer-user", "Further identities (user names as the API server authenticates them, e.g. system:serviceaccount:ns:name) the webhook accepts as the sequencer's, besides the one this process runs as: only they may remove the sequencer's gate and record a release. For a sequencer run apart from the webhooks; repeat for several.", func(v string) error {
