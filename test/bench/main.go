@@ -58,7 +58,7 @@ type options struct {
 	// (configChangeset only).
 	change string
 	// rolloutID: nodes carry the rollout-id the tenant chart renders.
-	rolloutID bool
+	rolloutID  bool
 	memProfile string
 }
 
