@@ -22,13 +22,13 @@ type Admission struct {
 }
 
 // sequencerOnly are the annotations only the sequencer writes.
-var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration}
+var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration, v2alpha1.AnnotationReleasedAfter}
 
 // Admit applies the admission rules to node n in place and returns the
 // admission warnings:
 //
 //   - the target hash is stamped, overwriting whatever a user wrote;
-//   - released-target and released-generation keep their stored values
+//   - released-target, released-generation and released-after keep their stored values
 //     unless the sequencer writes them; a node that predates
 //     express-sequencer (stored ungated, never stamped, never released) is
 //     adopted: its running target is recorded as released, so it is not

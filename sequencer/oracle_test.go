@@ -1,6 +1,7 @@
 package sequencer
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -344,6 +345,13 @@ func (o *oracle) inFlight(m string) bool {
 		return false
 	}
 	gen, _ := strconv.ParseInt(ann[v2alpha1.AnnotationReleasedGeneration], 10, 64)
+	for _, other := range o.w.nodes {
+		var after map[string]string
+		_ = json.Unmarshal([]byte(other.GetAnnotations()[v2alpha1.AnnotationReleasedAfter]), &after)
+		if after[m] == fmt.Sprintf("%s/%d", n.GetUID(), gen) {
+			return false // a release that relied on it recorded it converged
+		}
+	}
 	for _, c := range n.NodeStatus().Conditions {
 		if c.Type == v2alpha1.ConditionPrerequisitesReady && c.ObservedGeneration >= gen {
 			switch c.Reason {

@@ -22,6 +22,10 @@ type Decision struct {
 	// released target (a release of a live node, not the gate of a node
 	// that went down or is being deleted).
 	RecordRelease bool
+	// ReleasedAfter, for a release, records the converged rollouts of the
+	// prerequisites it relies on (name → convergence key), written in the
+	// same patch.
+	ReleasedAfter map[string]string
 	// PodsToRelease are the node's pods whose sequencer scheduling gate is
 	// removed.
 	PodsToRelease []string
@@ -367,6 +371,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 		set(true, metav1.ConditionFalse, b.reason, "%s", b.message)
 	case p.releasing[name]:
 		d.RecordRelease = true
+		d.ReleasedAfter = p.convergedRecords(p.reliesOn[name])
 		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.reliesOn[name]))
 		if p.landing.timedOut != "" {
 			msg += "; " + p.landing.timedOut

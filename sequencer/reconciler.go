@@ -183,17 +183,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 			result.RequeueAfter = d.RecheckAfter
 		}
 	}
-	// Convergence records go first: once a node's pods are gone (a crash
-	// right after a release), the RolloutComplete record is what says its
-	// rollout was done, so it must never lag a release that relied on it.
-	// Then releases, one by one: a node waiting in line should not also wait
-	// for the condition updates of the nodes behind it. The other changes
-	// touch one node each and go out in parallel.
+	// Releases go first, one by one: a node waiting in line should not also
+	// wait for the condition updates of the nodes behind it. Each release
+	// carries the convergence records of the rollouts it relied on
+	// (released-after), so no RolloutComplete condition has to precede it.
+	// A pod release carries none: when the pass releases pods, the
+	// RolloutComplete records go before anything else, so that a record
+	// never lags a release that relied on it. The other changes touch one
+	// node each and go out in parallel.
+	releasesPods := slices.ContainsFunc(decisions, func(d Decision) bool { return len(d.PodsToRelease) > 0 })
 	var records, releases, rest []Decision
 	for _, d := range decisions {
 		switch {
 		case !d.Changed(snap.Nodes[d.Node]):
-		case d.Condition.Reason == v2alpha1.ReasonRolloutComplete:
+		case releasesPods && d.Condition.Reason == v2alpha1.ReasonRolloutComplete:
 			records = append(records, d)
 		case releasing(snap, d):
 			releases = append(releases, d)
@@ -254,7 +257,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 	logger := log.FromContext(ctx).WithValues("node", n.GetName(), "kind", n.NodeKind())
 	before := gated(n)
 	if before != d.Gated {
-		patch, err := gatePatch(n, d.Gated, d.RecordRelease)
+		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter)
 		if err != nil {
 			return err
 		}
@@ -348,11 +351,12 @@ func podGatePatch(p Pod) (client.Patch, error) {
 
 // gatePatch returns the JSON patch that adds or removes the sequencer's gate,
 // guarded by tests of the generation and of the current gates. A release
-// (record) also writes, in the same patch, the target it released and the
-// generation the patch produces, guarded by a test of the target hash: the
-// release can never be lost between two writes, nor recorded for a target
-// that changed meanwhile.
-func gatePatch(n v2alpha1.Node, gated, record bool) (client.Patch, error) {
+// (record) also writes, in the same patch, the target it released, the
+// generation the patch produces and the converged rollouts it relied on
+// (after), guarded by a test of the target hash: the release can never be
+// lost between two writes, nor recorded for a target that changed
+// meanwhile, and what it relied on is recorded with it.
+func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string) (client.Patch, error) {
 	gates := n.NodeSpec().RolloutGates
 	next := n.NodeSpec().DeepCopy()
 	if gated {
@@ -377,6 +381,13 @@ func gatePatch(n v2alpha1.Node, gated, record bool) (client.Patch, error) {
 			v2alpha1.AnnotationReleasedTarget:     hash,
 			v2alpha1.AnnotationReleasedGeneration: strconv.FormatInt(n.GetGeneration()+1, 10),
 		}
+		if len(after) > 0 {
+			data, err := json.Marshal(after)
+			if err != nil {
+				return nil, fmt.Errorf("encoding the %s record of %s: %w", v2alpha1.AnnotationReleasedAfter, n.GetName(), err)
+			}
+			released[v2alpha1.AnnotationReleasedAfter] = string(data)
+		}
 		if len(n.GetAnnotations()) == 0 {
 			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": released})
 		} else {
@@ -384,7 +395,13 @@ func gatePatch(n v2alpha1.Node, gated, record bool) (client.Patch, error) {
 				ops = append(ops, map[string]any{"op": "test", "path": annotationPath(v2alpha1.AnnotationTargetHash), "value": hash})
 			}
 			for _, key := range sequencerOnly {
-				ops = append(ops, map[string]any{"op": "add", "path": annotationPath(key), "value": released[key]})
+				_, had := n.GetAnnotations()[key]
+				switch value, ok := released[key]; {
+				case ok:
+					ops = append(ops, map[string]any{"op": "add", "path": annotationPath(key), "value": value})
+				case had: // an earlier release's record: this one relied on no converged rollout
+					ops = append(ops, map[string]any{"op": "remove", "path": annotationPath(key)})
+				}
 			}
 		}
 	}

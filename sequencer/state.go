@@ -3,6 +3,7 @@ package sequencer
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -111,9 +112,58 @@ func releasedGeneration(n v2alpha1.Node) int64 {
 	return g
 }
 
+// convergenceKey identifies one release of a node: its UID and the
+// generation the release produced; "" for a node with no recorded release.
+func convergenceKey(n v2alpha1.Node) string {
+	g := n.GetAnnotations()[v2alpha1.AnnotationReleasedGeneration]
+	if g == "" {
+		return ""
+	}
+	return string(n.GetUID()) + "/" + g
+}
+
+// convergedRecords returns the records a release relying on names writes:
+// the convergence key of each one that is converged now.
+func (s *Snapshot) convergedRecords(names []string) map[string]string {
+	var out map[string]string
+	for _, name := range names {
+		n := s.Nodes[name]
+		if n == nil || !s.converged(name) || newTarget(n) {
+			continue
+		}
+		if k := convergenceKey(n); k != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = k
+		}
+	}
+	return out
+}
+
+// recordedConverged reports whether some node's release recorded the
+// node's current release as converged (released-after).
+func (s *Snapshot) recordedConverged(name string) bool {
+	k := convergenceKey(s.Nodes[name])
+	if k == "" {
+		return false
+	}
+	// The sequencer writes the record as a JSON object of plain strings
+	// (node names, UIDs, digits and "/" need no escaping), so one entry
+	// reads back as exactly this text.
+	entry := strconv.Quote(name) + ":" + strconv.Quote(k)
+	for _, other := range s.Nodes {
+		if strings.Contains(other.GetAnnotations()[v2alpha1.AnnotationReleasedAfter], entry) {
+			return true
+		}
+	}
+	return false
+}
+
 // inFlight reports whether the node is in a released rollout that has not
 // converged yet: ungated, released for its current target, not Ready on it,
-// and no condition since the release says it converged. Such a rollout is
+// and neither a condition since the release nor a dependent's release
+// (released-after) says it converged. Such a rollout is
 // finished before a predecessor that waits for it (see PodsMayStart), and
 // the node is Ready for no one.
 func (s *Snapshot) inFlight(name string) bool {
@@ -122,7 +172,10 @@ func (s *Snapshot) inFlight(name string) bool {
 		return false
 	}
 	c := condition(n)
-	return c == nil || !slices.Contains(convergedReasons, c.Reason) || c.ObservedGeneration < releasedGeneration(n)
+	if c != nil && slices.Contains(convergedReasons, c.Reason) && c.ObservedGeneration >= releasedGeneration(n) {
+		return false
+	}
+	return !s.recordedConverged(name)
 }
 
 // recovering reports whether a live, ungated node lost its Ready state (or

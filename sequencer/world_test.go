@@ -1,6 +1,7 @@
 package sequencer
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -46,6 +48,7 @@ type world struct {
 	crashed  map[string]int    // ticks left until the operator re-provisions
 	lastHash map[string]string // the target of the pods the operator last created
 	podSeq   int
+	uidSeq   int
 	log      []string
 	started  []string
 	oracle   func(w *world, name string, releasing map[string]bool) (bool, string)
@@ -100,6 +103,8 @@ func (w *world) create(key, version string, edit func(*v2alpha1.NodeSpec)) {
 	n := v2alpha1.NewNode(kind)
 	n.SetName(w.name(key))
 	n.SetNamespace("tenant")
+	w.uidSeq++
+	n.SetUID(types.UID(fmt.Sprintf("uid-%d", w.uidSeq))) // a node created again is another object
 	n.NodeSpec().ClusterConfig.ClusterName = w.cluster
 	n.NodeSpec().ExpressVersion = version
 	if edit != nil {
@@ -279,6 +284,7 @@ func (w *world) sequence() {
 			}
 		}
 	}
+	releasesPods := slices.ContainsFunc(decisions, func(d Decision) bool { return len(d.PodsToRelease) > 0 })
 	for _, d := range decisions {
 		n := w.nodes[d.Node]
 		if !d.Changed(n) {
@@ -294,6 +300,14 @@ func (w *world) sequence() {
 			if d.RecordRelease {
 				setAnnotation(n, v2alpha1.AnnotationReleasedTarget, targetHash(n))
 				setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, strconv.FormatInt(n.GetGeneration(), 10))
+				delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedAfter)
+				if len(d.ReleasedAfter) > 0 {
+					data, err := json.Marshal(d.ReleasedAfter)
+					if err != nil {
+						w.t.Fatal(err)
+					}
+					setAnnotation(n, v2alpha1.AnnotationReleasedAfter, string(data))
+				}
 				w.released++
 			}
 		}
@@ -307,6 +321,14 @@ func (w *world) sequence() {
 			}
 		}
 		d.Condition.ObservedGeneration = n.GetGeneration()
+		if w.rng != nil && !releasesPods && d.Condition.Reason == v2alpha1.ReasonRolloutComplete && w.rng.IntN(3) == 0 {
+			// A RolloutComplete write that is lost (or lags): the releases
+			// that relied on it carry their own record. (A pass that
+			// releases pods writes its records first and stops if one
+			// fails, so it loses none.)
+			w.logf("%s RolloutComplete write lost", w.key(d.Node))
+			continue
+		}
 		SetCondition(&n.NodeStatus().Conditions, d.Condition, w.now)
 		if d.Event != nil {
 			w.logf("%s %s: %s", w.key(d.Node), d.Event.Reason, d.Event.Message)

@@ -54,10 +54,18 @@ const (
 
 	// AnnotationReleasedGeneration is the node's metadata.generation right
 	// after that release, written in the same patch. A RolloutComplete
-	// condition observed at or after it proves the released rollout
-	// converged; until then the rollout is in flight, and the sequencer
-	// writes that record before it releases anything relying on it.
+	// condition observed at or after it, or a dependent's released-after
+	// record of it, proves the released rollout converged; until then the
+	// rollout is in flight.
 	AnnotationReleasedGeneration = "express.medallia.com/released-generation"
+
+	// AnnotationReleasedAfter records, in the patch that releases a node,
+	// the converged rollouts of the prerequisites its release relied on: a
+	// JSON object from node name to "<uid>/<released-generation>". Once a
+	// prerequisite's pods are gone (a crash right after), this record is
+	// what says its rollout was done; written with the release itself, it
+	// can never lag the release that relied on it.
+	AnnotationReleasedAfter = "express.medallia.com/released-after"
 
 	// AnnotationRolloutID groups a change applied node by node: the tenant
 	// chart renders one value on every node of one render (a hash of the

@@ -1,9 +1,9 @@
 package rollout
 
 import (
+	"encoding/json"
 	"context"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -181,12 +181,13 @@ func podReady(p corev1.Pod) bool {
 	return false
 }
 
-// The record that a node's rollout is complete is written before any node
-// that relies on it is released: once its pods are gone, that record is
-// what says the rollout was done, so it never lags the release. One watch
-// of the Frontends delivers their writes in the order the API server made
-// them: fe1's record before fe2's release, fe3's before fe4's.
-func TestARolloutIsRecordedCompleteBeforeTheNextNodeIsReleased(t *testing.T) {
+// The record that a node's rollout is complete never lags a release that
+// relies on it: once its pods are gone, that record is what says the
+// rollout was done. The release writes it itself, in the patch that removes
+// the gate (released-after: fe1's release, by UID and generation, in fe2's
+// release; fe3's in fe4's). One watch of the Frontends delivers the writes
+// as the API server made them; the RolloutComplete conditions follow.
+func TestAReleaseRecordsTheConvergedRolloutsItReliesOn(t *testing.T) {
 	startSequencer(t)
 	ns, _ := settledTenant(t, 5)
 	wc, err := client.NewWithWatch(harness.Config, client.Options{Scheme: harness.Client.Scheme()})
@@ -216,10 +217,18 @@ func TestARolloutIsRecordedCompleteBeforeTheNextNodeIsReleased(t *testing.T) {
 		}
 		prev := latest[before]
 		require.NotNil(t, prev, "%s released before any write of %s was seen", fe.Name, before)
-		c := condition(prev)
-		require.NotNil(t, c)
-		gen, _ := strconv.ParseInt(prev.Annotations[v2alpha1.AnnotationReleasedGeneration], 10, 64)
-		assert.Equal(t, v2alpha1.ReasonRolloutComplete, c.Reason, "%s is released after %s's rollout is recorded complete", fe.Name, before)
-		assert.GreaterOrEqual(t, c.ObservedGeneration, gen, "the record is of %s's latest release", before)
+		require.Equal(t, v2, prev.Spec.ExpressVersion)
+		var after map[string]string
+		require.NoError(t, json.Unmarshal([]byte(fe.Annotations[v2alpha1.AnnotationReleasedAfter]), &after),
+			"%s's release carries a %s record", fe.Name, v2alpha1.AnnotationReleasedAfter)
+		assert.Equal(t, string(prev.UID)+"/"+prev.Annotations[v2alpha1.AnnotationReleasedGeneration], after[before],
+			"%s's release records %s's release for %s as converged", fe.Name, before, v2)
+	}
+	for _, fe := range []string{"acme-fe1", "acme-fe3"} {
+		assert.Eventually(t, func() bool {
+			n := &v2alpha1.Frontend{}
+			err := harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fe}, n)
+			return err == nil && condition(n) != nil && condition(n).Reason == v2alpha1.ReasonRolloutComplete
+		}, 30*time.Second, 50*time.Millisecond, "%s's condition says RolloutComplete", fe)
 	}
 }

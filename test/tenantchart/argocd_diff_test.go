@@ -90,6 +90,7 @@ var injectedFields = []string{
 	"/metadata/annotations/express.medallia.com~1rollout-id-changed-at",
 	"/metadata/annotations/express.medallia.com~1released-target",
 	"/metadata/annotations/express.medallia.com~1released-generation",
+	"/metadata/annotations/express.medallia.com~1released-after",
 	"/spec/rolloutGates",
 	"/spec/deploymentDependencies",
 }
@@ -143,6 +144,7 @@ var documentedIgnores = []string{
 	`.metadata.annotations["express.medallia.com/rollout-id-changed-at"]`,
 	`.metadata.annotations["express.medallia.com/released-target"]`,
 	`.metadata.annotations["express.medallia.com/released-generation"]`,
+	`.metadata.annotations["express.medallia.com/released-after"]`,
 }
 
 func assertInSync(t *testing.T, desired []*unstructured.Unstructured) {
