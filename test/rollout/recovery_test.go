@@ -1,8 +1,8 @@
 package rollout
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
