@@ -104,6 +104,11 @@ func stripPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	// Of the conditions, only type and status are read.
+	conds := make([]corev1.PodCondition, len(p.Status.Conditions))
+	for i, c := range p.Status.Conditions {
+		conds[i] = corev1.PodCondition{Type: c.Type, Status: c.Status}
+	}
 	return &corev1.Pod{
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
@@ -111,7 +116,7 @@ func stripPod(obj any) (any, error) {
 			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
 		},
 		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates},
-		Status: corev1.PodStatus{Conditions: p.Status.Conditions},
+		Status: corev1.PodStatus{Conditions: conds},
 	}, nil
 }
 
