@@ -24,7 +24,18 @@ type landing struct {
 	// timedOut: the landing timeout passed; releases go on with what landed
 	// and say so in a Warning Event.
 	timedOut string
+	// quietUntil: before then, a node newly held by a rollout-id landing
+	// keeps the condition it has (see landingQuiet).
+	quietUntil time.Time
 }
+
+// landingQuiet is how long a change landing node by node (one Helm or Argo
+// CD apply) may take before the nodes it holds say so in their condition.
+// Most applies land within it: the nodes then go straight to their wait or
+// their release, without a condition (and an Event) per node per apply that
+// names a list of lagging nodes changing at every apply. Only explanations
+// wait: the nodes are gated throughout, whatever the time.
+const landingQuiet = time.Second
 
 // landingOf decides change grouping for the tenant. Tenants whose nodes
 // carry rollout-id (live ones, and down ones that carry an id) are held
@@ -65,6 +76,12 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 	if len(ids) == 1 {
 		return landing{}
 	}
+	began := newestAt // the first node that carried the newest id
+	for _, name := range ids[newest] {
+		if at := stamp(s.Nodes[name], v2alpha1.AnnotationRolloutIDChangedAt); !at.IsZero() && at.Before(began) {
+			began = at
+		}
+	}
 	var lacking []string
 	for id, names := range ids {
 		if id == newest {
@@ -83,11 +100,11 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 			return landing{timedOut: fmt.Sprintf("the change did not fully land within the landing timeout (%s): proceeding with what landed; %s",
 				s.Grouping.LandingTimeout, what)}
 		}
-		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait,
+		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait, quietUntil: began.Add(landingQuiet),
 			message: fmt.Sprintf("a change is still landing: %s; held until they agree or the landing timeout (%s) passes at %s",
 				what, s.Grouping.LandingTimeout, newestAt.Add(s.Grouping.LandingTimeout).UTC().Format(time.RFC3339))}
 	}
-	return landing{hold: true, reason: v2alpha1.ReasonChangeLanding,
+	return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, quietUntil: began.Add(landingQuiet),
 		message: fmt.Sprintf("a change is still landing: %s; held until they agree", what)}
 }
 

@@ -41,6 +41,9 @@ type Decision struct {
 	// RecheckAfter asks for another look after this long: a released node
 	// whose progress deadline is still ahead, a hold that ends by itself.
 	RecheckAfter time.Duration
+	// KeepCondition: the node keeps the condition it has for now; Condition
+	// says what it would be (a landing hold not explained yet).
+	KeepCondition bool
 }
 
 // Event is an Event to record on a node.
@@ -54,6 +57,9 @@ type Event struct {
 func (d Decision) Changed(n v2alpha1.Node) bool {
 	if d.Gated != gated(n) || len(d.PodsToRelease) > 0 {
 		return true
+	}
+	if d.KeepCondition {
+		return false
 	}
 	c := condition(n)
 	return c == nil || c.Status != d.Condition.Status || c.Reason != d.Condition.Reason ||
@@ -362,6 +368,12 @@ func (p *planner) decideGated(name string, d *Decision) {
 	case p.landing.hold:
 		set(true, metav1.ConditionFalse, p.landing.reason, "%s", p.landing.message)
 		d.RecheckAfter = p.landing.recheckAfter
+		if quiet := p.landing.quietUntil.Sub(p.Now); quiet > 0 && (condition(n) == nil || condition(n).Reason != p.landing.reason) {
+			d.KeepCondition = true // explained if it lasts: see landingQuiet
+			if d.RecheckAfter == 0 || quiet < d.RecheckAfter {
+				d.RecheckAfter = quiet
+			}
+		}
 	case p.cycles[name] != nil:
 		d.WaitingFor = blockerNodes(p.blockers[name])
 		set(true, metav1.ConditionFalse, v2alpha1.ReasonDependencyCycle, "%s", cycleMessage(p.cycles[name]))
@@ -468,6 +480,9 @@ func describeMet(met []string) string {
 }
 
 func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
+	if d.KeepCondition {
+		return nil
+	}
 	cur := condition(n)
 	gateChanged := d.Gated != gated(n)
 	if !gateChanged && cur != nil && cur.Reason == d.Condition.Reason && len(d.PodsToRelease) == 0 {

@@ -285,6 +285,9 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 		return err
 	}
 	d.Condition.ObservedGeneration = n.GetGeneration()
+	if d.KeepCondition {
+		return nil
+	}
 	if err := r.applyCondition(ctx, snap.Tenant, n, d); err != nil {
 		reconcileErrors.WithLabelValues("status").Inc()
 		return err

@@ -321,6 +321,9 @@ func (w *world) sequence() {
 			}
 		}
 		d.Condition.ObservedGeneration = n.GetGeneration()
+		if d.KeepCondition {
+			continue
+		}
 		if w.rng != nil && !releasesPods && d.Condition.Reason == v2alpha1.ReasonRolloutComplete && w.rng.IntN(3) == 0 {
 			// A RolloutComplete write that is lost (or lags): the releases
 			// that relied on it carry their own record. (A pass that

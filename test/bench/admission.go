@@ -165,6 +165,11 @@ func reportAdmission(ctx context.Context, out io.Writer, c client.Client, rec *r
 	if err != nil {
 		return err
 	}
+	cost, costWithout, err := measureWebhookCost(ctx, c, 4*o.admission, 100)
+	if err != nil {
+		return err
+	}
+	reportWebhookCost(out, cost, costWithout, 100)
 	ms := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
 	fmt.Fprintf(out, "\nAdmission, same run (%d samples each)\n", o.admission)
 	fmt.Fprintf(out, "  pod create, through the pod webhook:   p50 %s  p99 %s\n", ms(percentile(withHook, 50)), ms(percentile(withHook, 99)))
