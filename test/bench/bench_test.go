@@ -24,6 +24,7 @@ func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	assert.LessOrEqual(t, res.Percentile(50), res.Percentile(99))
 	assert.Contains(t, out.String(), "pod create, through the pod webhook:", "the admission measurements run too")
 	assert.Contains(t, out.String(), "last apply → first release, rollout-id:")
+	assert.Contains(t, out.String(), "Frontend create (dry run)", "the webhook cost with and without them is measured")
 }
 
 // A config-only change (configChangeset) is rolled in the same order, and
