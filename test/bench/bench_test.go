@@ -28,12 +28,15 @@ func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 }
 
 // A config-only change (configChangeset) is rolled in the same order, and
-// the condition writes are broken down by reason.
+// the condition writes are broken down by reason; all pods of both tenants
+// deleted at once recover in the provisioning order.
 func TestTheBenchmarkRollsAConfigOnlyChangeInOrder(t *testing.T) {
 	var out bytes.Buffer
-	res, err := measure(options{tenants: 2, nodes: 4, workers: 2, timeout: 3 * time.Minute, change: "config", rolloutID: true}, &out)
+	res, err := measure(options{tenants: 2, nodes: 4, workers: 2, timeout: 3 * time.Minute, change: "config", rolloutID: true, crash: 2}, &out)
 	require.NoError(t, err, out.String())
 	assert.Empty(t, res.OutOfOrder)
 	assert.Len(t, res.Latencies, 2*3)
 	assert.Positive(t, res.UpgradeWrites[conditionPrefix+"Released"], "%v", res.UpgradeWrites)
+	assert.Empty(t, res.Crash.OutOfOrder)
+	assert.Len(t, res.Crash.Latencies, 2*3, "one latency per pod release after the backend: fe1, fe2, fe3 in each tenant")
 }

@@ -60,6 +60,9 @@ type options struct {
 	// rolloutID: nodes carry the rollout-id the tenant chart renders.
 	rolloutID  bool
 	memProfile string
+	// crash: after the upgrade, delete every pod of this many tenants at
+	// once.
+	crash int
 }
 
 // phase names what a node is Ready on: its version and configChangeset.
@@ -87,6 +90,7 @@ func main() {
 	flag.IntVar(&o.admission, "admission", 0, "After the upgrade, also measure N pod creates with and without the pod webhook, and the first release after a change applied node by node with and without rollout-id (N tenants each).")
 	flag.StringVar(&o.change, "change", "version", "What the upgrade changes on every node: version (expressVersion) or config (configChangeset only).")
 	flag.BoolVar(&o.rolloutID, "rollout-id", true, "Nodes carry a rollout-id per change, as the tenant chart renders it; false leaves change grouping to --settle-time.")
+	flag.IntVar(&o.crash, "crash", 0, "After the upgrade, delete every pod of the first N tenants at once and measure their recovery through the pod gates.")
 	flag.StringVar(&o.memProfile, "memprofile", "", "Write the sequencer's heap profile, taken at the end of the upgrade, to this file.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
@@ -112,6 +116,8 @@ type Result struct {
 	UpgradeWrites map[string]int
 	PeakRSSKiB    int
 	CPU           time.Duration
+	// Crash is the crash measurement, when asked for.
+	Crash CrashResult
 }
 
 // Percentile returns the p-th percentile (0–100) of the release latencies.
@@ -183,6 +189,9 @@ func run(o options, out io.Writer) error {
 		return fmt.Errorf("%d tenants rolled out of order, e.g. %s", len(res.OutOfOrder), res.OutOfOrder[0])
 	}
 	fmt.Fprintln(out, "  every tenant rolled in order: fe1, fe2, be, fe3, …")
+	if o.crash > 0 {
+		return reportCrash(out, res.Crash, res.Nodes)
+	}
 	return nil
 }
 
@@ -194,6 +203,7 @@ type recorder struct {
 	starts   map[string][]simoperator.Start // by namespace
 	readyAt  map[string]time.Time           // namespace/node/version
 	ready    map[string]*atomic.Int64       // version → nodes Ready on it
+	crash    *crashWatch                    // set by a crash measurement
 }
 
 // readyCount counts the nodes of a namespace Ready on version.
@@ -230,6 +240,9 @@ func (r *recorder) onReady(e simoperator.Ready) {
 		r.readyOn[ph] = map[string]bool{}
 	}
 	r.readyOn[ph][e.Namespace+"/"+e.Node] = true
+	if r.crash != nil {
+		r.crash.onReadyAfterCrash(e)
+	}
 	r.mu.Unlock()
 	if c, ok := r.ready[ph]; ok && first {
 		c.Add(1) // nodes, not events: a node Ready twice counts once
@@ -396,6 +409,11 @@ func measure(o options, out io.Writer) (Result, error) {
 	}
 	rec.mu.Unlock()
 
+	if o.crash > 0 {
+		if res.Crash, err = measureCrash(ctx, out, c, op, rec, o); err != nil {
+			return res, err
+		}
+	}
 	if o.admission > 0 {
 		if err := reportAdmission(ctx, out, c, rec, o); err != nil {
 			return res, err

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/test/simoperator"
+)
+
+// The crash measurement (-crash N): every pod of every node of N tenants is
+// deleted in the same instant and recreated at once, frontends first (the
+// worst order), as StatefulSets do after a node failure. The pod webhook
+// holds the recreated pods scheduling-gated and the sequencer releases them
+// in the provisioning order: be, fe1, fe2, …
+
+// crashWatch counts, per crashed namespace, the nodes Ready again since the
+// crash.
+type crashWatch struct {
+	at        time.Time
+	crashed   map[string]bool
+	seen      map[string]bool // namespace/node Ready since the crash
+	readyAt   map[string]time.Time
+	recovered atomic.Int64
+}
+
+func (r *recorder) watchCrash(namespaces []string) *crashWatch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := &crashWatch{at: time.Now(), crashed: map[string]bool{}, seen: map[string]bool{}, readyAt: map[string]time.Time{}}
+	for _, ns := range namespaces {
+		w.crashed[ns] = true
+	}
+	r.crash = w
+	return w
+}
+
+// onReadyAfterCrash is called by onReady with the recorder's lock held.
+func (w *crashWatch) onReadyAfterCrash(e simoperator.Ready) {
+	key := e.Namespace + "/" + e.Node
+	if !w.crashed[e.Namespace] || !e.At.After(w.at) || w.seen[key] {
+		return
+	}
+	w.seen[key] = true
+	w.readyAt[key] = e.At
+	w.recovered.Add(1)
+}
+
+// CrashResult is what the crash measurement found.
+type CrashResult struct {
+	Tenants    int
+	Recovery   time.Duration
+	Latencies  []time.Duration // previous node Ready → next node's pods schedulable
+	OutOfOrder []string
+}
+
+func measureCrash(ctx context.Context, out io.Writer, c client.Client, op *simoperator.Operator, rec *recorder, o options) (CrashResult, error) {
+	res := CrashResult{Tenants: min(o.crash, o.tenants)}
+	var namespaces []string
+	for i := 0; i < res.Tenants; i++ {
+		namespaces = append(namespaces, namespace(i))
+	}
+	order := defaults.Builtin().Provisioning.Sequence(keys(o.nodes))
+	var want []string
+	for _, k := range order {
+		want = append(want, defaults.NodeName("t", k))
+	}
+	worst := slices.Clone(want)
+	slices.Reverse(worst)
+	rec.mu.Lock()
+	mark := map[string]int{}
+	for _, ns := range namespaces {
+		mark[ns] = len(rec.starts[ns])
+	}
+	rec.mu.Unlock()
+	fmt.Fprintf(out, "Deleting every pod of %d tenants at once…\n", res.Tenants)
+	w := rec.watchCrash(namespaces)
+	if err := parallel(ctx, o.workers, res.Tenants, func(i int) error { return op.Evict(ctx, c, namespaces[i], worst...) }); err != nil {
+		return res, err
+	}
+	if err := waitCount(ctx, out, "recovered", &w.recovered, int64(res.Tenants*o.nodes)); err != nil {
+		return res, err
+	}
+	res.Recovery = time.Since(w.at)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, ns := range namespaces {
+		starts := rec.starts[ns][mark[ns]:]
+		var got []string
+		for _, s := range starts {
+			got = append(got, s.Node)
+		}
+		if !slices.Equal(got, want) {
+			res.OutOfOrder = append(res.OutOfOrder, fmt.Sprintf("%s: %v", ns, got))
+			continue
+		}
+		for j := 1; j < len(want); j++ {
+			res.Latencies = append(res.Latencies, starts[j].At.Sub(w.readyAt[ns+"/"+want[j-1]]))
+		}
+	}
+	return res, nil
+}
+
+func reportCrash(out io.Writer, r CrashResult, nodes int) error {
+	ms := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
+	fmt.Fprintf(out, "\nEvery pod of %d tenants × %d nodes deleted at once and recreated, frontends first\n", r.Tenants, nodes)
+	fmt.Fprintf(out, "  recovery:                %s\n", r.Recovery.Round(time.Millisecond))
+	fmt.Fprintf(out, "  pod release latency p50: %s  p99 %s  max %s  (%d releases)\n",
+		ms(percentile(r.Latencies, 50)), ms(percentile(r.Latencies, 99)), ms(percentile(r.Latencies, 100)), len(r.Latencies))
+	if len(r.OutOfOrder) > 0 {
+		return fmt.Errorf("%d tenants recovered out of order, e.g. %s", len(r.OutOfOrder), r.OutOfOrder[0])
+	}
+	fmt.Fprintln(out, "  every tenant recovered in order: be, fe1, fe2, …")
+	return nil
+}
