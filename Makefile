@@ -60,11 +60,12 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations i
 	hack/argocd-snippets.sh
 
 .PHONY: verify
-verify: manifests generate ## Fail if generated code or manifests differ from what is committed, or code is unformatted or vetted unclean.
+verify: manifests generate ## Fail if generated code or manifests differ from what is committed, code is unformatted or vetted unclean, or the API module imports more than k8s.io/apimachinery.
 	@git diff --exit-code --stat -- api config charts && test -z "$$(git ls-files --others --exclude-standard -- api config charts)" \
 		|| { echo "generated files are stale or untracked: run 'make manifests generate' and commit them"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "unformatted: $$(gofmt -l $$(git ls-files '*.go'))"; exit 1; }
 	$(GO) vet ./...
+	hack/check-api-deps.sh
 
 .PHONY: docker-build
 docker-build: ## Build the container image IMG (needs a Docker engine).

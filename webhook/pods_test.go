@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 )
 
 // The pod admission webhook (DESIGN v2 §4b).
@@ -99,7 +99,7 @@ func TestOnlyTheSequencerRemovesItsPodSchedulingGate(t *testing.T) {
 
 	user, err := h.Env.AddUser(envtest.User{Name: "eve", Groups: []string{"system:masters"}}, h.Config)
 	require.NoError(t, err)
-	eve, err := client.New(user.Config(), client.Options{Scheme: app.Scheme()})
+	eve, err := client.New(user.Config(), client.Options{Scheme: scheme.New()})
 	require.NoError(t, err)
 
 	ungate := func(who client.Client, gate string) error {

@@ -15,6 +15,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/test/controlplane"
 )
 
@@ -47,7 +48,7 @@ func warningClient(t *testing.T) (client.Client, *warnings) {
 	w := &warnings{}
 	cfg := rest.CopyConfig(env(t).Config)
 	cfg.WarningHandler = w
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	require.NoError(t, err)
 	return c, w
 }

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/sequencer"
 	"github.com/medallia/express-sequencer/test/controlplane"
 )
@@ -232,7 +232,7 @@ func TestAnotherIdentityClaimingTheSequencersFieldManagerCannotRelease(t *testin
 	cfg := user.Config()
 	w := &warnings{}
 	cfg.WarningHandler = w
-	mallory, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	mallory, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	require.NoError(t, err)
 
 	n := seedNode(namespace(t), "fe1")

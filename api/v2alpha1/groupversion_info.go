@@ -6,17 +6,25 @@
 package v2alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group and version of the Express node API.
 	GroupVersion = schema.GroupVersion{Group: "express.medallia.com", Version: "v2alpha1"}
 
-	// SchemeBuilder registers Backend and Frontend with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers Backend and Frontend with a scheme, as
+	// k8s.io/api's packages do: apimachinery only.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the Express node types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Backend{}, &BackendList{}, &Frontend{}, &FrontendList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

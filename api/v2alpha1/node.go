@@ -3,14 +3,16 @@ package v2alpha1
 import (
 	"slices"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Node is a Backend or a Frontend: what the webhooks and the sequencer need of
 // either kind.
 // +kubebuilder:object:generate=false
 type Node interface {
-	client.Object
+	metav1.Object
+	runtime.Object
 	// NodeSpec returns the node's spec, for reading and changing in place.
 	NodeSpec() *NodeSpec
 	// NodeStatus returns the node's status, for reading and changing in place.

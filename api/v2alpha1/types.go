@@ -177,7 +177,3 @@ type FrontendList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Frontend `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Backend{}, &BackendList{}, &Frontend{}, &FrontendList{})
-}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 )
 
 // manifest is one YAML document of the input: a Backend or Frontend (node
@@ -30,7 +30,7 @@ func (e *env) readManifests(files []string, recursive bool) ([]manifest, error) 
 	if len(files) == 0 {
 		return nil, errors.New("-f is required: a file, a directory, or - for standard input")
 	}
-	decoder := serializer.NewCodecFactory(app.Scheme()).UniversalDeserializer()
+	decoder := serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
 	var out []manifest
 	add := func(doc []byte) error {
 		// One form whatever the source: YAML, keys sorted.

@@ -9,8 +9,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/internal/scheme"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v0.2.0".
@@ -63,7 +63,7 @@ func (e *env) client() (client.Client, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("finding the namespace: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, "", err
 	}

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 )
 
 // watchPlan prints the plan again each time it changes: it watches the
@@ -22,7 +22,7 @@ func (e *env) watchPlan(ctx context.Context, ns, last string, plan func(context.
 	if err != nil {
 		return err
 	}
-	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: app.Scheme()})
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ import (
 
 	"github.com/medallia/express-sequencer/certs"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/test/controlplane"
 	"github.com/medallia/express-sequencer/test/helmchart"
 	"github.com/medallia/express-sequencer/webhook"
@@ -61,7 +62,7 @@ func startWithCertManagerCRDs(t *testing.T) *controlplane.ControlPlane {
 	t.Cleanup(func() { assert.NoError(t, cp.Stop()) })
 	_, err = envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{certManagerCRDs(t)}, ErrorIfPathMissing: true})
 	require.NoError(t, err)
-	scheme := app.Scheme()
+	scheme := scheme.New()
 	require.NoError(t, cmapi.AddToScheme(scheme))
 	cp.Client, err = client.New(cp.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)

@@ -33,6 +33,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 )
 
 // namePrefix is what config/default's kustomization prefixes names with; the
@@ -76,7 +77,7 @@ func Start() (*ControlPlane, error) {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
 	cp := &ControlPlane{Env: env, Config: cfg}
-	if cp.Client, err = client.New(cfg, client.Options{Scheme: app.Scheme()}); err != nil {
+	if cp.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
 	if cp.WebhookPort, err = FreePort(); err != nil {

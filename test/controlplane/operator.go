@@ -7,7 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/test/simoperator"
 )
 
@@ -15,7 +15,7 @@ import (
 // as a separate process would, until the returned stop is called.
 func (cp *ControlPlane) StartOperator(op *simoperator.Operator) (stop func(), err error) {
 	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme:                 app.Scheme(),
+		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})

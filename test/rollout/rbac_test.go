@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/test/controlplane"
 )
 
@@ -60,7 +60,7 @@ func TestTheSequencerNeedsNoMoreThanItsGeneratedRole(t *testing.T) {
 	waitSettled(t, ns, 3)
 	assert.Equal(t, "be fe1 fe2", startedSince(ns, mark), "a recovery at the pods (scheduling gates removed) works with the role alone")
 
-	limited, err := client.New(user.Config(), client.Options{Scheme: app.Scheme()})
+	limited, err := client.New(user.Config(), client.Options{Scheme: scheme.New()})
 	require.NoError(t, err)
 	forbidden := map[string]error{
 		"deleting a node":   limited.Delete(ctx, node(ns, "fe1")),

@@ -11,7 +11,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/test/controlplane"
 	"github.com/medallia/express-sequencer/test/helmchart"
 )
@@ -27,7 +27,7 @@ func Render(overrides map[string]any, valuesFiles ...string) (string, []v2alpha1
 	if err != nil {
 		return "", nil, err
 	}
-	decoder := serializer.NewCodecFactory(app.Scheme()).UniversalDeserializer()
+	decoder := serializer.NewCodecFactory(scheme.New()).UniversalDeserializer()
 	var nodes []v2alpha1.Node
 	for _, doc := range strings.Split(manifests, "\n---") {
 		if strings.TrimSpace(doc) == "" {

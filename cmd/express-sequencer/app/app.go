@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +32,7 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/certs"
 	"github.com/medallia/express-sequencer/defaults"
+	expressscheme "github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/sequencer"
 	expresswebhook "github.com/medallia/express-sequencer/webhook"
 )
@@ -130,14 +130,6 @@ func DefaultOptions() Options {
 	}
 }
 
-// Scheme holds the types express-sequencer reads and writes.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s) // registering built-in types cannot fail
-	_ = v2alpha1.AddToScheme(s)
-	return s
-}
-
 // New builds the manager: the webhook server with hot-reloaded certificates
 // and the admission webhooks (o.Webhooks), the sequencer (o.Sequencer, under
 // leader election when o.LeaderElect), metrics and probes.
@@ -147,7 +139,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		return nil, err
 	}
 	o.Log.Info("Default orders", "provisioning", orders.Provisioning.String(), "upgrade", orders.Upgrade.String())
-	scheme := Scheme()
+	scheme := expressscheme.New()
 
 	var ws webhook.Server
 	var runnables []manager.Runnable
