@@ -1,0 +1,178 @@
+package sequencer
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// Plan's decision for one node, at one moment of a small tenant: each case
+// is a sentence, a setup stepped in the simulated world, and the decision the
+// node gets — gated or not, the reason constant, words its message must
+// hold, and the nodes it waits for. Every reason constant appears.
+func TestPlanDecidesOneNode(t *testing.T) {
+	type want struct {
+		gated      bool
+		reason     string
+		message    string
+		waitingFor []string // keys
+	}
+	settled := func(size int) func(w *world) {
+		return func(w *world) {
+			w.tenant(size, v1)
+			w.run(100)
+		}
+	}
+	then := func(steps ...func(w *world)) func(w *world) {
+		return func(w *world) {
+			for _, s := range steps {
+				s(w)
+			}
+		}
+	}
+	changeAll := func(size int) func(w *world) {
+		return func(w *world) {
+			keys := []string{"be"}
+			for i := 1; i < size; i++ {
+				keys = append(keys, "fe"+string(rune('0'+i)))
+			}
+			w.setVersion(v2, keys...)
+		}
+	}
+	untilStarted := func(key string) func(w *world) { // its next rollout
+		return func(w *world) {
+			mark := len(w.started)
+			for i := 0; i < 50 && !slices.Contains(w.started[mark:], key); i++ {
+				w.step()
+			}
+		}
+	}
+	cases := map[string]struct {
+		setup func(w *world)
+		node  string
+		want  want
+	}{
+		"a new tenant's backend is released first, with no prerequisites": {
+			setup: func(w *world) { w.tenant(3, v1) },
+			node:  "be", want: want{reason: v2alpha1.ReasonReleased, message: "released for provisioning of express-e689.151"},
+		},
+		"a new tenant's first frontend waits for the backend to be Ready": {
+			setup: func(w *world) { w.tenant(3, v1) },
+			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite, message: "waiting for acme-be (Backend) to be Ready", waitingFor: []string{"be"}},
+		},
+		"a node Ready on its target is complete": {
+			setup: settled(3),
+			node:  "fe1", want: want{reason: v2alpha1.ReasonRolloutComplete, message: "Ready on express-e689.151"},
+		},
+		"a change to all releases fe1 first, by the upgrade order": {
+			setup: then(settled(3), changeAll(3)),
+			node:  "fe1", want: want{reason: v2alpha1.ReasonReleased, message: "released for upgrade of express-e689.154"},
+		},
+		"in a change to all the backend waits for fe2 on its new target": {
+			setup: then(settled(3), changeAll(3)),
+			node:  "be", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite, message: "waiting for acme-fe2 (Frontend) to be Ready on express-e689.154", waitingFor: []string{"fe1", "fe2"}},
+		},
+		"a node intentionally down takes no part": {
+			setup: then(settled(3), func(w *world) { w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = new(false) }) }),
+			node:  "fe2", want: want{reason: v2alpha1.ReasonNodeDown, message: "intentionally down"},
+		},
+		"a node being deleted takes no part": {
+			setup: then(settled(3), func(w *world) { w.remove("fe2") }),
+			node:  "fe2", want: want{reason: v2alpha1.ReasonNodeDown, message: "being deleted"},
+		},
+		"ignore-prerequisites releases a waiting node regardless": {
+			setup: then(settled(3), changeAll(3), func(w *world) { w.annotate("be", v2alpha1.AnnotationIgnorePrerequisites, "true") }),
+			node:  "be", want: want{reason: v2alpha1.ReasonPrerequisitesIgnored, message: "without checking prerequisites"},
+		},
+		"pause-rollout holds a node whose turn it is": {
+			setup: then(settled(3), changeAll(3), func(w *world) { w.annotate("fe1", v2alpha1.AnnotationPauseRollout, "true") }),
+			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonRolloutPaused, message: "held by express.medallia.com/pause-rollout"},
+		},
+		"without rollout-id a change is held for the settle time": {
+			setup: then(settled(3), func(w *world) { w.grouping = Grouping{SettleTime: 10 * time.Second} }, changeAll(3)),
+			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonSettling, message: "holding until 10s after the latest change"},
+		},
+		"a change that has landed on some nodes only is held, naming the others, once it lasts": {
+			setup: then(settled(3), func(w *world) {
+				w.setVersion(v2, "fe1")
+				w.setRolloutID("r2", "fe1")
+				w.now = w.now.Add(landingQuiet)
+			}),
+			node: "fe1", want: want{gated: true, reason: v2alpha1.ReasonChangeLanding, message: "acme-be (none), acme-fe2 (none) of 3 nodes still lack rollout-id r2"},
+		},
+		"a prerequisite naming a node that does not exist blocks": {
+			setup: func(w *world) {
+				w.create("be", v1, nil)
+				w.create("fe1", v1, explicitLists(w, []string{"be", "fe9"}, nil))
+			},
+			node: "fe1", want: want{gated: true, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "acme-fe9", waitingFor: []string{"be", "fe9"}},
+		},
+		"explicit upgrade lists that wait for each other are a cycle": {
+			setup: then(func(w *world) {
+				w.create("be", v1, nil)
+				w.create("fe1", v1, explicitLists(w, []string{"be"}, []string{"fe2"}))
+				w.create("fe2", v1, explicitLists(w, []string{"be"}, []string{"fe1"}))
+				w.run(100)
+			}, func(w *world) { w.setVersion(v2, "fe1", "fe2") }),
+			node: "fe1", want: want{gated: true, reason: v2alpha1.ReasonDependencyCycle, message: "acme-fe1", waitingFor: []string{"fe2"}},
+		},
+		"a crashed frontend whose backend is Ready recovers: its pods may schedule": {
+			setup: then(settled(3), func(w *world) { w.crash("fe1") }),
+			node:  "fe1", want: want{reason: v2alpha1.ReasonRecovering, message: "recovering on express-e689.151 (target edfbddb8a0280827): pods may schedule, acme-be ready"},
+		},
+		"a frontend whose pods were lost with the backend's waits for it, its new pods gated": {
+			setup: then(settled(3), func(w *world) { w.evict("fe1", "be") }),
+			node:  "fe1", want: want{reason: v2alpha1.ReasonWaitingForPrerequisite, message: "recovering: new pods held scheduling-gated; waiting for acme-be (Backend) to be Ready", waitingFor: []string{"be"}},
+		},
+		"a released rollout whose new pods are held by a recovering backend says so": {
+			setup: then(settled(3), func(w *world) { w.setVersion(v2, "fe1") }, untilStarted("fe1"), func(w *world) { w.evict("be", "fe1") }),
+			node:  "fe1", want: want{reason: v2alpha1.ReasonRolloutPodsHeld, message: "rolling out express-e689.154", waitingFor: []string{"be"}},
+		},
+		"a released node not Ready within the progress deadline is reported stalled": {
+			setup: then(settled(3), func(w *world) { w.deadline = 10 * time.Second; w.stuck[w.name("fe1")] = true }, changeAll(3), untilStarted("fe1"),
+				func(w *world) {
+					for i := 0; i < 12; i++ {
+						w.step()
+					}
+				}),
+			node: "fe1", want: want{reason: v2alpha1.ReasonProgressDeadlineExceeded, message: "released but not Ready on express-e689.154 (target bf26eb65ce111328) within 10s: 0/1 pods Ready on target"},
+		},
+		"a prerequisite pinned to a version waits for that version": {
+			setup: then(func(w *world) {
+				w.create("be", v1, nil)
+				w.create("fe1", v1, func(s *v2alpha1.NodeSpec) {
+					p := prereqOf(w, "be")
+					p.ExpressVersion = v2
+					s.DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: []v2alpha1.Prerequisite{p}, UpgradePrerequisites: []v2alpha1.Prerequisite{}}
+				})
+				for i := 0; i < 5; i++ {
+					w.step() // the backend becomes Ready on express-e689.151
+				}
+			}),
+			node: "fe1", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite, message: "waiting for acme-be (Backend) to be Ready on express-e689.154", waitingFor: []string{"be"}},
+		},
+		"a change to all while the backend is crashed rolls the backend first, by the provisioning order": {
+			setup: then(settled(3), func(w *world) { w.crash("be") }, changeAll(3)),
+			node:  "be", want: want{reason: v2alpha1.ReasonReleased, message: "by the provisioning order (its upgrade wait was circular)"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, "acme")
+			tc.setup(w)
+			d := decisionFor(t, w, tc.node)
+			var waits []string
+			for _, n := range d.WaitingFor {
+				waits = append(waits, w.key(n))
+			}
+			assert.Equal(t, tc.want.gated, d.Gated, "gated")
+			assert.Equal(t, tc.want.reason, d.Condition.Reason, "reason; message: %s", d.Condition.Message)
+			assert.Contains(t, d.Condition.Message, tc.want.message)
+			assert.Equal(t, tc.want.waitingFor, waits, "waiting for")
+		})
+	}
+}
