@@ -87,11 +87,11 @@ func TestCheckDeniesOrWarnsNamingTheFieldAndTheNodes(t *testing.T) {
 			denied: `spec.deploymentDependencies.provisioningPrerequisites[1].expressNode: Duplicate value: "acme-fe1 is already listed at index 0"`,
 		},
 		"an unknown pod condition is denied": {
-			node: checkNode(fe, "acme-fe3", "acme", []v2alpha1.Prerequisite{{ExpressNode: "acme-fe1", Kind: fe, PodConditionType: "Healthy", ConditionStatus: "True"}}, nil),
+			node:   checkNode(fe, "acme-fe3", "acme", []v2alpha1.Prerequisite{{ExpressNode: "acme-fe1", Kind: fe, PodConditionType: "Healthy", ConditionStatus: "True"}}, nil),
 			denied: `spec.deploymentDependencies.provisioningPrerequisites[0].podConditionType: Unsupported value: "Healthy"`,
 		},
 		"an unknown condition status is denied": {
-			node: checkNode(fe, "acme-fe3", "acme", []v2alpha1.Prerequisite{{ExpressNode: "acme-fe1", Kind: fe, PodConditionType: "Ready", ConditionStatus: "Maybe"}}, nil),
+			node:   checkNode(fe, "acme-fe3", "acme", []v2alpha1.Prerequisite{{ExpressNode: "acme-fe1", Kind: fe, PodConditionType: "Ready", ConditionStatus: "Maybe"}}, nil),
 			denied: `spec.deploymentDependencies.provisioningPrerequisites[0].conditionStatus: Unsupported value: "Maybe"`,
 		},
 		"an explicit prerequisite that does not exist yet is warned about": {
