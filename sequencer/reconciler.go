@@ -61,7 +61,7 @@ type Reconciler struct {
 	gated, all gatedCounts
 	// observed holds, per tenant, when the oldest change not yet reconciled
 	// was seen: the start of the release latency.
-	observed sync.Map
+	observed observations
 	// own holds the sequencer's own writes until the cache has them.
 	own ownWrites
 }
@@ -167,35 +167,32 @@ func (r *Reconciler) podTenant(ctx context.Context, pod client.Object) []Tenant 
 	return nil // a pod of no known node: its node's own event enqueues the tenant
 }
 
-func (r *Reconciler) observe(t Tenant) { r.observed.LoadOrStore(t, r.Clock.Now()) }
+func (r *Reconciler) observe(t Tenant) { r.observed.see(t, r.Clock.Now()) }
 
-// Reconcile sequences one tenant: gather, plan, apply.
+// Reconcile sequences one tenant: gather and plan, then apply.
 func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result, error) {
-	since, _ := r.observed.LoadAndDelete(t)
+	since := r.observed.take(t)
 	snap, decisions, err := r.plan(ctx, t)
 	if err != nil {
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
 	}
-	var result reconcile.Result
-	counts, allCounts := map[string]int{}, map[string]int{}
-	for _, d := range decisions {
-		if d.Gated {
-			counts[d.Condition.Reason]++
-		}
-		allCounts[d.Condition.Reason]++
-		if d.RecheckAfter > 0 && (result.RequeueAfter == 0 || d.RecheckAfter < result.RequeueAfter) {
-			result.RequeueAfter = d.RecheckAfter
-		}
+	r.count(t, decisions)
+	if err := r.applyPlan(ctx, snap, decisions, since); err != nil {
+		return reconcile.Result{}, err
 	}
-	// Releases go first, one by one: a node waiting in line should not also
-	// wait for the condition updates of the nodes behind it. Each release
-	// carries the convergence records of the rollouts it relied on
-	// (released-after), so no RolloutComplete condition has to precede it.
-	// A pod release carries none: when the pass releases pods, the
-	// RolloutComplete records go before anything else, so that a record
-	// never lags a release that relied on it. The other changes touch one
-	// node each and go out in parallel.
+	return reconcile.Result{RequeueAfter: recheckAfter(decisions)}, nil
+}
+
+// applyPlan applies a tenant's decisions. Releases go first, one by one: a
+// node waiting in line should not also wait for the condition updates of
+// the nodes behind it. Each release carries the convergence records of the
+// rollouts it relied on (released-after), so no RolloutComplete condition
+// has to precede it. A pod release carries none: when the pass releases
+// pods, the RolloutComplete records go before anything else, so that a
+// record never lags a release that relied on it. The other changes touch
+// one node each and go out in parallel.
+func (r *Reconciler) applyPlan(ctx context.Context, snap *Snapshot, decisions []Decision, since time.Time) error {
 	releasesPods := slices.ContainsFunc(decisions, func(d Decision) bool { return len(d.PodsToRelease) > 0 })
 	var records, releases, rest []Decision
 	for _, d := range decisions {
@@ -210,16 +207,69 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 		}
 	}
 	if err := r.applyAll(ctx, snap, records, since); err != nil {
-		return result, err
+		return err
 	}
 	var errs []error
 	for _, d := range releases {
 		errs = append(errs, r.apply(ctx, snap, d, since))
 	}
 	errs = append(errs, r.applyAll(ctx, snap, rest, since))
-	r.gated.set(t, counts)
-	r.all.set(t, allCounts)
-	return result, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// count sets the tenant's share of the gauges: gated nodes and all nodes,
+// by reason.
+func (r *Reconciler) count(t Tenant, decisions []Decision) {
+	gated, all := map[string]int{}, map[string]int{}
+	for _, d := range decisions {
+		if d.Gated {
+			gated[d.Condition.Reason]++
+		}
+		all[d.Condition.Reason]++
+	}
+	r.gated.set(t, gated)
+	r.all.set(t, all)
+}
+
+// recheckAfter is the soonest another look is asked for, 0 for none.
+func recheckAfter(decisions []Decision) time.Duration {
+	var after time.Duration
+	for _, d := range decisions {
+		if d.RecheckAfter > 0 && (after == 0 || d.RecheckAfter < after) {
+			after = d.RecheckAfter
+		}
+	}
+	return after
+}
+
+// observations remember, per tenant, when the oldest change not yet
+// reconciled was seen: the start of the release latency.
+type observations struct {
+	mu sync.Mutex
+	at map[Tenant]time.Time
+}
+
+// see records that a change of tenant t was seen now, unless an older one
+// is still waiting.
+func (o *observations) see(t Tenant, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.at == nil {
+		o.at = map[Tenant]time.Time{}
+	}
+	if _, ok := o.at[t]; !ok {
+		o.at[t] = now
+	}
+}
+
+// take returns when the oldest change of t not yet reconciled was seen
+// (zero if none) and forgets it.
+func (o *observations) take(t Tenant) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	at := o.at[t]
+	delete(o.at, t)
+	return at
 }
 
 // resourceOf is the API resource of a node, for metrics.
@@ -231,7 +281,7 @@ func resourceOf(n v2alpha1.Node) string {
 }
 
 // applyAll applies decisions that touch one node each, in parallel.
-func (r *Reconciler) applyAll(ctx context.Context, snap *Snapshot, decisions []Decision, since any) error {
+func (r *Reconciler) applyAll(ctx context.Context, snap *Snapshot, decisions []Decision, since time.Time) error {
 	var g errgroup.Group
 	errs := make([]error, len(decisions))
 	for i, d := range decisions {
@@ -254,7 +304,7 @@ func releasing(s *Snapshot, d Decision) bool {
 // changed since the snapshot the patch fails, and the tenant is planned
 // again from fresh data; status and annotation changes do not get in the way.
 // Then the held pods' scheduling gates, the condition, the Event.
-func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, since any) error {
+func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, since time.Time) error {
 	n := snap.Nodes[d.Node]
 	if !d.Changed(n) {
 		return nil
@@ -274,8 +324,8 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 		r.own.remember(snap.Tenant, n)
 		if !d.Gated {
 			releases.WithLabelValues(d.Condition.Reason).Inc()
-			if t, ok := since.(time.Time); ok {
-				releaseLatency.Observe(r.Clock.Since(t).Seconds())
+			if !since.IsZero() {
+				releaseLatency.Observe(r.Clock.Since(since).Seconds())
 			}
 		}
 		logger.Info("Changed gate", "gated", d.Gated, "reason", d.Condition.Reason, "message", d.Condition.Message)
