@@ -326,10 +326,6 @@ func TestDisabledDependenciesReleaseEveryNodeAtOnce(t *testing.T) {
 		s.DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: []v2alpha1.Prerequisite{}, UpgradePrerequisites: []v2alpha1.Prerequisite{}}
 	}
 	for _, k := range keysOf(5) {
-		if k == "be" {
-			w.create(k, v1, none)
-			continue
-		}
 		w.create(k, v1, none)
 	}
 	w.tick++
