@@ -18,7 +18,7 @@ import (
 
 	"github.com/medallia/express-sequencer/certs"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
-	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/controlplane"
 	"github.com/medallia/express-sequencer/webhook"
 )
 

@@ -29,6 +29,9 @@ import (
 type ownWrites struct {
 	mu   sync.Mutex
 	objs map[ownKey]ownWrite
+	// byTenant indexes objs by tenant, so that a tenant's pass looks at its
+	// own writes only.
+	byTenant map[Tenant]map[ownKey]bool
 }
 
 type ownKey struct{ kind, namespace, name string }
@@ -76,14 +79,32 @@ func (w *ownWrites) remember(t Tenant, obj client.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.objs == nil {
-		w.objs = map[ownKey]ownWrite{}
+		w.objs, w.byTenant = map[ownKey]ownWrite{}, map[Tenant]map[ownKey]bool{}
 	}
 	if cur, ok := w.objs[k]; ok && cur.obj.GetUID() == obj.GetUID() {
 		if newer, ok := newerVersion(cur.obj.GetResourceVersion(), obj.GetResourceVersion()); ok && newer {
 			return // answers of concurrent writes may come back out of order
 		}
 	}
+	w.forgetLocked(k)
 	w.objs[k] = ownWrite{obj: obj, tenant: t}
+	if w.byTenant[t] == nil {
+		w.byTenant[t] = map[ownKey]bool{}
+	}
+	w.byTenant[t][k] = true
+}
+
+// forgetLocked drops the write of k, if any; w.mu is held.
+func (w *ownWrites) forgetLocked(k ownKey) {
+	own, ok := w.objs[k]
+	if !ok {
+		return
+	}
+	delete(w.objs, k)
+	delete(w.byTenant[own.tenant], k)
+	if len(w.byTenant[own.tenant]) == 0 {
+		delete(w.byTenant, own.tenant)
+	}
 }
 
 // newerVersion reports whether resourceVersion a is newer than b, and
@@ -112,7 +133,7 @@ func (w *ownWrites) overlay(cached client.Object) (client.Object, error) {
 		return nil, nil
 	}
 	if own.obj.GetUID() != cached.GetUID() {
-		delete(w.objs, k) // deleted and created again since: the cache has the new one
+		w.forgetLocked(k) // deleted and created again since: the cache has the new one
 		return nil, nil
 	}
 	newer, ok := newerVersion(own.obj.GetResourceVersion(), cached.GetResourceVersion())
@@ -120,7 +141,7 @@ func (w *ownWrites) overlay(cached client.Object) (client.Object, error) {
 	case !ok:
 		return nil, errUncomparable
 	case !newer:
-		delete(w.objs, k)
+		w.forgetLocked(k)
 		return nil, nil
 	}
 	return own.obj.DeepCopyObject().(client.Object), nil
@@ -167,13 +188,10 @@ func (w *ownWrites) forgetGone(s *Snapshot) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for k, own := range w.objs {
-		if own.tenant != s.Tenant {
-			continue
-		}
+	for k := range w.byTenant[s.Tenant] {
 		n, isNode := s.Nodes[k.name]
 		if k.kind == kindPod && !pods[k.name] || k.kind != kindPod && (!isNode || n.NodeKind() != k.kind) {
-			delete(w.objs, k)
+			w.forgetLocked(k)
 		}
 	}
 }

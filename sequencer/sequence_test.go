@@ -1,11 +1,8 @@
 package sequencer
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,9 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 const (
 	v1 = "express-e689.151"
@@ -300,7 +296,7 @@ func TestRolloutSequences(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			w := newWorld(t, "acme")
 			assert.Equal(t, sc.want, sc.run(w), "rollout order")
-			golden(t, sc.name, strings.Join(w.log, "\n")+"\n")
+			golden.Assert(t, sc.name, strings.Join(w.log, "\n")+"\n")
 		})
 	}
 }
@@ -332,7 +328,7 @@ func TestDisabledDependenciesReleaseEveryNodeAtOnce(t *testing.T) {
 	w.sequence()
 	w.operate()
 	assert.Equal(t, keysOf(5), w.started, "every node is released in the first round, without waiting")
-	golden(t, "disabled dependencies", strings.Join(w.log, "\n")+"\n")
+	golden.Assert(t, "disabled dependencies", strings.Join(w.log, "\n")+"\n")
 }
 
 func TestPauseHoldsANodeAndEverythingAfterIt(t *testing.T) {
@@ -353,7 +349,7 @@ func TestPauseHoldsANodeAndEverythingAfterIt(t *testing.T) {
 	assert.True(t, w.nodes["acme-fe2"].NodeSpec().HasGate(v2alpha1.GateSequencer), "resuming is not a new target")
 	w.run(200)
 	assert.Equal(t, "fe1 fe2 be fe3 fe4", w.startedSince(mark))
-	golden(t, "pause and resume", strings.Join(w.log, "\n")+"\n")
+	golden.Assert(t, "pause and resume", strings.Join(w.log, "\n")+"\n")
 }
 
 func TestIgnorePrerequisitesReleasesANodeAtOnce(t *testing.T) {
@@ -363,7 +359,7 @@ func TestIgnorePrerequisitesReleasesANodeAtOnce(t *testing.T) {
 	w.setVersion(v2, keysOf(5)...)
 	w.run(200)
 	assert.Equal(t, "fe1 fe4 fe2 be fe3", w.startedSince(mark))
-	golden(t, "ignore prerequisites", strings.Join(w.log, "\n")+"\n")
+	golden.Assert(t, "ignore prerequisites", strings.Join(w.log, "\n")+"\n")
 }
 
 func TestAStalledRolloutIsReportedAndItsDependentsStayGated(t *testing.T) {
@@ -384,7 +380,7 @@ func TestAStalledRolloutIsReportedAndItsDependentsStayGated(t *testing.T) {
 	assert.Contains(t, c.Message, "released but not Ready on express-e689.154 (target bf26eb65ce111328) within 10s: 0/1 pods Ready on target")
 	assert.False(t, w.nodes["acme-fe1"].NodeSpec().HasGate(v2alpha1.GateSequencer), "nothing is reverted")
 	assert.True(t, w.nodes["acme-fe2"].NodeSpec().HasGate(v2alpha1.GateSequencer))
-	golden(t, "stalled rollout", strings.Join(w.log, "\n")+"\n")
+	golden.Assert(t, "stalled rollout", strings.Join(w.log, "\n")+"\n")
 }
 
 func TestAWaitForCycleIsReported(t *testing.T) {
@@ -425,18 +421,6 @@ func TestASteadyTenantIsLeftAlone(t *testing.T) {
 		assert.False(t, w.nodes[w.name(k)].NodeSpec().HasGate(v2alpha1.GateSequencer), k)
 		assert.Equal(t, v2alpha1.ReasonRolloutComplete, w.condition(k).Reason, k)
 	}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", strings.ReplaceAll(name, " ", "_")+".golden")
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run `go test ./sequencer -update` to write the golden file")
-	assert.Equal(t, string(want), got, "event log differs from %s", path)
 }
 
 // Helm and Argo CD apply a tenant's nodes one after the other. Without a

@@ -16,7 +16,7 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
 	"github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/controlplane"
 )
 
 // The control plane starts on first use, so that the fuzz target, which

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,10 +20,9 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
-	"github.com/medallia/express-sequencer/test/controlplane"
+	"github.com/medallia/express-sequencer/internal/golden"
+	"github.com/medallia/express-sequencer/test/framework/controlplane"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // shared is a control plane with the webhooks (no sequencer, so the state
 // stays as the test sets it) and a tenant caught mid-upgrade: fe1 released
@@ -143,24 +141,13 @@ func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run `go test ./cmd/kubectl-express -update` to write it")
-	assert.Equal(t, string(want), got)
-}
-
 func TestPlanShowsWhoWaitsForWhom(t *testing.T) {
 	kubeconfig := cluster(t)
 	for _, format := range []string{"table", "json", "yaml", "mermaid"} {
 		t.Run(format, func(t *testing.T) {
 			out, _, err := run(t, "", "plan", "acme", "--kubeconfig", kubeconfig, "-n", ns, "-o", format)
 			require.NoError(t, err)
-			golden(t, "plan."+format, out)
+			golden.Assert(t, "plan."+format, out)
 		})
 	}
 	out, _, err := run(t, "", "plan", "--kubeconfig", kubeconfig, "-n", ns)
@@ -176,7 +163,7 @@ func TestExplainFollowsTheChain(t *testing.T) {
 	kubeconfig := cluster(t)
 	out, _, err := run(t, "", "explain", "acme-fe4", "--kubeconfig", kubeconfig, "-n", ns)
 	require.NoError(t, err)
-	golden(t, "explain.fe4", out)
+	golden.Assert(t, "explain.fe4", out)
 	_, _, err = run(t, "", "explain", "acme-fe9", "--kubeconfig", kubeconfig, "-n", ns)
 	assert.ErrorContains(t, err, `no Backend or Frontend "acme-fe9" in namespace "plugin-test"`)
 }
@@ -206,7 +193,7 @@ func TestPauseAndResumeSetAndClearTheAnnotation(t *testing.T) {
 func TestDefaultsWorkOfflineWithTheWebhooksCode(t *testing.T) {
 	out, errOut, err := run(t, "", "defaults", "-f", filepath.Join("testdata", "tenant.yaml"))
 	require.NoError(t, err)
-	golden(t, "defaults.tenant", out)
+	golden.Assert(t, "defaults.tenant", out)
 	assert.Empty(t, errOut, "defaults that name absent nodes are not warned about")
 
 	data, err := os.ReadFile(filepath.Join("testdata", "tenant.yaml"))

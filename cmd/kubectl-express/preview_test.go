@@ -17,9 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/medallia/express-sequencer/test/controlplane"
-	"github.com/medallia/express-sequencer/test/simoperator"
-	"github.com/medallia/express-sequencer/test/tenantchart"
+	"github.com/medallia/express-sequencer/internal/golden"
+	"github.com/medallia/express-sequencer/test/framework/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/simoperator"
+	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
 
 // render renders the tenant chart with overrides into a file.
@@ -85,7 +86,7 @@ func TestPlanPredictsTheOrderOfAChangeOffline(t *testing.T) {
 			assert.Equal(t, c.want, steps(t, out))
 			table, _, err := run(t, "", args...)
 			require.NoError(t, err)
-			golden(t, "preview."+strings.ReplaceAll(c.name, " ", "-"), table)
+			golden.Assert(t, "preview."+strings.ReplaceAll(c.name, " ", "-"), table)
 		})
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medallia/express-sequencer/defaults"
-	"github.com/medallia/express-sequencer/test/simoperator"
+	"github.com/medallia/express-sequencer/test/framework/simoperator"
 )
 
 // The crash measurement (-crash N): every pod of every node of N tenants is

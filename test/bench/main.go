@@ -38,8 +38,8 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/defaults"
 	"github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/test/controlplane"
-	"github.com/medallia/express-sequencer/test/simoperator"
+	"github.com/medallia/express-sequencer/test/framework/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/simoperator"
 )
 
 const (

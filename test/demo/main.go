@@ -34,9 +34,9 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
-	"github.com/medallia/express-sequencer/test/controlplane"
-	"github.com/medallia/express-sequencer/test/simoperator"
-	"github.com/medallia/express-sequencer/test/tenantchart"
+	"github.com/medallia/express-sequencer/test/framework/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/simoperator"
+	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
 
 type options struct {

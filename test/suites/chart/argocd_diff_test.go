@@ -1,0 +1,246 @@
+package chart
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/test/framework/argocd"
+	"github.com/medallia/express-sequencer/test/framework/tenantchart"
+)
+
+// What Argo CD compares for the tenant chart, with express-sequencer's
+// webhooks in the API server: the chart rendered for each kind of values,
+// applied with kubectl apply as Argo CD syncs (and again with a change),
+// then diffed the way Argo CD diffs — its default three-way diff (ported
+// from gitops-engine) and a server-side diff (a real server-side apply dry
+// run through the webhooks, as manager argocd-controller). Nothing the
+// webhooks inject or the API server defaults may show: no permanent
+// OutOfSync, and no ignoreDifferences needed.
+func TestArgoCDSeesNoDifferenceOnTheTenantChart(t *testing.T) {
+	for _, values := range []string{"", "version-override-values.yaml", "node-down-values.yaml", "disable-dependencies-values.yaml",
+		"per-node-disable-values.yaml", "explicit-prerequisite-values.yaml"} {
+		t.Run("values "+values, func(t *testing.T) {
+			ns := newNamespace(t)
+			var files []string
+			if values != "" {
+				files = append(files, filepath.Join(tenantchart.Dir(), "ci", values))
+			}
+			sync := func(overrides map[string]any) []*unstructured.Unstructured {
+				overrides["namespace"] = ns
+				manifests, _, err := tenantchart.Render(overrides, files...)
+				require.NoError(t, err)
+				desired := trackedByArgoCD(t, manifests)
+				kubectlApply(t, desired)
+				return desired
+			}
+			desired := sync(map[string]any{})
+			assertInSync(t, desired)
+			assertOnlyDocumentedFieldsAdded(t, desired)
+			desired = sync(map[string]any{"expressVersion": map[string]any{"Backend": "express-e689.154", "Frontend": "express-e689.154"}})
+			assertInSync(t, desired)
+			assertOnlyDocumentedFieldsAdded(t, desired)
+		})
+	}
+}
+
+// The same diffs do see a change made behind Argo CD's back.
+func TestArgoCDSeesAChangeMadeOutsideIt(t *testing.T) {
+	ns := newNamespace(t)
+	manifests, _, err := tenantchart.Render(map[string]any{"namespace": ns})
+	require.NoError(t, err)
+	desired := trackedByArgoCD(t, manifests)
+	kubectlApply(t, desired)
+	fe1 := v2alpha1.NewNode(v2alpha1.KindFrontend)
+	fe1.SetNamespace(ns)
+	fe1.SetName("acme-fe1")
+	require.NoError(t, harness.Client.Patch(context.Background(), fe1, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"expressVersion":"express-hotfix"}}`))))
+	for _, d := range desired {
+		if d.GetName() != "acme-fe1" {
+			continue
+		}
+		live := liveOf(t, d)
+		modified, paths, err := argocd.LegacyDiff(d, live, nil)
+		require.NoError(t, err)
+		assert.True(t, modified)
+		assert.Equal(t, []string{"/spec/expressVersion"}, paths)
+		assert.Contains(t, serverSideDiff(t, d, live), "/spec/expressVersion")
+	}
+}
+
+// injectedFields are the fields of a Backend/Frontend that express-sequencer
+// writes and a chart never renders, as docs/argocd.md lists them for tools
+// that compare whole objects.
+var injectedFields = []string{
+	"/metadata/annotations/express.medallia.com~1target-hash",
+	"/metadata/annotations/express.medallia.com~1defaulted-prerequisites",
+	"/metadata/annotations/express.medallia.com~1target-changed-at",
+	"/metadata/annotations/express.medallia.com~1rollout-id-changed-at",
+	"/metadata/annotations/express.medallia.com~1released-target",
+	"/metadata/annotations/express.medallia.com~1released-generation",
+	"/metadata/annotations/express.medallia.com~1released-after",
+	"/spec/rolloutGates",
+	"/spec/deploymentDependencies",
+}
+
+// Between what was rendered and what is stored, only the documented fields
+// differ (metadata the API server owns and status aside), and the list in
+// the docs is this one.
+func assertOnlyDocumentedFieldsAdded(t *testing.T, desired []*unstructured.Unstructured) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(tenantchart.Dir(), "..", "..", "docs", "argocd.md"))
+	require.NoError(t, err)
+	for _, f := range injectedFields {
+		assert.Contains(t, string(doc), "`"+f+"`", "docs/argocd.md lists %s", f)
+	}
+	for _, d := range desired {
+		live := liveOf(t, d).Object
+		unstructured.RemoveNestedField(live, "status")
+		for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
+			unstructured.RemoveNestedField(live, "metadata", f)
+		}
+		unstructured.RemoveNestedField(live, "metadata", "annotations", corev1.LastAppliedConfigAnnotation)
+		seen := false
+		for _, path := range argocd.Differences(d.Object, live) {
+			documented := false
+			for _, f := range injectedFields {
+				documented = documented || path == f || strings.HasPrefix(path, f+"/")
+			}
+			assert.True(t, documented, "%s: %s differs from what was rendered and is not documented", d.GetName(), path)
+			seen = seen || path == injectedFields[0]
+		}
+		assert.True(t, seen, "%s: the target hash is stamped", d.GetName())
+
+		// The documented ignoreDifferences leave only the prerequisite lists.
+		u := &unstructured.Unstructured{Object: live}
+		require.NoError(t, argocd.Normalize(u, []argocd.Ignore{{Group: v2alpha1.GroupVersion.Group, Kind: d.GetKind(), JQPathExpressions: documentedIgnores}}))
+		for _, path := range argocd.Differences(d.Object, u.Object) {
+			assert.True(t, strings.HasPrefix(path, "/spec/deploymentDependencies"), "%s: %s is left after the documented ignoreDifferences", d.GetName(), path)
+		}
+	}
+	for _, expr := range documentedIgnores {
+		assert.Contains(t, string(doc), "    - "+expr+"\n", "docs/argocd.md shows %s", expr)
+	}
+}
+
+// documentedIgnores are the jq path expressions docs/argocd.md gives.
+var documentedIgnores = []string{
+	`.spec.rolloutGates`,
+	`.metadata.annotations["express.medallia.com/target-hash"]`,
+	`.metadata.annotations["express.medallia.com/defaulted-prerequisites"]`,
+	`.metadata.annotations["express.medallia.com/target-changed-at"]`,
+	`.metadata.annotations["express.medallia.com/rollout-id-changed-at"]`,
+	`.metadata.annotations["express.medallia.com/released-target"]`,
+	`.metadata.annotations["express.medallia.com/released-generation"]`,
+	`.metadata.annotations["express.medallia.com/released-after"]`,
+}
+
+func assertInSync(t *testing.T, desired []*unstructured.Unstructured) {
+	t.Helper()
+	for _, d := range desired {
+		live := liveOf(t, d)
+		modified, paths, err := argocd.LegacyDiff(d, live, nil)
+		require.NoError(t, err)
+		assert.False(t, modified, "%s: the three-way diff shows %v", d.GetName(), paths)
+		assert.Empty(t, serverSideDiff(t, d, live), "%s: the server-side diff", d.GetName())
+	}
+}
+
+// serverSideDiff runs Argo CD's server-side diff with IncludeMutationWebhook
+// (the strictest form: the dry run's own webhook mutations are kept) and
+// returns the paths where the predicted object differs from the live one.
+func serverSideDiff(t *testing.T, desired, live *unstructured.Unstructured) []string {
+	t.Helper()
+	predicted := desired.DeepCopy()
+	require.NoError(t, harness.Client.Patch(context.Background(), predicted, client.Apply, client.DryRunAll,
+		client.FieldOwner("argocd-controller"), client.ForceOwnership))
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		var out map[string]any
+		b, err := json.Marshal(u.Object)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &out))
+		md := out["metadata"].(map[string]any)
+		for _, f := range []string{"managedFields", "resourceVersion", "generation"} {
+			delete(md, f)
+		}
+		if a, ok := md["annotations"].(map[string]any); ok {
+			delete(a, corev1.LastAppliedConfigAnnotation)
+		}
+		return out
+	}
+	return argocd.Differences(strip(predicted), strip(live))
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "argocd-diff-"}}
+	require.NoError(t, harness.Client.Create(context.Background(), ns))
+	return ns.Name
+}
+
+// trackedByArgoCD decodes the manifests and adds the tracking annotation
+// Argo CD adds to every resource it syncs.
+func trackedByArgoCD(t *testing.T, manifests string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, doc := range strings.Split(manifests, "\n---") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
+		if len(u.Object) == 0 {
+			continue
+		}
+		a := u.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a["argocd.argoproj.io/tracking-id"] = "acme:express.medallia.com/" + u.GetKind() + ":" + u.GetNamespace() + "/" + u.GetName()
+		u.SetAnnotations(a)
+		out = append(out, u)
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// kubectlApply applies the objects with the real kubectl, as Argo CD's
+// default (client-side) sync does: it leaves last-applied-configuration.
+func kubectlApply(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var docs []string
+	for _, o := range objs {
+		b, err := yaml.Marshal(o.Object)
+		require.NoError(t, err)
+		docs = append(docs, string(b))
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tenant.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(strings.Join(docs, "---\n")), 0o600))
+	kubeconfig, err := harness.KubeconfigFile(dir)
+	require.NoError(t, err)
+	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	out, err := exec.Command(bin, "--kubeconfig", kubeconfig, "apply", "-f", file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+func liveOf(t *testing.T, desired *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(desired), live))
+	return live
+}

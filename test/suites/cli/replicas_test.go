@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/test/framework/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/simoperator"
+)
+
+// Two replicas as in a cluster with --cert-mode=self-signed: both serve the
+// webhooks from one shared CA, one leads the sequencer. The leader — which
+// is also the replica the webhook Service sends to — goes away mid-rollout:
+// until admission reaches the other replica, writes are refused and say why;
+// then they succeed with defaults, and the rollout completes in order.
+func TestTwoSelfSignedReplicasSurviveTheLeaderGoingAway(t *testing.T) {
+	ctx := context.Background()
+	cp, err := controlplane.Start()
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cp.Stop()) }()
+
+	replica := func(port int) app.Options {
+		o := cp.ManagerOptions(t.TempDir(), logr.Discard())
+		o.WebhookPort = port
+		o.CASecret = "default/express-sequencer-webhook-ca"
+		o.LeaderElect, o.LeaderElectionNS, o.LeaderElectionID = true, "default", "replicas-test"
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond
+		o.Grouping.SettleTime = 300 * time.Millisecond
+		return o
+	}
+	leader, stopA, err := cp.StartManager(replica(cp.WebhookPort))
+	require.NoError(t, err)
+	<-leader.Elected()
+	portB, err := controlplane.FreePort()
+	require.NoError(t, err)
+	_, stopB, err := cp.StartManager(replica(portB))
+	require.NoError(t, err)
+	defer stopB()
+
+	op := &simoperator.Operator{ReadyAfter: 150 * time.Millisecond, RecoverAfter: time.Second}
+	stopOp, err := cp.StartOperator(op)
+	require.NoError(t, err)
+	defer stopOp()
+
+	node := func(key, version string) v2alpha1.Node {
+		kind := v2alpha1.KindFrontend
+		if key == "be" {
+			kind = v2alpha1.KindBackend
+		}
+		n := v2alpha1.NewNode(kind)
+		n.SetName("acme-" + key)
+		n.SetNamespace("default")
+		*n.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme"}, ExpressVersion: version}
+		return n
+	}
+	keys := []string{"be", "fe1", "fe2", "fe3", "fe4"}
+	for _, k := range keys {
+		require.NoError(t, cp.Client.Create(ctx, node(k, "v1")))
+	}
+	settled := func() bool { ok, _, err := controlplane.Settled(ctx, cp.Client, "default"); return err == nil && ok }
+	require.Eventually(t, settled, time.Minute, 50*time.Millisecond)
+	mark := len(op.StartedIn("default"))
+
+	for _, k := range keys {
+		require.Eventually(t, func() bool {
+			n := node(k, "")
+			if cp.Client.Get(ctx, client.ObjectKeyFromObject(n), n) != nil {
+				return false
+			}
+			n.NodeSpec().ExpressVersion = "v2"
+			return cp.Client.Update(ctx, n) == nil
+		}, 10*time.Second, 10*time.Millisecond)
+	}
+	require.Eventually(t, func() bool { return len(op.StartedIn("default")) > mark }, 10*time.Second, 10*time.Millisecond)
+	stopA() // the leader and the webhook Service's endpoint, mid-rollout
+
+	err = cp.Client.Create(ctx, node("fe5", "v2"))
+	require.Error(t, err, "nothing is admitted while no webhook answers")
+	assert.Contains(t, err.Error(), `failed calling webhook "mfrontend.express.medallia.com"`)
+
+	require.NoError(t, cp.PointWebhooksAt(ctx, portB)) // the Service now sends to replica B
+	fe5 := node("fe5", "v2")
+	require.Eventually(t, func() bool { return cp.Client.Create(ctx, fe5) == nil }, 20*time.Second, 100*time.Millisecond)
+	assert.NotNil(t, fe5.NodeSpec().DeploymentDependencies, "admitted with defaults by replica B")
+
+	require.Eventually(t, settled, time.Minute, 50*time.Millisecond)
+	// fe5 is new: it is provisioned as soon as the nodes before it are Ready,
+	// on whichever version, so it may come anywhere; the upgrade keeps its order.
+	var upgraded []string
+	provisioned := false
+	for _, s := range op.StartedIn("default")[mark:] {
+		if s == "acme-fe5" {
+			provisioned = true
+			continue
+		}
+		upgraded = append(upgraded, strings.TrimPrefix(s, "acme-"))
+	}
+	assert.Equal(t, "fe1 fe2 be fe3 fe4", strings.Join(upgraded, " "), "each node once, in order")
+	assert.True(t, provisioned)
+	var pods corev1.PodList
+	require.NoError(t, cp.Client.List(ctx, &pods, client.InNamespace("default"), client.HasLabels{v2alpha1.LabelNode}))
+	assert.Len(t, pods.Items, 6, fmt.Sprint("one pod per node: ", len(pods.Items)))
+}

@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/sequencer"
+)
+
+// laggingCache reads from a copy of the cluster taken when the test says,
+// and writes to the real API server: a cache whose Backend informer has not
+// delivered the sequencer's own last write yet, while its Frontend informer
+// has moved on. (Separate informers deliver separate kinds in no common
+// order.) The copy is the only stand-in here: every write, and the
+// webhooks, are the real API server's.
+type laggingCache struct {
+	client.Client
+	reads client.Reader
+}
+
+func (c laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return c.reads.Get(ctx, key, obj, opts...)
+}
+
+func (c laggingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return c.reads.List(ctx, list, opts...)
+}
+
+// copyOf builds the cache's view from objects read from the API server,
+// with the sequencer's field indexes.
+func copyOf(t *testing.T, objs ...client.Object) client.Reader {
+	t.Helper()
+	byTenant := func(o client.Object) []string {
+		return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
+	}
+	return fake.NewClientBuilder().WithScheme(harness.Client.Scheme()).WithObjects(objs...).
+		WithIndex(&v2alpha1.Backend{}, sequencer.IndexTenant, byTenant).
+		WithIndex(&v2alpha1.Frontend{}, sequencer.IndexTenant, byTenant).
+		WithIndex(&corev1.Pod{}, sequencer.IndexPodNode, func(o client.Object) []string { return []string{o.GetLabels()[v2alpha1.LabelNode]} }).
+		Build()
+}
+
+func read(t *testing.T, ns, k string) v2alpha1.Node {
+	t.Helper()
+	n := node(ns, k)
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n))
+	return n
+}
+
+func podsOf(t *testing.T, ns string) []client.Object {
+	t.Helper()
+	var pods corev1.PodList
+	require.NoError(t, harness.Client.List(context.Background(), &pods, client.InNamespace(ns)))
+	var out []client.Object
+	for i := range pods.Items {
+		out = append(out, &pods.Items[i])
+	}
+	return out
+}
+
+// The backend's change is released; the frontend then changes too. A cache
+// that has seen the frontend's change but not the backend's release shows
+// the backend gated on its old, Ready pods — Ready, for a frontend that
+// waits for it by the provisioning order. The sequencer plans on the cache
+// with its own writes laid over it: the backend is in its rollout, Ready for
+// no one, and the frontend stays gated.
+func TestAReleaseTheCacheHasNotSeenYetStillHoldsItsDependents(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	ctx := context.Background()
+	tenant := sequencer.Tenant{Namespace: ns, ClusterName: "acme"}
+
+	setVersion(t, ns, v2, "be")
+	beBefore, pods := read(t, ns, "be"), podsOf(t, ns)
+	require.True(t, v2alpha1.IsGated(beBefore), "the webhook gates the backend's change")
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(pods, beBefore, read(t, ns, "fe1"))...)
+	r := &sequencer.Reconciler{
+		Client: cache, Fresh: harness.Client, Orders: defaults.Builtin(), Clock: clock.RealClock{},
+		Recorder: events.NewFakeRecorder(100),
+	}
+	_, err := r.Reconcile(ctx, tenant)
+	require.NoError(t, err)
+	require.False(t, v2alpha1.IsGated(read(t, ns, "be")), "the backend's change is released: fe1 is on its target")
+
+	setVersion(t, ns, v2, "fe1")
+	cache.reads = copyOf(t, append(pods, beBefore, read(t, ns, "fe1"))...) // the Backend informer still lags
+	_, err = r.Reconcile(ctx, tenant)
+	require.NoError(t, err)
+	fe1 := read(t, ns, "fe1")
+	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the backend's rollout, whatever the cache says")
+	if c := condition(fe1); assert.NotNil(t, c) {
+		assert.Contains(t, c.Message, "acme-be", "the wait names the backend")
+	}
+}

@@ -1,0 +1,60 @@
+package integration
+
+import (
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+func metric(t *testing.T, name string) []*dto.Metric {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()
+		}
+	}
+	return nil
+}
+
+func gatedWaiting(t *testing.T) float64 {
+	for _, m := range metric(t, "express_sequencer_gated_nodes") {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "reason" && l.GetValue() == "WaitingForPrerequisite" {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func TestTheSequencerExportsGatesReleasesAndLatency(t *testing.T) {
+	startSequencer(t)
+	ns := namespace(t)
+	createTenant(t, ns, 5, nil)
+	waitSettled(t, ns, 5)
+
+	before := metric(t, "express_sequencer_release_latency_seconds")
+	require.Len(t, before, 1)
+	count := before[0].GetHistogram().GetSampleCount()
+
+	setVersion(t, ns, v2, keys(5)...)
+	assert.True(t, waitFor(10*time.Second, func() bool { return gatedWaiting(t) > 0 }), "nodes waiting in line are counted")
+	waitSettled(t, ns, 5)
+
+	after := metric(t, "express_sequencer_release_latency_seconds")
+	// fe1 is released when the settle time is over; the others the moment
+	// their prerequisite's pod turns Ready, and those releases are timed.
+	assert.GreaterOrEqual(t, after[0].GetHistogram().GetSampleCount(), count+4, "every release triggered by a change is timed")
+	assert.Equal(t, float64(0), gatedWaiting(t), "no node waits once the rollout is done")
+	released := 0.0
+	for _, m := range metric(t, "express_sequencer_releases_total") {
+		released += m.GetCounter().GetValue()
+	}
+	assert.GreaterOrEqual(t, released, 10.0, "provisioning and upgrade releases are counted")
+}

@@ -1,0 +1,169 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+)
+
+func TestANewTenantIsProvisionedInOrderAndThenLeftAlone(t *testing.T) {
+	startSequencer(t)
+	ns := namespace(t)
+	createTenant(t, ns, 5, nil)
+	waitSettled(t, ns, 5)
+	assert.Equal(t, "be fe1 fe2 fe3 fe4", startedSince(ns, 0))
+
+	mark := len(op.StartedIn(ns))
+	time.Sleep(500 * time.Millisecond)
+	assert.Equal(t, mark, len(op.StartedIn(ns)), "a steady tenant is not rolled again")
+	for _, k := range keys(5) {
+		n := node(ns, k)
+		require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n))
+		assert.False(t, v2alpha1.IsGated(n), k)
+		assert.Equal(t, "Ready on "+v1+" (target "+n.GetAnnotations()[v2alpha1.AnnotationTargetHash]+")", condition(n).Message, k)
+	}
+
+	released := map[string]bool{}
+	waitFor(10*time.Second, func() bool { // Events are recorded asynchronously
+		var events eventsv1.EventList
+		if harness.Client.List(context.Background(), &events, client.InNamespace(ns)) != nil {
+			return false
+		}
+		for _, e := range events.Items {
+			if e.Reason == v2alpha1.ReasonReleased && e.Action == "Release" {
+				released[e.Regarding.Name] = true
+			}
+		}
+		return len(released) == 5
+	})
+	assert.Len(t, released, 5, "every release is recorded as an Event: %v", released)
+}
+
+func TestAChangeToAllNodesRollsFe1Fe2ThenTheBackend(t *testing.T) {
+	startSequencer(t)
+	ns, mark := settledTenant(t, 5)
+
+	setVersion(t, ns, v2, keys(5)...)
+	require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) != "" }))
+	fe2 := node(ns, "fe2")
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe2), fe2))
+	assert.True(t, v2alpha1.IsGated(fe2))
+	assert.Equal(t, v2alpha1.ReasonWaitingForPrerequisite, condition(fe2).Reason)
+	assert.Contains(t, condition(fe2).Message, "waiting for acme-fe1 (Frontend)")
+
+	waitSettled(t, ns, 5)
+	assert.Equal(t, "fe1 fe2 be fe3 fe4", startedSince(ns, mark))
+}
+
+func TestAllNodesDownAreBroughtBackBackendFirst(t *testing.T) {
+	startSequencer(t)
+	ns, mark := settledTenant(t, 5)
+	for _, k := range keys(5) {
+		require.NoError(t, op.Crash(context.Background(), harness.Client, ns, "acme-"+k))
+	}
+	waitSettled(t, ns, 5)
+	assert.Equal(t, "be fe1 fe2 fe3 fe4", startedSince(ns, mark))
+}
+
+func TestADownBackendComesBackBeforeAPendingFrontendChange(t *testing.T) {
+	startSequencer(t)
+	ns, mark := settledTenant(t, 5)
+	require.NoError(t, op.Crash(context.Background(), harness.Client, ns, "acme-be"))
+	setVersion(t, ns, v2, "fe1", "fe2", "fe3", "fe4")
+	waitSettled(t, ns, 5)
+	assert.Equal(t, "be fe1 fe2 fe3 fe4", startedSince(ns, mark))
+}
+
+func TestSomeFrontendsDown(t *testing.T) {
+	startSequencer(t)
+	ns := namespace(t)
+	createTenant(t, ns, 5, nil)
+	waitSettled(t, ns, 5)
+
+	t.Run("crashed fe2 and fe4 come back fe2 first", func(t *testing.T) {
+		mark := len(op.StartedIn(ns))
+		require.NoError(t, op.Crash(context.Background(), harness.Client, ns, "acme-fe2"))
+		require.NoError(t, op.Crash(context.Background(), harness.Client, ns, "acme-fe4"))
+		waitSettled(t, ns, 5)
+		assert.Equal(t, "fe2 fe4", startedSince(ns, mark))
+	})
+	t.Run("with fe2 intentionally down a change to all skips it", func(t *testing.T) {
+		setUp(t, ns, false, "fe2")
+		waitSettled(t, ns, 5)
+		mark := len(op.StartedIn(ns))
+		setVersion(t, ns, v2, keys(5)...)
+		waitSettled(t, ns, 5)
+		assert.Equal(t, "fe1 be fe3 fe4", startedSince(ns, mark))
+	})
+}
+
+func TestExplicitDependenciesOverrideTheDefaultOrder(t *testing.T) {
+	startSequencer(t)
+	ns := namespace(t)
+	// Upgrade in reverse: fe4 first, the backend last.
+	createTenant(t, ns, 5, func(k string, s *v2alpha1.NodeSpec) {
+		next := map[string]string{"be": "fe1", "fe1": "fe2", "fe2": "fe3", "fe3": "fe4"}[k]
+		upg := []v2alpha1.Prerequisite{}
+		if next != "" {
+			kind := v2alpha1.KindFrontend
+			upg = append(upg, v2alpha1.Prerequisite{ExpressNode: "acme-" + next, Kind: kind, PodConditionType: "Ready", ConditionStatus: "True"})
+		}
+		s.DeploymentDependencies = &v2alpha1.DeploymentDependencies{UpgradePrerequisites: upg}
+	})
+	waitSettled(t, ns, 5)
+	assert.Equal(t, "be fe1 fe2 fe3 fe4", startedSince(ns, 0), "provisioning still follows the defaults")
+	mark := len(op.StartedIn(ns))
+	setVersion(t, ns, v2, keys(5)...)
+	waitSettled(t, ns, 5)
+	assert.Equal(t, "fe4 fe3 fe2 fe1 be", startedSince(ns, mark))
+}
+
+func TestANodeToggledDownAndUpMidRolloutIsReordered(t *testing.T) {
+	startSequencer(t)
+	ns, mark := settledTenant(t, 5)
+	setVersion(t, ns, v2, keys(5)...)
+	require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) != "" }))
+	setUp(t, ns, false, "fe2")
+	waitSettled(t, ns, 5)
+	assert.Equal(t, "fe1 be fe3 fe4", startedSince(ns, mark), "be follows fe1 once fe2 is down")
+	setUp(t, ns, true, "fe2")
+	waitSettled(t, ns, 5)
+	assert.Equal(t, "fe1 be fe3 fe4 fe2", startedSince(ns, mark))
+}
+
+func TestAStalledNodeIsReportedAndHoldsItsDependents(t *testing.T) {
+	startSequencer(t, func(o *app.Options) { o.ProgressDeadline = 2 * time.Second })
+	ns := namespace(t)
+	createTenant(t, ns, 3, nil)
+	waitSettled(t, ns, 3)
+	op.Stick(ns, "acme-fe1")
+	setVersion(t, ns, v2, keys(3)...)
+
+	fe1 := node(ns, "fe1")
+	require.True(t, waitFor(20*time.Second, func() bool {
+		return harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe1), fe1) == nil &&
+			condition(fe1) != nil && condition(fe1).Reason == v2alpha1.ReasonProgressDeadlineExceeded
+	}), "fe1 is reported stalled")
+	assert.Contains(t, condition(fe1).Message, "released but not Ready on "+v2+" (target "+fe1.GetAnnotations()[v2alpha1.AnnotationTargetHash]+") within 2s")
+	assert.False(t, v2alpha1.IsGated(fe1), "nothing is reverted")
+	fe2 := node(ns, "fe2")
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe2), fe2))
+	assert.True(t, v2alpha1.IsGated(fe2), "its dependents stay gated")
+
+	assert.True(t, waitFor(10*time.Second, func() bool { // Events are recorded asynchronously
+		var events eventsv1.EventList
+		return harness.Client.List(context.Background(), &events, client.InNamespace(ns)) == nil &&
+			slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+				return e.Reason == v2alpha1.ReasonProgressDeadlineExceeded && e.Type == "Warning" && e.Regarding.Name == "acme-fe1"
+			})
+	}), "a Warning Event says so")
+}
