@@ -14,13 +14,13 @@ import (
 
 // ownWrites remembers the objects the sequencer itself wrote last, as the
 // API server returned them, until the cache has caught up with them. A
-// tenant is planned on the cache with these laid over it: a cache that has
-// not seen the sequencer's own last release (or RolloutComplete record, or
-// pod release) yet would otherwise plan on a state older than its own
-// decisions — take a node it just released for gated, or for Ready on its
-// old pods. The cache plus the sequencer's own writes is at least as new,
-// for every object the sequencer wrote, as the API server's answer to that
-// write; no fresh read is needed before a release.
+// tenant is planned on the cache with these laid over it, so that a cache
+// that has not seen the sequencer's own last writes yet does not make it
+// write the same thing again, or explain a wait the sequencer has already
+// ended. Releases do not rest on it: a plan that releases a node or a pod is
+// made again from fresh reads (Reconciler.plan) — the cache also lags
+// everyone else's writes, and an answer to the sequencer's own write can be
+// lost.
 //
 // Newer is decided by resourceVersion, which the API server's etcd storage
 // keeps as an increasing integer. Where one is not an integer the overlay

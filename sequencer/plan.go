@@ -368,7 +368,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 	case p.landing.hold:
 		set(true, metav1.ConditionFalse, p.landing.reason, "%s", p.landing.message)
 		d.RecheckAfter = p.landing.recheckAfter
-		if quiet := p.landing.quietUntil.Sub(p.Now); quiet > 0 && (condition(n) == nil || condition(n).Reason != p.landing.reason) {
+		if quiet := p.landing.quietUntil.Sub(p.Now); quiet > 0 && len(d.PodsToRelease) == 0 && (condition(n) == nil || condition(n).Reason != p.landing.reason) {
 			d.KeepCondition = true // explained if it lasts: see landingQuiet
 			if d.RecheckAfter == 0 || quiet < d.RecheckAfter {
 				d.RecheckAfter = quiet
@@ -383,7 +383,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 		set(true, metav1.ConditionFalse, b.reason, "%s", b.message)
 	case p.releasing[name]:
 		d.RecordRelease = true
-		d.ReleasedAfter = p.convergedRecords(p.reliesOn[name])
+		d.ReleasedAfter = p.convergedRecords(n, p.reliesOn[name])
 		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.reliesOn[name]))
 		if p.landing.timedOut != "" {
 			msg += "; " + p.landing.timedOut

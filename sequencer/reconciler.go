@@ -42,9 +42,8 @@ import (
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
-	// Fresh reads straight from the API server: the tenant is read from it
-	// when the cache and the sequencer's own writes cannot be ordered by
-	// resourceVersion (see ownWrites).
+	// Fresh reads straight from the API server: a plan that releases a node
+	// or a pod is made again from it before it is applied.
 	Fresh client.Reader
 	// Orders are the installation's default orders.
 	Orders defaults.Orders
@@ -66,21 +65,39 @@ type Reconciler struct {
 	own ownWrites
 }
 
-// plan gathers the tenant from the cache with the sequencer's own writes
-// laid over it, and plans. Where the overlay cannot tell which is newer (a
-// resourceVersion that is not an integer), it reads the tenant fresh.
+// plan gathers the tenant from the cache, with the sequencer's own writes
+// laid over it, and plans. A plan that releases a node or a pod is made
+// again from fresh reads of the API server, and that plan is the one
+// applied: the cache's informers lag the API server each by its own
+// amount — a user's change, a crash, a release whose answer was lost or
+// that another leader made — and a release must never rest on any of that.
+// Passes that release nothing (most of them: waits, records, explanations)
+// are decided on the cache alone.
 func (r *Reconciler) plan(ctx context.Context, t Tenant) (*Snapshot, []Decision, error) {
 	snap, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
-	if errors.Is(err, errUncomparable) && r.Fresh != nil {
-		snap, err = GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now())
-		if err == nil {
-			snap.ProgressDeadline, snap.Grouping = r.ProgressDeadline, r.Grouping
-		}
-	}
-	if err != nil {
+	fresh := errors.Is(err, errUncomparable)
+	if err != nil && !fresh {
 		return nil, nil, err
 	}
-	r.own.forgetGone(snap)
+	var decisions []Decision
+	if !fresh {
+		r.own.forgetGone(snap)
+		decisions = Plan(snap)
+		fresh = slices.ContainsFunc(decisions, func(d Decision) bool { return releasing(snap, d) || len(d.PodsToRelease) > 0 })
+	}
+	if !fresh {
+		return snap, decisions, nil
+	}
+	if r.Fresh == nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		return snap, decisions, nil // no API reader (tests): the cache is the API server's
+	}
+	if snap, err = GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now()); err != nil {
+		return nil, nil, err
+	}
+	snap.ProgressDeadline, snap.Grouping = r.ProgressDeadline, r.Grouping
 	return snap, Plan(snap), nil
 }
 

@@ -198,10 +198,9 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 
 // freshReads lists, at the same time, the namespace's Backends, Frontends
 // and Express pods (labelled express.medallia.com/node): one round trip's
-// latency instead of three. Each list is as fresh as the API server; none
-// relies on another having been read first (a node and its pods read a
-// moment apart can only disagree on the target, which counts as not on
-// target).
+// latency instead of three. Each list is as fresh as the API server at its
+// moment; the three moments lie within one round trip, as they did read one
+// after the other.
 func freshReads(ctx context.Context, r client.Reader, namespace string) ([]v2alpha1.Node, []corev1.Pod, error) {
 	var bes v2alpha1.BackendList
 	var fes v2alpha1.FrontendList

@@ -1,6 +1,7 @@
 package sequencer
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,21 +123,32 @@ func convergenceKey(n v2alpha1.Node) string {
 	return string(n.GetUID()) + "/" + g
 }
 
-// convergedRecords returns the records a release relying on names writes:
-// the convergence key of each one that is converged now.
-func (s *Snapshot) convergedRecords(names []string) map[string]string {
-	var out map[string]string
+// convergedRecords returns the records node n's release writes: the
+// convergence key of each of names (what it relies on) that is converged
+// now, and the records n already carries of other nodes still in the
+// tenant — a record stays true, and may be the only one left of a rollout
+// whose RolloutComplete write was lost.
+func (s *Snapshot) convergedRecords(n v2alpha1.Node, names []string) map[string]string {
+	out := map[string]string{}
+	var had map[string]string
+	if raw := n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter]; raw != "" && json.Unmarshal([]byte(raw), &had) == nil {
+		for name, key := range had {
+			if m := s.Nodes[name]; m != nil && strings.HasPrefix(key, string(m.GetUID())+"/") {
+				out[name] = key
+			}
+		}
+	}
 	for _, name := range names {
-		n := s.Nodes[name]
-		if n == nil || !s.converged(name) || newTarget(n) {
+		m := s.Nodes[name]
+		if m == nil || !s.converged(name) || newTarget(m) {
 			continue
 		}
-		if k := convergenceKey(n); k != "" {
-			if out == nil {
-				out = map[string]string{}
-			}
+		if k := convergenceKey(m); k != "" {
 			out[name] = k
 		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -102,5 +103,78 @@ func TestAReleaseTheCacheHasNotSeenYetStillHoldsItsDependents(t *testing.T) {
 	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the backend's rollout, whatever the cache says")
 	if c := condition(fe1); assert.NotNil(t, c) {
 		assert.Contains(t, c.Message, "acme-be", "the wait names the backend")
+	}
+}
+
+// newLaggingReconciler is a sequencer whose cache is c, reading fresh from
+// the API server before a release.
+func newLaggingReconciler(c *laggingCache) *sequencer.Reconciler {
+	return &sequencer.Reconciler{
+		Client: c, Fresh: harness.Client, Orders: defaults.Builtin(), Clock: clock.RealClock{},
+		Recorder: events.NewFakeRecorder(100),
+	}
+}
+
+// fe2 is brought back up (the webhook gates it) as fe3's pods are lost and
+// recreated: the pod webhook, reading fresh, holds them — fe2 is live and
+// not Ready. A cache whose Frontend informer has not delivered fe2's change
+// still shows it down, and fe3's pods free to start; no write of the
+// sequencer is involved. The pass that would release them is planned again
+// from fresh reads: they stay held.
+func TestAUserChangeTheCacheHasNotSeenStillHoldsRecoveringPods(t *testing.T) {
+	stop := startSequencer(t)
+	ns := namespace(t)
+	createTenant(t, ns, 4, func(k string, s *v2alpha1.NodeSpec) {
+		if k == "fe2" {
+			s.Up = ptr.To(false)
+		}
+	})
+	waitSettled(t, ns, 4)
+	stop()
+	fe2Down := read(t, ns, "fe2")
+	setUp(t, ns, true, "fe2")
+	evict(t, ns, "fe3")
+	held := func() string {
+		for _, p := range podsOf(t, ns) {
+			pod := p.(*corev1.Pod)
+			if pod.Labels[v2alpha1.LabelNode] == "acme-fe3" && len(pod.Spec.SchedulingGates) > 0 {
+				return pod.Name
+			}
+		}
+		return ""
+	}
+	require.NotEmpty(t, held(), "the pod webhook holds fe3's new pod: fe2 is live and not Ready")
+
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(podsOf(t, ns), read(t, ns, "be"), read(t, ns, "fe1"), fe2Down, read(t, ns, "fe3"))...)
+	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), sequencer.Tenant{Namespace: ns, ClusterName: "acme"})
+	require.NoError(t, err)
+	assert.NotEmpty(t, held(), "fe3's pods wait for fe2, whatever the cache says")
+	assert.False(t, v2alpha1.IsGated(read(t, ns, "fe2")), "fe2, whose turn it is, is released")
+}
+
+// The backend crashes (and stays down) as the frontend gets a change. A
+// cache whose pod informer has not delivered the crash shows the backend
+// Ready, and the frontend free to go; the pass that would release it is
+// planned again from fresh reads: the backend recovers first.
+func TestACrashTheCacheHasNotSeenStillHoldsTheNextNode(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	ctx := context.Background()
+	before := podsOf(t, ns)
+	op.Stick(ns, "acme-be")
+	t.Cleanup(func() { op.Unstick(ns, "acme-be") })
+	require.NoError(t, op.Crash(ctx, harness.Client, ns, "acme-be"))
+	setVersion(t, ns, v2, "fe1")
+
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(before, read(t, ns, "be"), read(t, ns, "fe1"))...)
+	_, err := newLaggingReconciler(cache).Reconcile(ctx, sequencer.Tenant{Namespace: ns, ClusterName: "acme"})
+	require.NoError(t, err)
+	fe1 := read(t, ns, "fe1")
+	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the crashed backend, whatever the cache says")
+	if c := condition(fe1); assert.NotNil(t, c) {
+		assert.Contains(t, c.Message, "acme-be")
 	}
 }
