@@ -75,7 +75,7 @@ docker-build: ## Build the container image IMG (needs a Docker engine).
 bench: control-plane ## The numbers of docs/performance.md: 1,000 tenants × 8 nodes upgraded all at once (with a heap profile), 200 at 2 tenants/s with a crash of every pod and the admission cost, a config-only change.
 	mkdir -p bin
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 1000 -memprofile bin/bench-heap.pprof
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 200 -upgrade-rate 2 -crash 200 -admission 100
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 200 -upgrade-rate 2 -crash 200 -admission 50
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 1000 -change config
 
 .PHONY: bench-scaling
