@@ -75,30 +75,27 @@ type Reconciler struct {
 // are decided on the cache alone.
 func (r *Reconciler) plan(ctx context.Context, t Tenant) (*Snapshot, []Decision, error) {
 	snap, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
-	fresh := errors.Is(err, errUncomparable)
-	if err != nil && !fresh {
+	switch {
+	case errors.Is(err, errUncomparable) && r.Fresh != nil: // read fresh below
+	case err != nil:
 		return nil, nil, err
-	}
-	var decisions []Decision
-	if !fresh {
+	default:
 		r.own.forgetGone(snap)
-		decisions = Plan(snap)
-		fresh = slices.ContainsFunc(decisions, func(d Decision) bool { return releasing(snap, d) || len(d.PodsToRelease) > 0 })
-	}
-	if !fresh {
-		return snap, decisions, nil
-	}
-	if r.Fresh == nil {
-		if err != nil {
-			return nil, nil, err
+		decisions := Plan(snap)
+		if r.Fresh == nil || !releasesAny(snap, decisions) {
+			return snap, decisions, nil
 		}
-		return snap, decisions, nil // no API reader (tests): the cache is the API server's
 	}
 	if snap, err = GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now()); err != nil {
 		return nil, nil, err
 	}
 	snap.ProgressDeadline, snap.Grouping = r.ProgressDeadline, r.Grouping
 	return snap, Plan(snap), nil
+}
+
+// releasesAny reports whether a plan removes a node's gate or a pod's.
+func releasesAny(s *Snapshot, decisions []Decision) bool {
+	return slices.ContainsFunc(decisions, func(d Decision) bool { return releasing(s, d) || len(d.PodsToRelease) > 0 })
 }
 
 // CacheOptions restricts the manager's pod cache to pods of Express nodes and

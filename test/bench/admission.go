@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,22 +37,15 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // pod webhook) and n ordinary pods, alternating, and returns the latencies
 // of both kinds of create.
 func measurePodAdmission(ctx context.Context, c client.Client, n int) (withHook, without []time.Duration, err error) {
-	ns := namespace(0)
 	for i := 0; i < n; i++ {
 		for _, labelled := range []bool{true, false} {
-			labels := map[string]string{"app": "bench"}
-			name := fmt.Sprintf("plain-%d", i)
+			p := benchPod(fmt.Sprintf("plain-%d", i), map[string]string{"app": "bench"})
 			if labelled {
-				labels = map[string]string{v2alpha1.LabelNode: "t-fe1"}
-				name = fmt.Sprintf("express-%d", i)
-			}
-			p := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c"}}},
+				p = benchPod(fmt.Sprintf("express-%d", i), map[string]string{v2alpha1.LabelNode: "t-fe1"})
 			}
 			start := time.Now()
 			if err := c.Create(ctx, p, client.DryRunAll); err != nil {
-				return nil, nil, fmt.Errorf("creating pod %s: %w", name, err)
+				return nil, nil, fmt.Errorf("creating pod %s: %w", p.Name, err)
 			}
 			if labelled {
 				withHook = append(withHook, time.Since(start))

@@ -102,15 +102,19 @@ func dryRunNode(ctx context.Context, c client.Client, i int) error {
 
 // dryRunPod creates, dry-run, one more pod of node t-fe1 of tenant 0.
 func dryRunPod(ctx context.Context, c client.Client, i int) error {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t-fe1-extra-%d", i), Namespace: namespace(0),
-			Labels: map[string]string{v2alpha1.LabelNode: "t-fe1"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c"}}},
-	}
+	p := benchPod(fmt.Sprintf("t-fe1-extra-%d", i), map[string]string{v2alpha1.LabelNode: "t-fe1"})
 	if err := c.Create(ctx, p, client.DryRunAll); err != nil {
 		return fmt.Errorf("creating pod %s (dry run): %w", p.Name, err)
 	}
 	return nil
+}
+
+// benchPod is a pod of tenant 0's namespace with labels, to create dry-run.
+func benchPod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace(0), Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c"}}},
+	}
 }
 
 // withoutWebhooks removes every webhook configuration, runs f once the API
