@@ -198,21 +198,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 	return reconcile.Result{RequeueAfter: recheckAfter(decisions)}, nil
 }
 
-// applyPlan applies a tenant's decisions. Releases go first, one by one: a
-// node waiting in line should not also wait for the condition updates of
-// the nodes behind it. Each release carries the convergence records of the
-// rollouts it relied on (released-after), so no RolloutComplete condition
-// has to precede it. A pod release carries none: when the pass releases
-// pods, the RolloutComplete records go before anything else, so that a
-// record never lags a release that relied on it. The other changes touch
-// one node each and go out in parallel.
+// applyPlan applies a tenant's decisions. Convergence records go first:
+// once a node's pods are gone (a crash right after a release), its
+// RolloutComplete condition is what says its rollout was done, so it must
+// never lag a release — of a node or of pods — that relied on it, even if
+// the sequencer stops between two writes. (A release also names what it
+// relied on in its own patch, released-after; that record lives only as long
+// as the released node, so it cannot replace this one.) Then releases, one by
+// one: a node waiting in line should not also wait for the condition updates
+// of the nodes behind it. The other changes touch one node each and go out
+// in parallel.
 func (r *Reconciler) applyPlan(ctx context.Context, snap *Snapshot, decisions []Decision, since time.Time) error {
-	releasesPods := slices.ContainsFunc(decisions, func(d Decision) bool { return len(d.PodsToRelease) > 0 })
 	var records, releases, rest []Decision
 	for _, d := range decisions {
 		switch {
 		case !d.Changed(snap.Nodes[d.Node]):
-		case releasesPods && d.Condition.Reason == v2alpha1.ReasonRolloutComplete:
+		case d.Condition.Reason == v2alpha1.ReasonRolloutComplete:
 			records = append(records, d)
 		case releasing(snap, d):
 			releases = append(releases, d)

@@ -284,7 +284,7 @@ func (w *world) sequence() {
 			}
 		}
 	}
-	releasesPods := slices.ContainsFunc(decisions, func(d Decision) bool { return len(d.PodsToRelease) > 0 })
+	releases := releasesAny(w.snapshot(), decisions)
 	for _, d := range decisions {
 		n := w.nodes[d.Node]
 		if !d.Changed(n) {
@@ -324,11 +324,11 @@ func (w *world) sequence() {
 		if d.KeepCondition {
 			continue
 		}
-		if w.rng != nil && !releasesPods && d.Condition.Reason == v2alpha1.ReasonRolloutComplete && w.rng.IntN(3) == 0 {
-			// A RolloutComplete write that is lost (or lags): the releases
-			// that relied on it carry their own record. (A pass that
-			// releases pods writes its records first and stops if one
-			// fails, so it loses none.)
+		if w.rng != nil && !releases && d.Condition.Reason == v2alpha1.ReasonRolloutComplete && w.rng.IntN(3) == 0 {
+			// A RolloutComplete write that is lost (a failed write, the
+			// sequencer stopping): a pass that releases anything writes its
+			// records first and stops if one fails, so only a pass that
+			// releases nothing can lose one.
 			w.logf("%s RolloutComplete write lost", w.key(d.Node))
 			continue
 		}

@@ -62,9 +62,9 @@ const (
 	// AnnotationReleasedAfter records, in the patch that releases a node,
 	// the converged rollouts of the prerequisites its release relied on: a
 	// JSON object from node name to "<uid>/<released-generation>". Once a
-	// prerequisite's pods are gone (a crash right after), this record is
-	// what says its rollout was done; written with the release itself, it
-	// can never lag the release that relied on it.
+	// prerequisite's pods are gone (a crash right after), this record, like
+	// the prerequisite's RolloutComplete condition written before the
+	// release, says its rollout was done.
 	AnnotationReleasedAfter = "express.medallia.com/released-after"
 
 	// AnnotationRolloutID groups a change applied node by node: the tenant
