@@ -7,12 +7,8 @@ COPY go.mod go.sum ./
 COPY api/go.mod api/go.sum api/
 RUN go mod download
 COPY api/ api/
-COPY certs/ certs/
-COPY cmd/ cmd/
-COPY defaults/ defaults/
+COPY cmd/express-sequencer/ cmd/express-sequencer/
 COPY internal/ internal/
-COPY sequencer/ sequencer/
-COPY webhook/ webhook/
 RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/express-sequencer ./cmd/express-sequencer
 
 # A static binary on distroless, as an unprivileged user.

@@ -9,6 +9,10 @@ IMG ?= express-sequencer:dev
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 10s
+# The Go modules besides api/ (checked by hack/check-api-deps.sh): the
+# binary's, the kubectl plugin's (cli-runtime), and the tests' (Helm,
+# kustomize, cert-manager, Argo CD's Lua).
+MODULES := . cmd/kubectl-express test
 
 .PHONY: help
 help: ## Show the targets.
@@ -16,17 +20,17 @@ help: ## Show the targets.
 
 .PHONY: demo
 demo: control-plane ## Run the local demo on an embedded control plane (DEMO_FLAGS=-keep keeps it up).
-	$(GO) build -o $(BIN)/kubectl-express ./cmd/kubectl-express
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/demo $(DEMO_FLAGS)
+	$(GO) -C cmd/kubectl-express build -o $(BIN)/kubectl-express .
+	cd test && KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" $(GO) run ./demo $(DEMO_FLAGS)
 
 .PHONY: test
 test: manifests generate control-plane ## Build what is missing, then run every test against a real kube-apiserver + etcd.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) test ./... -count=1 -timeout 30m
+	export KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)"; for m in $(MODULES); do (cd $$m && $(GO) test ./... -count=1 -timeout 30m) || exit 1; done
 	$(MAKE) fuzz
 
 .PHONY: fuzz
 fuzz: ## Fuzz the admission handlers briefly (FUZZTIME, default 10s).
-	$(GO) test ./webhook -run '^$$' -fuzz FuzzAdmissionReview -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./internal/webhook -run '^$$' -fuzz FuzzAdmissionReview -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/k8s (once).
@@ -35,7 +39,7 @@ control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/k8
 .PHONY: build
 build: generate ## Build bin/express-sequencer and the kubectl plugin bin/kubectl-express.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/express-sequencer ./cmd/express-sequencer
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-express ./cmd/kubectl-express
+	$(GO) -C cmd/kubectl-express build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-express .
 
 .PHONY: release-plugin
 release-plugin: ## Build kubectl-express for every krew platform into dist/ and write the krew manifest dist/express.yaml.
@@ -64,8 +68,9 @@ verify: manifests generate ## Fail if generated code or manifests differ from wh
 	@git diff --exit-code --stat -- api config charts && test -z "$$(git ls-files --others --exclude-standard -- api config charts)" \
 		|| { echo "generated files are stale or untracked: run 'make manifests generate' and commit them"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "unformatted: $$(gofmt -l $$(git ls-files '*.go'))"; exit 1; }
-	$(GO) vet ./...
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	hack/check-api-deps.sh
+	hack/check-module-deps.sh
 
 .PHONY: docker-build
 docker-build: ## Build the container image IMG (needs a Docker engine).
@@ -74,10 +79,12 @@ docker-build: ## Build the container image IMG (needs a Docker engine).
 .PHONY: bench
 bench: control-plane ## The numbers of docs/performance.md: 1,000 tenants × 8 nodes upgraded all at once (with a heap profile), 200 at 2 tenants/s with a crash of every pod and the admission cost, a config-only change.
 	mkdir -p bin
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 1000 -memprofile bin/bench-heap.pprof
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 200 -upgrade-rate 2 -crash 200 -admission 50
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants 1000 -change config
+	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
+	$(GO) run ./bench -tenants 1000 -memprofile $(BIN)/bench-heap.pprof && \
+	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -crash 200 -admission 50 && \
+	$(GO) run ./bench -tenants 1000 -change config
 
 .PHONY: bench-scaling
 bench-scaling: control-plane ## The scaling table of docs/performance.md: 250, 500, 1,000 and 2,000 tenants × 8 nodes upgraded all at once.
-	for n in 250 500 1000 2000; do KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" $(GO) run ./test/bench -tenants $$n || exit 1; done
+	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
+	for n in 250 500 1000 2000; do $(GO) run ./bench -tenants $$n || exit 1; done

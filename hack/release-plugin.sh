@@ -12,7 +12,7 @@ for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
   os=${platform%/*} arch=${platform#*/}
   work=$(mktemp -d)
   echo "building kubectl-express $version for $os/$arch" >&2
-  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$work/kubectl-express" ./cmd/kubectl-express
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go -C cmd/kubectl-express build -trimpath -ldflags "-s -w -X main.version=$version" -o "$work/kubectl-express" .
   cp README.md "$work/"
   archive=dist/kubectl-express_${os}_${arch}.tar.gz
   tar -C "$work" -czf "$archive" kubectl-express README.md

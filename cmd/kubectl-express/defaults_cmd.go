@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/defaults"
-	"github.com/medallia/express-sequencer/sequencer"
-	"github.com/medallia/express-sequencer/webhook"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/webhook"
 )
 
 func newDefaultsCommand(e *env) *cobra.Command {

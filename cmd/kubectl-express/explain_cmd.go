@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/sequencer"
+	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 func newExplainCommand(e *env) *cobra.Command {

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/golden"
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
 // shared is a control plane with the webhooks (no sequencer, so the state
@@ -35,7 +35,6 @@ var shared = controlplane.Lazy{
 func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
-	full.Stop()
 	os.Exit(code)
 }
 

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/medallia/express-sequencer/sequencer"
+	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 // row is one node of a plan.

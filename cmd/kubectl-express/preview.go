@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/defaults"
-	"github.com/medallia/express-sequencer/sequencer"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 // currentNode is a node as it runs now, with the target hash it was

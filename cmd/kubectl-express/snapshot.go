@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/defaults"
-	"github.com/medallia/express-sequencer/sequencer"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 // tenantSnapshot reads a tenant straight from the API server into the

@@ -10,8 +10,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medallia/express-sequencer/defaults"
-	"github.com/medallia/express-sequencer/test/framework/simoperator"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 )
 
 // The crash measurement (-crash N): every pod of every node of N tenants is

@@ -7,7 +7,7 @@
 // its peak memory, and fails if any tenant rolled out of order.
 //
 //	make bench                      # 1,000 tenants × 8 nodes
-//	go run ./test/bench -tenants 50 # a quick look
+//	cd test && go run ./bench -tenants 50 # a quick look
 package main
 
 import (
@@ -36,10 +36,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
-	"github.com/medallia/express-sequencer/test/framework/simoperator"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 )
 
 const (

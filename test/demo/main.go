@@ -6,7 +6,7 @@
 // gated, released and Ready, and why. It exits 0 only if every order
 // observed is the expected one.
 //
-//	make demo                 # or: go run ./test/demo
+//	make demo                 # or, in test/: go run ./demo
 //	make demo DEMO_FLAGS=-keep # keep the control plane up afterwards
 package main
 
@@ -33,9 +33,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
-	"github.com/medallia/express-sequencer/test/framework/simoperator"
+	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	lua "github.com/medallia/express-sequencer/test/framework/argocd"
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
 )
 
 // The argocd-cm snippet and the argo-cd chart values carry health.lua

@@ -34,12 +34,12 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/medallia/express-sequencer/certs"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
+	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/certs"
 	"github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/internal/webhook"
 	"github.com/medallia/express-sequencer/test/framework/helmchart"
-	"github.com/medallia/express-sequencer/webhook"
 )
 
 // certManagerCRDs is the deploy/crds directory of the cert-manager module

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
 // The metrics endpoint is HTTPS and asks the API server about every caller:

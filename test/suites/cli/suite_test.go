@@ -1,4 +1,4 @@
-// Package e2e drives express-sequencer from the outside, as users do: real
+// Package cli drives express-sequencer from the outside, as users do: real
 // kubectl against a real kube-apiserver + etcd with the webhooks registered.
 package cli
 
@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
 var harness *controlplane.Harness
@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	full.Stop()
 	if err := harness.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 	}

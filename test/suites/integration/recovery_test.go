@@ -15,8 +15,8 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
-	"github.com/medallia/express-sequencer/test/framework/simoperator"
+	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 )
 
 // Recovery is ordered at the pods (DESIGN v2 §4b): pods recreated with no

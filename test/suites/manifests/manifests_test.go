@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
-	"github.com/medallia/express-sequencer/webhook"
+	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/internal/webhook"
 )
 
 // install builds config/default and returns its objects by kind and name.

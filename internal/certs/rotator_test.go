@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/medallia/express-sequencer/certs"
+	"github.com/medallia/express-sequencer/internal/certs"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 func review(t testing.TB, op admissionv1.Operation, kind string, obj, old any) []byte {

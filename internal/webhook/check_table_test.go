@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 // checkNode is a node of tenant cluster with explicit lists (nil: defaulted,

@@ -30,11 +30,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/certs"
-	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/internal/certs"
+	"github.com/medallia/express-sequencer/internal/defaults"
 	expressscheme "github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/sequencer"
-	expresswebhook "github.com/medallia/express-sequencer/webhook"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+	expresswebhook "github.com/medallia/express-sequencer/internal/webhook"
 )
 
 // Certificate modes.

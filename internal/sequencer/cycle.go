@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 // Cycle is a loop of prerequisites of one list that starts and ends at one

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 // requirement is one live node that must be in a state before another node

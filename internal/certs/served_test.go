@@ -16,10 +16,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medallia/express-sequencer/certs"
-	"github.com/medallia/express-sequencer/cmd/express-sequencer/app"
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
-	"github.com/medallia/express-sequencer/webhook"
+	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/certs"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/internal/webhook"
 )
 
 // servedCert dials the webhook server, trusting only the bundle the API

@@ -1,11 +1,15 @@
-package main
+package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +22,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/medallia/express-sequencer/internal/golden"
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
-	"github.com/medallia/express-sequencer/test/framework/simoperator"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
 
@@ -44,10 +48,45 @@ func reversed() map[string]any {
 	}
 }
 
+// pluginBinary builds kubectl-express once, from its own module, as users
+// install it.
+var pluginBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "kubectl-express-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubectl-express")
+	build := exec.Command("go", "build", "-o", path, ".")
+	build.Dir = filepath.Join(controlplane.Root(), "cmd", "kubectl-express")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building kubectl-express: %v\n%s", err, out)
+	}
+	return path, nil
+})
+
+// express runs kubectl-express and returns its output, its errors and
+// whether it failed.
+func express(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	path, err := pluginBinary()
+	require.NoError(t, err)
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), errOut.String(), fmt.Errorf("%w: %s", err, errOut.String())
+	}
+	return out.String(), errOut.String(), nil
+}
+
 // steps reads the order out of plan -o json.
 func steps(t *testing.T, out string) string {
 	t.Helper()
-	var r previewResult
+	var r struct {
+		Steps []struct {
+			Nodes []string `json:"nodes"`
+		} `json:"steps"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
 	var s []string
 	for _, st := range r.Steps {
@@ -80,11 +119,11 @@ func TestPlanPredictsTheOrderOfAChangeOffline(t *testing.T) {
 			if c.before != nil {
 				args = append(args, "--current", render(t, "before", c.before))
 			}
-			out, errOut, err := run(t, "", append(args, "-o", "json")...)
+			out, errOut, err := express(t, append(args, "-o", "json")...)
 			require.NoError(t, err, errOut)
 			assert.Empty(t, errOut)
 			assert.Equal(t, c.want, steps(t, out))
-			table, _, err := run(t, "", args...)
+			table, _, err := express(t, args...)
 			require.NoError(t, err)
 			golden.Assert(t, "preview."+strings.ReplaceAll(c.name, " ", "-"), table)
 		})
@@ -92,15 +131,15 @@ func TestPlanPredictsTheOrderOfAChangeOffline(t *testing.T) {
 }
 
 func TestPlanRefusesFlagsThatDoNotGoTogether(t *testing.T) {
-	_, _, err := run(t, "", "plan", "--offline")
+	_, _, err := express(t, "plan", "--offline")
 	assert.ErrorContains(t, err, "--offline predicts from manifests: give them with -f")
-	_, _, err = run(t, "", "plan", "--current", "x.yaml")
+	_, _, err = express(t, "plan", "--current", "x.yaml")
 	assert.ErrorContains(t, err, "--current goes with --offline and -f")
-	_, _, err = run(t, "", "plan", "-w", "-f", "x.yaml")
+	_, _, err = express(t, "plan", "-w", "-f", "x.yaml")
 	assert.ErrorContains(t, err, "-w watches the live tenant")
-	_, _, err = run(t, "", "plan", "--offline", "-f", "testdata/none.yaml")
+	_, _, err = express(t, "plan", "--offline", "-f", filepath.Join(t.TempDir(), "none.yaml"))
 	assert.ErrorContains(t, err, "none.yaml")
-	_, _, err = run(t, "", "plan", "zeta", "--offline", "-f", render(t, "after", map[string]any{}))
+	_, _, err = express(t, "plan", "zeta", "--offline", "-f", render(t, "after", map[string]any{}))
 	assert.ErrorContains(t, err, `the manifests hold no node of tenant "zeta" (they hold acme)`)
 }
 
@@ -147,7 +186,7 @@ func TestPlanPredictsTheOrderTheRolloutThenTakes(t *testing.T) {
 	after := render(t, "after", map[string]any{"namespace": ns.Name, "expressVersion": v154})
 	kubeconfig, err := h.KubeconfigFile(t.TempDir())
 	require.NoError(t, err)
-	out, errOut, err := run(t, "", "plan", "acme", "-f", after, "-o", "json", "--kubeconfig", kubeconfig, "-n", ns.Name)
+	out, errOut, err := express(t, "plan", "acme", "-f", after, "-o", "json", "--kubeconfig", kubeconfig, "-n", ns.Name)
 	require.NoError(t, err, errOut)
 	predicted := steps(t, out)
 	assert.Equal(t, "acme-fe1 acme-fe2 acme-be acme-fe3 acme-fe4", predicted)

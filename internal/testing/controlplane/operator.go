@@ -8,7 +8,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/test/framework/simoperator"
+	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 )
 
 // StartOperator runs the simulated Express operator in a manager of its own,

@@ -16,8 +16,8 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/sequencer"
-	"github.com/medallia/express-sequencer/test/framework/controlplane"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
 // The rollout target is the whole raw spec as admitted (DESIGN v2 §2).

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/defaults"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 // world is an in-memory tenant: the webhooks' pure admission rules (nodes

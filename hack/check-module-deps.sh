@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# What only tests use stays in the tests' module (test/go.mod): the module of
+# the express-sequencer binary has no Helm, kustomize, cert-manager or Argo
+# CD's Lua in its module graph, and the kubectl plugin's module (which needs
+# k8s.io/cli-runtime, and through it kustomize for `-k`) has no Helm,
+# cert-manager or Lua either.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+check() { # dir, pattern of forbidden module paths
+  local found
+  found=$(cd "$1" && go list -m -f '{{.Path}}' all | grep -E "$2" || true)
+  if [ -n "$found" ]; then
+    echo "the module in $1 must not depend on these (they belong in test/go.mod):" $found >&2
+    exit 1
+  fi
+  echo "$1: $(cd "$1" && go list -m all | wc -l) modules, none of: $2"
+}
+test_only='^(helm\.sh/|github\.com/cert-manager/|github\.com/yuin/gopher-lua|github\.com/itchyny/gojq)'
+check . "${test_only%)}|sigs\.k8s\.io/kustomize/)"
+check cmd/kubectl-express "$test_only"
