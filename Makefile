@@ -50,8 +50,10 @@ $(CONTROLLER_GEN):
 	mv $(BIN)/controller-gen $@
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API markers.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the typed server-side-apply configurations (internal/applyconfiguration) from the API markers.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	rm -rf internal/applyconfiguration
+	$(CONTROLLER_GEN) applyconfiguration:headerFile=hack/boilerplate.go.txt,omitToolVersion=true paths=./api/...
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations into config/.
@@ -65,7 +67,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations i
 
 .PHONY: verify
 verify: manifests generate ## Fail if generated code or manifests differ from what is committed, code is unformatted or vetted unclean, or the API module imports more than k8s.io/apimachinery.
-	@git diff --exit-code --stat -- api config charts && test -z "$$(git ls-files --others --exclude-standard -- api config charts)" \
+	@git diff --exit-code --stat -- api config charts internal/applyconfiguration && test -z "$$(git ls-files --others --exclude-standard -- api config charts internal/applyconfiguration)" \
 		|| { echo "generated files are stale or untracked: run 'make manifests generate' and commit them"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "unformatted: $$(gofmt -l $$(git ls-files '*.go'))"; exit 1; }
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done

@@ -2,6 +2,8 @@
 // express-sequencer reads and writes it, and the constants of its contract.
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
+// +kubebuilder:ac:output:package="../../internal/applyconfiguration"
 // +groupName=express.medallia.com
 package v2alpha1
 
@@ -14,6 +16,10 @@ import (
 var (
 	// GroupVersion is the group and version of the Express node API.
 	GroupVersion = schema.GroupVersion{Group: "express.medallia.com", Version: "v2alpha1"}
+
+	// SchemeGroupVersion is GroupVersion under the name k8s.io/api's
+	// packages and generated code use.
+	SchemeGroupVersion = GroupVersion
 
 	// SchemeBuilder registers Backend and Frontend with a scheme, as
 	// k8s.io/api's packages do: apimachinery only.

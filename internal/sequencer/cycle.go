@@ -32,13 +32,75 @@ type Cycle struct {
 // String renders the loop as "acme-fe2 → acme-fe1 → acme-fe2".
 func (c Cycle) String() string { return strings.Join(c.Path, " → ") }
 
-// edge is one wait of a prerequisite list: from a node to one it waits for.
-type edge struct {
+// waitGraph is who waits for whom, the one graph both admission and the
+// planner look for loops in: each node's waits, in the order of its lists.
+type waitGraph map[string][]wait
+
+// wait is one edge of a waitGraph: a node waits for node to.
+type wait struct {
 	to string
-	// index is the entry of an explicit list, -1 for a defaulted list.
+	// index is the entry of an explicit list, -1 for a defaulted list
+	// (admission).
 	index int
-	// definite: an explicit list of a node whose rollout-id matches.
+	// definite: an explicit list of a node whose rollout-id matches
+	// (admission).
 	definite bool
+	// upgrade: the wait comes from the upgrade list (planner).
+	upgrade bool
+}
+
+// all follows every wait.
+func all(wait) bool { return true }
+
+// path returns a path of waits from "from" to "to" along the waits follow
+// accepts, depth first in list order, and whether there is one; the path
+// from a node to itself is empty.
+func (g waitGraph) path(from, to string, follow func(wait) bool) ([]wait, bool) {
+	seen := map[string]bool{}
+	var walk func(at string) ([]wait, bool)
+	walk = func(at string) ([]wait, bool) {
+		if at == to {
+			return nil, true
+		}
+		if seen[at] {
+			return nil, false
+		}
+		seen[at] = true
+		for _, w := range g[at] {
+			if !follow(w) {
+				continue
+			}
+			if rest, ok := walk(w.to); ok {
+				return append([]wait{w}, rest...), true
+			}
+		}
+		return nil, false
+	}
+	return walk(from)
+}
+
+// loop returns a loop of waits from start back to start along the waits
+// follow accepts, and whether there is one.
+func (g waitGraph) loop(start string, follow func(wait) bool) ([]wait, bool) {
+	for _, first := range g[start] {
+		if !follow(first) {
+			continue
+		}
+		if rest, ok := g.path(first.to, start, follow); ok {
+			return append([]wait{first}, rest...), true
+		}
+	}
+	return nil, false
+}
+
+// names renders a loop of waits from start as its nodes, start first and
+// last.
+func names(start string, loop []wait) []string {
+	out := []string{start}
+	for _, w := range loop {
+		out = append(out, w.to)
+	}
+	return out
 }
 
 // AdmissionCycle finds a loop of one prerequisite list through node, as the
@@ -64,16 +126,16 @@ func AdmissionCycle(node v2alpha1.Node, siblings []v2alpha1.Node, orders default
 			byKey[k] = n.GetName()
 		}
 	}
-	edges := map[defaults.List]map[string][]edge{}
+	graphs := map[defaults.List]waitGraph{}
 	for _, l := range defaults.Lists {
-		edges[l] = map[string][]edge{}
+		graphs[l] = waitGraph{}
 		for _, n := range tenant {
-			edges[l][n.GetName()] = listEdges(n, l, l.Order(orders), keys, byKey, n == node || n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == id)
+			graphs[l][n.GetName()] = listWaits(n, l, l.Order(orders), keys, byKey, n == node || n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == id)
 		}
 	}
 	for _, definiteOnly := range []bool{true, false} {
 		for _, l := range defaults.Lists {
-			if c, ok := cycleThrough(node.GetName(), l, edges[l], definiteOnly); ok {
+			if c, ok := cycleThrough(node.GetName(), l, graphs[l], definiteOnly); ok {
 				return c, true
 			}
 		}
@@ -81,45 +143,30 @@ func AdmissionCycle(node v2alpha1.Node, siblings []v2alpha1.Node, orders default
 	return Cycle{}, false
 }
 
-// cycleThrough finds a loop of list l's edges from start back to start,
-// along definite edges only when definiteOnly, and says what it runs through.
-func cycleThrough(start string, l defaults.List, edges map[string][]edge, definiteOnly bool) (Cycle, bool) {
-	names := map[string][]string{}
-	for from, es := range edges {
-		for _, e := range es {
-			if e.definite || !definiteOnly {
-				names[from] = append(names[from], e.to)
-			}
+// cycleThrough finds a loop of list l's waits from start back to start,
+// along definite waits only when definiteOnly, and says what it runs through.
+func cycleThrough(start string, l defaults.List, g waitGraph, definiteOnly bool) (Cycle, bool) {
+	loop, ok := g.loop(start, func(w wait) bool { return w.definite || !definiteOnly })
+	if !ok {
+		return Cycle{}, false
+	}
+	c := Cycle{List: l, Path: names(start, loop), Definite: definiteOnly, Index: loop[0].index}
+	for i, w := range loop {
+		from := c.Path[i]
+		if w.index < 0 {
+			c.Defaulted = append(c.Defaulted, from+" → "+w.to)
+		} else if !w.definite && !slices.Contains(c.Landing, from) {
+			c.Landing = append(c.Landing, from)
 		}
 	}
-	for _, first := range names[start] {
-		path, ok := pathTo(names, first, start, map[string]bool{})
-		if !ok {
-			continue
-		}
-		c := Cycle{List: l, Path: append([]string{start}, path...), Definite: definiteOnly, Index: -1}
-		for i := 0; i+1 < len(c.Path); i++ {
-			from, to := c.Path[i], c.Path[i+1]
-			e := edges[from][slices.IndexFunc(edges[from], func(e edge) bool { return e.to == to })]
-			if i == 0 {
-				c.Index = e.index
-			}
-			if e.index < 0 {
-				c.Defaulted = append(c.Defaulted, from+" → "+to)
-			} else if !e.definite && !slices.Contains(c.Landing, from) {
-				c.Landing = append(c.Landing, from)
-			}
-		}
-		return c, true
-	}
-	return Cycle{}, false
+	return c, true
 }
 
-// listEdges returns the waits of node n's list l.
+// listWaits returns the waits of node n's list l.
 // A defaulted list waits for every live node before n in the reduced order
 // (a node that is not live keeps its place, as the sequencer walks through it).
-func listEdges(n v2alpha1.Node, l defaults.List, order defaults.Order, liveKeys []defaults.Key, byKey map[defaults.Key]string, settled bool) []edge {
-	var out []edge
+func listWaits(n v2alpha1.Node, l defaults.List, order defaults.Order, liveKeys []defaults.Key, byKey map[defaults.Key]string, settled bool) []wait {
+	var out []wait
 	if defaults.IsDefaulted(n, l) {
 		k, ok := defaults.KeyOf(n)
 		if !ok {
@@ -133,94 +180,30 @@ func listEdges(n v2alpha1.Node, l defaults.List, order defaults.Order, liveKeys 
 			if prev == k {
 				break
 			}
-			out = append(out, edge{to: byKey[prev], index: -1})
+			out = append(out, wait{to: byKey[prev], index: -1})
 		}
 		return out
 	}
 	for i, p := range l.Get(n.NodeSpec()) {
-		out = append(out, edge{to: p.ExpressNode, index: i, definite: settled})
+		out = append(out, wait{to: p.ExpressNode, index: i, definite: settled})
 	}
 	return out
 }
 
-// pathTo returns a path of edges from "from" to "to", both included.
-func pathTo(edges map[string][]string, from, to string, seen map[string]bool) ([]string, bool) {
-	if from == to {
-		return []string{to}, true
-	}
-	if seen[from] {
-		return nil, false
-	}
-	seen[from] = true
-	for _, next := range edges[from] {
-		if rest, ok := pathTo(edges, next, to, seen); ok {
-			return append([]string{from}, rest...), true
-		}
-	}
-	return nil, false
-}
-
-// waitEdges are the wait-for edges between waiting nodes (gated or
-// recovering nodes with unmet requirements): a node that is not waiting can
-// progress by itself, so no loop runs through it.
-func (p *planner) waitEdges() map[string][]blocker {
-	edges := map[string][]blocker{}
+// waitEdges is the planner's waitGraph: the waits between waiting nodes
+// (gated or recovering nodes with unmet requirements). A node that is not
+// waiting can progress by itself, so no loop runs through it; a node
+// waiting for itself is no loop between nodes.
+func (p *planner) waitEdges() waitGraph {
+	g := waitGraph{}
 	for name, bs := range p.blockers {
 		for _, b := range bs {
-			if len(p.blockers[b.node]) > 0 {
-				edges[name] = append(edges[name], b)
+			if b.node != name && len(p.blockers[b.node]) > 0 {
+				g[name] = append(g[name], wait{to: b.node, upgrade: b.upgrade})
 			}
 		}
 	}
-	return edges
-}
-
-// loops returns the strongly connected components of the wait-for graph
-// that hold a loop: sets of nodes each waiting, through the others, for
-// itself. Each is sorted, and the list is sorted by first node.
-func (p *planner) loops(edges map[string][]blocker) [][]string {
-	index, low := map[string]int{}, map[string]int{}
-	onStack := map[string]bool{}
-	var stack []string
-	var out [][]string
-	var visit func(v string)
-	visit = func(v string) {
-		index[v], low[v] = len(index), len(index)
-		stack = append(stack, v)
-		onStack[v] = true
-		for _, b := range edges[v] {
-			if _, seen := index[b.node]; !seen {
-				visit(b.node)
-				low[v] = min(low[v], low[b.node])
-			} else if onStack[b.node] {
-				low[v] = min(low[v], index[b.node])
-			}
-		}
-		if low[v] != index[v] {
-			return
-		}
-		var scc []string
-		for {
-			w := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			onStack[w] = false
-			scc = append(scc, w)
-			if w == v {
-				break
-			}
-		}
-		if len(scc) > 1 {
-			slices.Sort(scc)
-			out = append(out, scc)
-		}
-	}
-	for _, name := range p.names {
-		if _, seen := index[name]; !seen && len(p.blockers[name]) > 0 {
-			visit(name)
-		}
-	}
-	slices.SortFunc(out, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
-	return out
+	return g
 }
 
 // circularUpgradeWaits returns the upgrade prerequisites of x whose wait
@@ -229,34 +212,26 @@ func (p *planner) loops(edges map[string][]blocker) [][]string {
 // dropped (the provisioning order wins); x still waits for its other
 // upgrade prerequisites, such as a node whose half-done rollout must
 // finish first.
-func (p *planner) circularUpgradeWaits(x string, edges map[string][]blocker) []string {
-	type state struct {
-		node string
-		prov bool
-	}
+func (p *planner) circularUpgradeWaits(x string, g waitGraph) []string {
+	notThroughX := func(w wait) bool { return w.to != x }
 	var out []string
-	for _, first := range edges[x] {
-		if !first.upgrade || slices.Contains(out, first.node) {
+	for _, first := range g[x] {
+		if !first.upgrade || slices.Contains(out, first.to) {
 			continue
 		}
-		queue := []state{{first.node, false}}
-		seen := map[state]bool{}
-		for len(queue) > 0 {
-			st := queue[0]
-			queue = queue[1:]
-			if st.node == x {
-				if st.prov {
-					out = append(out, first.node)
-					break
+	search:
+		for _, u := range p.names {
+			for _, w := range g[u] {
+				if w.upgrade || u == x {
+					continue
 				}
-				continue
-			}
-			if seen[st] {
-				continue
-			}
-			seen[st] = true
-			for _, b := range edges[st.node] {
-				queue = append(queue, state{b.node, st.prov || !b.upgrade})
+				if _, ok := g.path(first.to, u, notThroughX); !ok {
+					continue
+				}
+				if _, ok := g.path(w.to, x, all); ok {
+					out = append(out, first.to)
+					break search
+				}
 			}
 		}
 	}
@@ -265,24 +240,11 @@ func (p *planner) circularUpgradeWaits(x string, edges map[string][]blocker) []s
 
 // findCycles maps every node of a wait-for loop to one loop through it,
 // starting and ending at it.
-func (p *planner) findCycles(edges map[string][]blocker) map[string][]string {
-	next := map[string][]string{}
-	for name, bs := range edges {
-		for _, b := range bs {
-			if !slices.Contains(next[name], b.node) {
-				next[name] = append(next[name], b.node)
-			}
-		}
-	}
+func (p *planner) findCycles(g waitGraph) map[string][]string {
 	cycles := map[string][]string{}
-	for _, loop := range p.loops(edges) {
-		for _, name := range loop {
-			for _, first := range next[name] {
-				if path, ok := pathTo(next, first, name, map[string]bool{}); ok {
-					cycles[name] = append([]string{name}, path...)
-					break
-				}
-			}
+	for name := range g {
+		if loop, ok := g.loop(name, all); ok {
+			cycles[name] = names(name, loop)
 		}
 	}
 	return cycles

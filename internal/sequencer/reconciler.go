@@ -14,10 +14,10 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	acv2alpha1 "github.com/medallia/express-sequencer/internal/applyconfiguration/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
@@ -499,28 +500,27 @@ func (r *Reconciler) applyCondition(ctx context.Context, t Tenant, n v2alpha1.No
 		return nil
 	}
 	c := condition(&v2alpha1.Backend{Status: v2alpha1.NodeStatus{Conditions: conds}})
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v2alpha1.GroupVersion.String(),
-		"kind":       n.NodeKind(),
-		"metadata":   map[string]any{"name": n.GetName(), "namespace": n.GetNamespace()},
-		"status": map[string]any{"conditions": []any{map[string]any{
-			"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message,
-			"observedGeneration": c.ObservedGeneration,
-			"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
-		}}},
-	}}
+	status := acv2alpha1.NodeStatus().WithConditions(metav1ac.Condition().
+		WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
+		WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
+	var apply runtime.ApplyConfiguration = acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(status)
+	var written v2alpha1.Node = &v2alpha1.Frontend{}
+	if n.NodeKind() == v2alpha1.KindBackend {
+		apply = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(status)
+		written = &v2alpha1.Backend{}
+	}
 	apiWrites.WithLabelValues("apply", resourceOf(n)+"/status").Inc()
 	conditionWrites.WithLabelValues(c.Reason).Inc()
-	err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(v2alpha1.FieldManager), client.ForceOwnership)
+	err := r.Client.Status().Apply(ctx, apply, client.FieldOwner(v2alpha1.FieldManager), client.ForceOwnership)
 	if err != nil {
 		return fmt.Errorf("applying the %s condition of %s %s: %w", v2alpha1.ConditionPrerequisitesReady, n.NodeKind(), n.GetName(), err)
 	}
-	var written v2alpha1.Node = &v2alpha1.Frontend{}
-	if n.NodeKind() == v2alpha1.KindBackend {
-		written = &v2alpha1.Backend{}
+	// The answer, the whole object as stored, was decoded into apply.
+	answer, err := json.Marshal(apply)
+	if err == nil {
+		err = json.Unmarshal(answer, written)
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, written); err != nil {
+	if err != nil {
 		return fmt.Errorf("reading the answer to the %s condition of %s %s: %w", v2alpha1.ConditionPrerequisitesReady, n.NodeKind(), n.GetName(), err)
 	}
 	r.own.remember(t, written)

@@ -51,6 +51,8 @@ type world struct {
 	uidSeq   int
 	log      []string
 	started  []string
+	// phases are where each phase of a scenario's change began in started.
+	phases   []int
 	oracle   func(w *world, name string, releasing map[string]bool) (bool, string)
 	released int
 	// podsReleased counts pods that became schedulable, each checked.
@@ -435,6 +437,10 @@ func (w *world) run(maxTicks int) {
 	}
 	w.t.Fatalf("the tenant did not settle in %d ticks:\n%s", maxTicks, strings.Join(w.log, "\n"))
 }
+
+// sinceThisPhase returns the rollouts started in the current phase of a
+// scenario's change.
+func (w *world) sinceThisPhase() string { return w.startedSince(w.phases[len(w.phases)-1]) }
 
 // startedSince returns the rollouts started since mark.
 func (w *world) startedSince(mark int) string { return strings.Join(w.started[mark:], " ") }
