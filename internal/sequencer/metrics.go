@@ -27,6 +27,12 @@ var (
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	})
 
+	releaseSteps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "express_sequencer_release_step_seconds",
+		Help:    "Where the time of a reconcile that releases a node or pods goes, by step: queue (from the change being seen to the reconcile starting), plan (reading the cache and planning), fresh_read (the consistent reads of the API server a release is planned on), records (the RolloutComplete conditions written before any release), release (the gate patches).",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"step"})
+
 	releases = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_releases_total",
 		Help: "Gates the sequencer removed, by reason (Released, PrerequisitesIgnored, NodeDown).",
@@ -54,7 +60,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releases, podReleases, apiWrites, conditionWrites, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, releases, podReleases, apiWrites, conditionWrites, reconcileErrors}
 
 // MetricNames are the names of the metrics the sequencer exports, read from
 // their descriptions, for alerting rules and their tests.

@@ -74,8 +74,9 @@ type Reconciler struct {
 // that another leader made — and a release must never rest on any of that.
 // Passes that release nothing (most of them: waits, records, explanations)
 // are decided on the cache alone.
-func (r *Reconciler) plan(ctx context.Context, t Tenant) (*Snapshot, []Decision, error) {
+func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Snapshot, []Decision, error) {
 	snap, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+	watch.lap("plan")
 	switch {
 	case errors.Is(err, errUncomparable) && r.Fresh != nil: // read fresh below
 	case err != nil:
@@ -91,7 +92,9 @@ func (r *Reconciler) plan(ctx context.Context, t Tenant) (*Snapshot, []Decision,
 		return nil, nil, err
 	}
 	snap.ProgressDeadline, snap.Grouping = r.ProgressDeadline, r.Grouping
-	return snap, Plan(snap), nil
+	decisions := Plan(snap)
+	watch.lap("fresh_read")
+	return snap, decisions, nil
 }
 
 // releasesAny reports whether a plan removes a node's gate or a pod's.
@@ -187,13 +190,19 @@ func (r *Reconciler) observe(t Tenant) { r.observed.see(t, r.Clock.Now()) }
 // Reconcile sequences one tenant: gather and plan, then apply.
 func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result, error) {
 	since := r.observed.take(t)
-	snap, decisions, err := r.plan(ctx, t)
+	watch := newStopwatch(r.Clock, since)
+	snap, decisions, err := r.plan(ctx, t, watch)
 	if err != nil {
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
 	}
 	r.count(t, decisions)
-	if err := r.applyPlan(ctx, snap, decisions, since); err != nil {
+	releases := releasesAny(snap, decisions)
+	err = r.applyPlan(ctx, snap, decisions, since, watch)
+	if releases {
+		watch.observe()
+	}
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: recheckAfter(decisions)}, nil
@@ -209,7 +218,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 // one: a node waiting in line should not also wait for the condition updates
 // of the nodes behind it. The other changes touch one node each and go out
 // in parallel.
-func (r *Reconciler) applyPlan(ctx context.Context, snap *Snapshot, decisions []Decision, since time.Time) error {
+func (r *Reconciler) applyPlan(ctx context.Context, snap *Snapshot, decisions []Decision, since time.Time, watch *stopwatch) error {
 	var records, releases, rest []Decision
 	for _, d := range decisions {
 		switch {
@@ -225,10 +234,12 @@ func (r *Reconciler) applyPlan(ctx context.Context, snap *Snapshot, decisions []
 	if err := r.applyAll(ctx, snap, records, since); err != nil {
 		return err
 	}
+	watch.lap("records")
 	var errs []error
 	for _, d := range releases {
 		errs = append(errs, r.apply(ctx, snap, d, since))
 	}
+	watch.lap("release")
 	errs = append(errs, r.applyAll(ctx, snap, rest, since))
 	return errors.Join(errs...)
 }

@@ -114,8 +114,11 @@ type Result struct {
 	// UpgradeWrites are the sequencer's writes during the upgrade, by verb
 	// and resource.
 	UpgradeWrites map[string]int
-	PeakRSSKiB    int
-	CPU           time.Duration
+	// Steps are the mean times of the steps of a reconcile that releases,
+	// during the upgrade.
+	Steps      map[string]time.Duration
+	PeakRSSKiB int
+	CPU        time.Duration
 	// Crash is the crash measurement, when asked for.
 	Crash CrashResult
 }
@@ -171,6 +174,13 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "  sequencer writes in the upgrade: %d, %.2f per node rollout\n", total, float64(total)/rollouts)
 	for _, k := range kinds {
 		fmt.Fprintf(out, "    %-28s %6d  %.2f per node rollout\n", k, res.UpgradeWrites[k], float64(res.UpgradeWrites[k])/rollouts)
+	}
+	if len(res.Steps) > 0 {
+		fmt.Fprint(out, "  a reconcile that releases, mean time by step:")
+		for _, s := range releaseSteps {
+			fmt.Fprintf(out, " %s %s", s, res.Steps[s].Round(10*time.Microsecond))
+		}
+		fmt.Fprintln(out)
 	}
 	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB\n", res.PeakRSSKiB/1024)
 	fmt.Fprintf(out, "  sequencer CPU time:      %s (of %s wall clock for both phases)\n", res.CPU.Round(time.Second), (res.Provision + res.Upgrade).Round(time.Second))
@@ -373,9 +383,17 @@ func measure(o options, out io.Writer) (Result, error) {
 			return res, err
 		}
 	}
-	res.UpgradeWrites = map[string]int{}
+	res.UpgradeWrites, res.Steps = map[string]int{}, map[string]time.Duration{}
 	for k, v := range writesAfter {
-		if d := v - writesBefore[k]; d > 0 {
+		d := v - writesBefore[k]
+		switch {
+		case strings.HasPrefix(k, stepSum+" "):
+			step := strings.TrimPrefix(k, stepSum+" ")
+			if n := writesAfter[stepCount+" "+step] - writesBefore[stepCount+" "+step]; n > 0 {
+				res.Steps[step] = time.Duration(d/n) * time.Microsecond
+			}
+		case strings.HasPrefix(k, stepCount+" "):
+		case d > 0:
 			res.UpgradeWrites[k] = d
 		}
 	}
@@ -601,7 +619,19 @@ func settledWrites(ctx context.Context, url string) (map[string]int, error) {
 	return nil, err
 }
 
-// writes reads express_sequencer_api_writes_total by verb and resource.
+// The histogram of where the time of a reconcile that releases goes.
+const (
+	stepSum   = "express_sequencer_release_step_seconds_sum"
+	stepCount = "express_sequencer_release_step_seconds_count"
+)
+
+// releaseSteps are the steps of express_sequencer_release_step_seconds in
+// the order they happen.
+var releaseSteps = []string{"queue", "plan", "fresh_read", "records", "release"}
+
+// writes reads express_sequencer_api_writes_total by verb and resource (and
+// the sums and counts of express_sequencer_release_step_seconds, by step, in
+// microseconds).
 func writes(url string) (map[string]int, error) {
 	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
 	if err != nil {
@@ -613,13 +643,24 @@ func writes(url string) (map[string]int, error) {
 	for s.Scan() {
 		line := s.Text()
 		condition := strings.HasPrefix(line, "express_sequencer_condition_writes_total{")
-		if !condition && !strings.HasPrefix(line, "express_sequencer_api_writes_total{") {
+		step := strings.HasPrefix(line, stepSum+"{") || strings.HasPrefix(line, stepCount+"{")
+		if !condition && !step && !strings.HasPrefix(line, "express_sequencer_api_writes_total{") {
 			continue
 		}
 		labels := line[strings.IndexByte(line, '{')+1 : strings.IndexByte(line, '}')]
 		fields := strings.Fields(line)
 		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
 		if err != nil {
+			continue
+		}
+		if step { // in microseconds, to stay an int
+			name := line[:strings.IndexByte(line, '{')]
+			_, label, _ := strings.Cut(line, `step="`)
+			label, _, _ = strings.Cut(label, `"`)
+			if name == stepSum {
+				v *= 1e6
+			}
+			out[name+" "+label] = int(v)
 			continue
 		}
 		var verb, resource, reason string

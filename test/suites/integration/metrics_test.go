@@ -33,6 +33,20 @@ func gatedWaiting(t *testing.T) float64 {
 	return 0
 }
 
+// steps counts the observations of express_sequencer_release_step_seconds
+// by step.
+func steps(t *testing.T) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, m := range metric(t, "express_sequencer_release_step_seconds") {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "step" {
+				out[l.GetValue()] = m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return out
+}
+
 func TestTheSequencerExportsGatesReleasesAndLatency(t *testing.T) {
 	startSequencer(t)
 	ns := namespace(t)
@@ -42,6 +56,7 @@ func TestTheSequencerExportsGatesReleasesAndLatency(t *testing.T) {
 	before := metric(t, "express_sequencer_release_latency_seconds")
 	require.Len(t, before, 1)
 	count := before[0].GetHistogram().GetSampleCount()
+	stepsBefore := steps(t)
 
 	setVersion(t, ns, v2, keys(5)...)
 	assert.True(t, waitFor(10*time.Second, func() bool { return gatedWaiting(t) > 0 }), "nodes waiting in line are counted")
@@ -57,4 +72,8 @@ func TestTheSequencerExportsGatesReleasesAndLatency(t *testing.T) {
 		released += m.GetCounter().GetValue()
 	}
 	assert.GreaterOrEqual(t, released, 10.0, "provisioning and upgrade releases are counted")
+	stepsAfter := steps(t)
+	for _, step := range []string{"queue", "plan", "fresh_read", "records", "release"} {
+		assert.GreaterOrEqual(t, stepsAfter[step], stepsBefore[step]+4, "every reconcile that releases times its %s step", step)
+	}
 }
