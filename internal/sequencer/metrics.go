@@ -29,7 +29,7 @@ var (
 
 	releaseSteps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "express_sequencer_release_step_seconds",
-		Help:    "Where the time of a reconcile that releases a node or pods goes, by step: queue (from the change being seen to the reconcile starting), plan (reading the cache and planning), fresh_read (the consistent reads of the API server a release is planned on), records (the RolloutComplete conditions written before any release), release (the gate patches).",
+		Help:    "Where the time of a reconcile that releases a node or pods goes, by step: queue (from the change being seen to the reconcile starting), plan (reading the cache and planning), fresh_read (the consistent reads of the API server a release is planned on), records (the RolloutComplete conditions written before any release), release (each node released: its gate patch, its pods and its condition), rest (the other nodes' conditions and pod releases).",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"step"})
 

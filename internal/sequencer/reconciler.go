@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -76,7 +75,6 @@ type Reconciler struct {
 // are decided on the cache alone.
 func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Snapshot, []Decision, error) {
 	snap, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
-	watch.lap("plan")
 	switch {
 	case errors.Is(err, errUncomparable) && r.Fresh != nil: // read fresh below
 	case err != nil:
@@ -85,9 +83,11 @@ func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Sna
 		r.own.forgetGone(snap)
 		decisions := Plan(snap)
 		if r.Fresh == nil || !releasesAny(snap, decisions) {
+			watch.lap("plan")
 			return snap, decisions, nil
 		}
 	}
+	watch.lap("plan")
 	if snap, err = GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now()); err != nil {
 		return nil, nil, err
 	}
@@ -198,12 +198,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 	}
 	r.count(t, decisions)
 	releases := releasesAny(snap, decisions)
-	err = r.applyPlan(ctx, snap, decisions, since, watch)
+	if err := r.applyPlan(ctx, snap, decisions, since, watch); err != nil {
+		return reconcile.Result{}, err
+	}
 	if releases {
 		watch.observe()
-	}
-	if err != nil {
-		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: recheckAfter(decisions)}, nil
 }
@@ -241,6 +240,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, snap *Snapshot, decisions []
 	}
 	watch.lap("release")
 	errs = append(errs, r.applyAll(ctx, snap, rest, since))
+	watch.lap("rest")
 	return errors.Join(errs...)
 }
 
@@ -514,10 +514,10 @@ func (r *Reconciler) applyCondition(ctx context.Context, t Tenant, n v2alpha1.No
 	status := acv2alpha1.NodeStatus().WithConditions(metav1ac.Condition().
 		WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
 		WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
-	var apply runtime.ApplyConfiguration = acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(status)
+	apply := &withAnswer{nodeApplyConfiguration: acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(status)}
 	var written v2alpha1.Node = &v2alpha1.Frontend{}
 	if n.NodeKind() == v2alpha1.KindBackend {
-		apply = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(status)
+		apply.nodeApplyConfiguration = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(status)
 		written = &v2alpha1.Backend{}
 	}
 	apiWrites.WithLabelValues("apply", resourceOf(n)+"/status").Inc()
@@ -526,12 +526,7 @@ func (r *Reconciler) applyCondition(ctx context.Context, t Tenant, n v2alpha1.No
 	if err != nil {
 		return fmt.Errorf("applying the %s condition of %s %s: %w", v2alpha1.ConditionPrerequisitesReady, n.NodeKind(), n.GetName(), err)
 	}
-	// The answer, the whole object as stored, was decoded into apply.
-	answer, err := json.Marshal(apply)
-	if err == nil {
-		err = json.Unmarshal(answer, written)
-	}
-	if err != nil {
+	if err := json.Unmarshal(apply.answer, written); err != nil {
 		return fmt.Errorf("reading the answer to the %s condition of %s %s: %w", v2alpha1.ConditionPrerequisitesReady, n.NodeKind(), n.GetName(), err)
 	}
 	r.own.remember(t, written)

@@ -627,7 +627,7 @@ const (
 
 // releaseSteps are the steps of express_sequencer_release_step_seconds in
 // the order they happen.
-var releaseSteps = []string{"queue", "plan", "fresh_read", "records", "release"}
+var releaseSteps = []string{"queue", "plan", "fresh_read", "records", "release", "rest"}
 
 // writes reads express_sequencer_api_writes_total by verb and resource (and
 // the sums and counts of express_sequencer_release_step_seconds, by step, in

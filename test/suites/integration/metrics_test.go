@@ -73,7 +73,7 @@ func TestTheSequencerExportsGatesReleasesAndLatency(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, released, 10.0, "provisioning and upgrade releases are counted")
 	stepsAfter := steps(t)
-	for _, step := range []string{"queue", "plan", "fresh_read", "records", "release"} {
+	for _, step := range []string{"queue", "plan", "fresh_read", "records", "release", "rest"} {
 		assert.GreaterOrEqual(t, stepsAfter[step], stepsBefore[step]+4, "every reconcile that releases times its %s step", step)
 	}
 }

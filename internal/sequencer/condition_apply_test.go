@@ -1,0 +1,67 @@
+package sequencer_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+)
+
+// The condition is applied through the typed apply configuration, and the
+// API server's answer is what the reconciler holds of the node until its
+// cache catches up: an explicit empty prerequisite list ("none") must stay
+// empty, not turn into the default order.
+func TestTheAnswerToAConditionApplyIsHeldAsStored(t *testing.T) {
+	webhooks := controlplane.Lazy{Edits: []func(*app.Options){controlplane.WebhooksOnly}}
+	defer webhooks.Stop()
+	h := webhooks.Get(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "apply-"}}
+	require.NoError(t, h.Client.Create(ctx, ns))
+	fe := &v2alpha1.Frontend{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Namespace: ns.Name},
+		Spec: v2alpha1.NodeSpec{
+			ExpressVersion: "express-e689.151",
+			ClusterConfig:  v2alpha1.ClusterConfig{ClusterName: "acme"},
+			DeploymentDependencies: &v2alpha1.DeploymentDependencies{
+				ProvisioningPrerequisites: []v2alpha1.Prerequisite{},
+				UpgradePrerequisites:      []v2alpha1.Prerequisite{},
+			},
+		},
+	}
+	require.NoError(t, h.Client.Create(ctx, fe))
+
+	r := &sequencer.Reconciler{Client: h.Client, Clock: clock.RealClock{}}
+	d := sequencer.Decision{Node: fe.Name, Gated: true, Condition: metav1.Condition{
+		Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse,
+		Reason: v2alpha1.ReasonWaitingForPrerequisite, Message: "waiting for acme-be (Backend)",
+	}}
+	held, err := r.ApplyConditionAndRecall(ctx, sequencer.Tenant{Namespace: ns.Name, ClusterName: "acme"}, fe, d)
+	require.NoError(t, err)
+	got, ok := held.(*v2alpha1.Frontend)
+	require.True(t, ok, "held %T", held)
+
+	stored := &v2alpha1.Frontend{}
+	require.NoError(t, h.Client.Get(ctx, client.ObjectKeyFromObject(fe), stored))
+	assert.Equal(t, stored.ResourceVersion, got.ResourceVersion, "the answer is the object as stored")
+	require.NotNil(t, got.Spec.DeploymentDependencies)
+	assert.NotNil(t, got.Spec.DeploymentDependencies.ProvisioningPrerequisites, "an explicit empty list stays explicit")
+	assert.Empty(t, got.Spec.DeploymentDependencies.ProvisioningPrerequisites)
+	assert.NotNil(t, got.Spec.DeploymentDependencies.UpgradePrerequisites, "an explicit empty list stays explicit")
+	assert.Equal(t, stored.Spec, got.Spec)
+	assert.Equal(t, stored.Annotations, got.Annotations)
+	c := got.Status.Conditions
+	require.Len(t, c, 1)
+	assert.Equal(t, v2alpha1.ReasonWaitingForPrerequisite, c[0].Reason)
+	assert.Equal(t, "waiting for acme-be (Backend)", c[0].Message)
+}
