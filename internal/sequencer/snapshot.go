@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -173,8 +174,24 @@ func NamespaceNodes(ctx context.Context, r client.Reader, namespace string) ([]v
 // GatherFresh reads a tenant's snapshot straight from the API server (r is
 // not a cache): where the overlay of the sequencer's own writes cannot be
 // used, releases are decided on what the API server holds now.
-func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time) (*Snapshot, error) {
-	nodes, pods, err := freshReads(ctx, r, tenant.Namespace)
+//
+// backends, when not nil, are the names of the tenant's Backends the caller
+// knows of (the tenant's own, <cluster>-be, is always read): they are read
+// by name, which the API server answers from etcd at once, where a
+// consistent list of Backends — a kind that changes rarely — waits for the
+// API server's watch cache to catch up with etcd (its next progress
+// notification, asked for every 100 ms). A Backend the caller does not know
+// of yet and that is not <cluster>-be has no place in the default order; a
+// node missing from a snapshot only ever holds others: whoever names it
+// explicitly waits (PrerequisiteNotFound), it releases no one, and nodes
+// that do not name it were never ordered after it.
+func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, backends []string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
+	if backends != nil {
+		backends = append(slices.Clone(backends), defaults.NodeName(tenant.ClusterName, defaults.Backend))
+		slices.Sort(backends)
+		backends = slices.Compact(backends)
+	}
+	nodes, pods, err := freshReads(ctx, r, tenant.Namespace, backends)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +202,7 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders def
 // tenant of the node called name: what the pod admission webhook decides
 // on. It returns nil when no Backend or Frontend has that name.
 func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
-	nodes, pods, err := freshReads(ctx, r, namespace)
+	nodes, pods, err := freshReads(ctx, r, namespace, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -196,12 +213,12 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	return freshSnapshot(nodes, pods, Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now), nil
 }
 
-// freshReads lists, at the same time, the namespace's Backends, Frontends
-// and Express pods (labelled express.medallia.com/node): one round trip's
-// latency instead of three. Each list is as fresh as the API server at its
-// moment; the three moments lie within one round trip, as they did read one
-// after the other.
-func freshReads(ctx context.Context, r client.Reader, namespace string) ([]v2alpha1.Node, []corev1.Pod, error) {
+// freshReads lists, at the same time, the namespace's Backends (or reads
+// the named ones, when backends is not nil), Frontends and Express pods
+// (labelled express.medallia.com/node): one round trip's latency instead of
+// several. Each read is as fresh as the API server at its moment; the
+// moments lie within one round trip, as they did read one after the other.
+func freshReads(ctx context.Context, r client.Reader, namespace string, backends []string) ([]v2alpha1.Node, []corev1.Pod, error) {
 	var bes v2alpha1.BackendList
 	var fes v2alpha1.FrontendList
 	var pods corev1.PodList
@@ -210,12 +227,29 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) ([]v2alp
 		return nil, nil, err
 	}
 	var g errgroup.Group
-	g.Go(func() error {
-		if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
-			return fmt.Errorf("listing Backends in %s: %w", namespace, err)
+	found := make([]bool, len(backends))
+	if backends == nil {
+		g.Go(func() error {
+			if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
+				return fmt.Errorf("listing Backends in %s: %w", namespace, err)
+			}
+			return nil
+		})
+	} else {
+		bes.Items = make([]v2alpha1.Backend, len(backends))
+		for i, name := range backends {
+			g.Go(func() error {
+				err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &bes.Items[i])
+				if err == nil {
+					found[i] = true
+				}
+				if err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("reading Backend %s/%s: %w", namespace, name, err)
+				}
+				return nil
+			})
 		}
-		return nil
-	})
+	}
 	g.Go(func() error {
 		if err := r.List(ctx, &fes, client.InNamespace(namespace)); err != nil {
 			return fmt.Errorf("listing Frontends in %s: %w", namespace, err)
@@ -233,7 +267,9 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) ([]v2alp
 	}
 	nodes := make([]v2alpha1.Node, 0, len(bes.Items)+len(fes.Items))
 	for i := range bes.Items {
-		nodes = append(nodes, &bes.Items[i])
+		if backends == nil || found[i] {
+			nodes = append(nodes, &bes.Items[i])
+		}
 	}
 	for i := range fes.Items {
 		nodes = append(nodes, &fes.Items[i])

@@ -178,3 +178,33 @@ func TestACrashTheCacheHasNotSeenStillHoldsTheNextNode(t *testing.T) {
 		assert.Contains(t, c.Message, "acme-be")
 	}
 }
+
+// The backend is brought back up (the webhook gates it) as fe1 gets a
+// change. A cache whose Backend informer has not delivered the backend's
+// change still shows it down, and fe1 free to go; the pass that would
+// release it is planned again from fresh reads — the Backend read by name —
+// and fe1 waits for the backend it needs.
+func TestABackendChangeTheCacheHasNotSeenStillHoldsTheFrontends(t *testing.T) {
+	stop := startSequencer(t)
+	ns := namespace(t)
+	createTenant(t, ns, 2, func(k string, s *v2alpha1.NodeSpec) {
+		if k == "be" {
+			s.Up = ptr.To(false)
+		}
+	})
+	waitSettled(t, ns, 2)
+	stop()
+	beDown := read(t, ns, "be")
+	setUp(t, ns, true, "be")
+	setVersion(t, ns, v2, "fe1")
+
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(podsOf(t, ns), beDown, read(t, ns, "fe1"))...)
+	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), sequencer.Tenant{Namespace: ns, ClusterName: "acme"})
+	require.NoError(t, err)
+	fe1 := read(t, ns, "fe1")
+	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the backend brought back up, whatever the cache says")
+	if c := condition(fe1); assert.NotNil(t, c) {
+		assert.Contains(t, c.Message, "acme-be", "the wait names the backend")
+	}
+}
