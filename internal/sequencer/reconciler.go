@@ -76,8 +76,7 @@ type Reconciler struct {
 func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Snapshot, []Decision, error) {
 	snap, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
 	switch {
-	case errors.Is(err, errUncomparable) && r.Fresh != nil: // read fresh below, listing every Backend
-		snap = nil
+	case errors.Is(err, errUncomparable) && r.Fresh != nil: // read fresh below (snap is nil: every Backend is listed)
 	case err != nil:
 		return nil, nil, err
 	default:

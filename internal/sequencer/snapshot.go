@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -161,14 +160,19 @@ func NamespaceNodes(ctx context.Context, r client.Reader, namespace string) ([]v
 	if err := r.List(ctx, &fes, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing Frontends in %s: %w", namespace, err)
 	}
-	nodes := make([]v2alpha1.Node, 0, len(bes.Items)+len(fes.Items))
-	for i := range bes.Items {
-		nodes = append(nodes, &bes.Items[i])
+	return nodesOf(bes.Items, fes.Items), nil
+}
+
+// nodesOf returns Backends and Frontends as nodes.
+func nodesOf(bes []v2alpha1.Backend, fes []v2alpha1.Frontend) []v2alpha1.Node {
+	nodes := make([]v2alpha1.Node, 0, len(bes)+len(fes))
+	for i := range bes {
+		nodes = append(nodes, &bes[i])
 	}
-	for i := range fes.Items {
-		nodes = append(nodes, &fes.Items[i])
+	for i := range fes {
+		nodes = append(nodes, &fes[i])
 	}
-	return nodes, nil
+	return nodes
 }
 
 // GatherFresh reads a tenant's snapshot straight from the API server (r is
@@ -222,12 +226,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string, backends
 	var bes v2alpha1.BackendList
 	var fes v2alpha1.FrontendList
 	var pods corev1.PodList
-	express, err := labels.Parse(v2alpha1.LabelNode)
-	if err != nil {
-		return nil, nil, err
-	}
 	var g errgroup.Group
-	found := make([]bool, len(backends))
 	if backends == nil {
 		g.Go(func() error {
 			if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
@@ -240,10 +239,11 @@ func freshReads(ctx context.Context, r client.Reader, namespace string, backends
 		for i, name := range backends {
 			g.Go(func() error {
 				err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &bes.Items[i])
-				if err == nil {
-					found[i] = true
+				if apierrors.IsNotFound(err) {
+					bes.Items[i] = v2alpha1.Backend{} // not found: no name
+					return nil
 				}
-				if err != nil && !apierrors.IsNotFound(err) {
+				if err != nil {
 					return fmt.Errorf("reading Backend %s/%s: %w", namespace, name, err)
 				}
 				return nil
@@ -257,7 +257,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string, backends
 		return nil
 	})
 	g.Go(func() error {
-		if err := r.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: express}); err != nil {
+		if err := r.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{v2alpha1.LabelNode}); err != nil {
 			return fmt.Errorf("listing the Express pods of %s: %w", namespace, err)
 		}
 		return nil
@@ -265,16 +265,10 @@ func freshReads(ctx context.Context, r client.Reader, namespace string, backends
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-	nodes := make([]v2alpha1.Node, 0, len(bes.Items)+len(fes.Items))
-	for i := range bes.Items {
-		if backends == nil || found[i] {
-			nodes = append(nodes, &bes.Items[i])
-		}
+	if backends != nil { // keep the Backends that were found
+		bes.Items = slices.DeleteFunc(bes.Items, func(b v2alpha1.Backend) bool { return b.Name == "" })
 	}
-	for i := range fes.Items {
-		nodes = append(nodes, &fes.Items[i])
-	}
-	return nodes, pods.Items, nil
+	return nodesOf(bes.Items, fes.Items), pods.Items, nil
 }
 
 // freshSnapshot builds the tenant's snapshot from the namespace's nodes and

@@ -15,8 +15,13 @@ type stopwatch struct {
 	// reconcile was no change's (a requeue).
 	queued time.Duration
 	last   time.Time
-	steps  []string
-	took   []time.Duration
+	laps   []lap
+}
+
+// lap is one timed step.
+type lap struct {
+	step string
+	took time.Duration
 }
 
 // newStopwatch starts timing a reconcile of the change seen at since
@@ -32,7 +37,7 @@ func newStopwatch(c clock.PassiveClock, since time.Time) *stopwatch {
 // lap ends step: the time since the last lap (or the start).
 func (w *stopwatch) lap(step string) {
 	now := time.Now()
-	w.steps, w.took = append(w.steps, step), append(w.took, now.Sub(w.last))
+	w.laps = append(w.laps, lap{step, now.Sub(w.last)})
 	w.last = now
 }
 
@@ -41,7 +46,7 @@ func (w *stopwatch) observe() {
 	if w.queued >= 0 {
 		releaseSteps.WithLabelValues("queue").Observe(w.queued.Seconds())
 	}
-	for i, step := range w.steps {
-		releaseSteps.WithLabelValues(step).Observe(w.took[i].Seconds())
+	for _, l := range w.laps {
+		releaseSteps.WithLabelValues(l.step).Observe(l.took.Seconds())
 	}
 }

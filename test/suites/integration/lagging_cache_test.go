@@ -106,6 +106,22 @@ func TestAReleaseTheCacheHasNotSeenYetStillHoldsItsDependents(t *testing.T) {
 	}
 }
 
+// settledWithDown is a tenant of size nodes, settled with node down
+// (`up: false`) and the sequencer stopped; it returns the namespace and the
+// down node as it then is.
+func settledWithDown(t *testing.T, size int, down string) (string, v2alpha1.Node) {
+	stop := startSequencer(t)
+	ns := namespace(t)
+	createTenant(t, ns, size, func(k string, s *v2alpha1.NodeSpec) {
+		if k == down {
+			s.Up = ptr.To(false)
+		}
+	})
+	waitSettled(t, ns, size)
+	stop()
+	return ns, read(t, ns, down)
+}
+
 // newLaggingReconciler is a sequencer whose cache is c, reading fresh from
 // the API server before a release.
 func newLaggingReconciler(c *laggingCache) *sequencer.Reconciler {
@@ -122,16 +138,7 @@ func newLaggingReconciler(c *laggingCache) *sequencer.Reconciler {
 // sequencer is involved. The pass that would release them is planned again
 // from fresh reads: they stay held.
 func TestAUserChangeTheCacheHasNotSeenStillHoldsRecoveringPods(t *testing.T) {
-	stop := startSequencer(t)
-	ns := namespace(t)
-	createTenant(t, ns, 4, func(k string, s *v2alpha1.NodeSpec) {
-		if k == "fe2" {
-			s.Up = ptr.To(false)
-		}
-	})
-	waitSettled(t, ns, 4)
-	stop()
-	fe2Down := read(t, ns, "fe2")
+	ns, fe2Down := settledWithDown(t, 4, "fe2")
 	setUp(t, ns, true, "fe2")
 	evict(t, ns, "fe3")
 	held := func() string {
@@ -185,16 +192,7 @@ func TestACrashTheCacheHasNotSeenStillHoldsTheNextNode(t *testing.T) {
 // release it is planned again from fresh reads — the Backend read by name —
 // and fe1 waits for the backend it needs.
 func TestABackendChangeTheCacheHasNotSeenStillHoldsTheFrontends(t *testing.T) {
-	stop := startSequencer(t)
-	ns := namespace(t)
-	createTenant(t, ns, 2, func(k string, s *v2alpha1.NodeSpec) {
-		if k == "be" {
-			s.Up = ptr.To(false)
-		}
-	})
-	waitSettled(t, ns, 2)
-	stop()
-	beDown := read(t, ns, "be")
+	ns, beDown := settledWithDown(t, 2, "be")
 	setUp(t, ns, true, "be")
 	setVersion(t, ns, v2, "fe1")
 
