@@ -21,6 +21,7 @@ require (
 
 require (
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/onsi/ginkgo/v2 v2.28.1 // indirect
 	github.com/onsi/gomega v1.39.1 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
@@ -104,7 +105,7 @@ require (
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.34.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
-	sigs.k8s.io/structured-merge-diff/v6 v6.4.0 // indirect
+	sigs.k8s.io/structured-merge-diff/v6 v6.4.0
 )
 
 replace github.com/medallia/express-sequencer/api => ./api

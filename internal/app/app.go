@@ -186,9 +186,13 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}
 	if o.Sequencer {
+		events := sequencer.NewEventWriter(mgr.GetClient(), mgr.GetScheme(), v2alpha1.FieldManager)
+		if err := mgr.Add(events); err != nil {
+			return nil, err
+		}
 		r := &sequencer.Reconciler{
 			Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, Grouping: o.Grouping,
-			Recorder: mgr.GetEventRecorder(v2alpha1.FieldManager),
+			Recorder: events,
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
 			return nil, fmt.Errorf("setting up the sequencer: %w", err)

@@ -12,9 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/sequencer"
-	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
 // The condition is applied through the typed apply configuration, and the
@@ -22,9 +20,7 @@ import (
 // cache catches up: an explicit empty prerequisite list ("none") must stay
 // empty, not turn into the default order.
 func TestTheAnswerToAConditionApplyIsHeldAsStored(t *testing.T) {
-	webhooks := controlplane.Lazy{Edits: []func(*app.Options){controlplane.WebhooksOnly}}
-	defer webhooks.Stop()
-	h := webhooks.Get(t)
+	h := apiServer.Get(t)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "apply-"}}
 	require.NoError(t, h.Client.Create(ctx, ns))

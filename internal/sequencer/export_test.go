@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -19,3 +20,9 @@ func (r *Reconciler) ApplyConditionAndRecall(ctx context.Context, t Tenant, n v2
 	defer r.own.mu.Unlock()
 	return r.own.objs[k].obj, nil
 }
+
+// EventsDropped is how many Events the writers dropped, their queue full.
+func EventsDropped() float64 { return testutil.ToFloat64(eventsDropped) }
+
+// EventQueue is how many Events a writer holds before it drops them.
+const EventQueue = eventQueue

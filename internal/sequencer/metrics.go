@@ -53,6 +53,16 @@ var (
 		Help: "PrerequisitesReady conditions the sequencer wrote, by the reason written.",
 	}, []string{"reason"})
 
+	eventsDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "express_sequencer_events_dropped_total",
+		Help: "Events not written because the queue of Events to write was full (the API server slower than the sequencer's state changes).",
+	})
+
+	eventsFailed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "express_sequencer_event_write_failures_total",
+		Help: "Events the API server refused, or did not take after every retry.",
+	})
+
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
 		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
@@ -60,7 +70,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, releases, podReleases, apiWrites, conditionWrites, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, releases, podReleases, apiWrites, conditionWrites, eventsDropped, eventsFailed, reconcileErrors}
 
 // MetricNames are the names of the metrics the sequencer exports, read from
 // their descriptions, for alerting rules and their tests.

@@ -205,8 +205,12 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, backends [
 // GatherFreshFor reads, straight from the API server, the snapshot of the
 // tenant of the node called name: what the pod admission webhook decides
 // on. It returns nil when no Backend or Frontend has that name.
+//
+// Backends are read by name, as GatherFresh reads them: the node itself
+// (when it is a Backend) with the namespace's Frontends and Express pods,
+// then its tenant's <cluster>-be.
 func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
-	nodes, pods, err := freshReads(ctx, r, namespace, nil)
+	nodes, pods, err := freshReads(ctx, r, namespace, []string{name})
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +218,17 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	if i < 0 {
 		return nil, nil
 	}
-	return freshSnapshot(nodes, pods, Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now), nil
+	tenant := Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}
+	if be := defaults.NodeName(tenant.ClusterName, defaults.Backend); be != name {
+		b := &v2alpha1.Backend{}
+		switch err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: be}, b); {
+		case err == nil:
+			nodes = append(nodes, b)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading Backend %s/%s: %w", namespace, be, err)
+		}
+	}
+	return freshSnapshot(nodes, pods, tenant, orders, now), nil
 }
 
 // freshReads lists, at the same time, the namespace's Backends (or reads
