@@ -239,12 +239,27 @@ func (p *planner) circularUpgradeWaits(x string, g waitGraph) []string {
 }
 
 // findCycles maps every node of a wait-for loop to one loop through it,
-// starting and ending at it.
+// starting and ending at it. A node that waits for itself — an explicit
+// list naming an intentionally-down node whose own list leads back to it —
+// is a loop of its own: it could never be released either. Such a wait is
+// no edge of g (it is no loop between nodes, and no wait to drop), so it is
+// only reported.
 func (p *planner) findCycles(g waitGraph) map[string][]string {
 	cycles := map[string][]string{}
 	for name := range g {
 		if loop, ok := g.loop(name, all); ok {
 			cycles[name] = names(name, loop)
+		}
+	}
+	for name, bs := range p.blockers {
+		if cycles[name] != nil {
+			continue
+		}
+		if i := slices.IndexFunc(bs, func(b blocker) bool { return b.node == name }); i >= 0 {
+			cycles[name] = []string{name, name}
+			if via := bs[i].via; via != "" {
+				cycles[name] = []string{name, via + " (down)", name}
+			}
 		}
 	}
 	return cycles

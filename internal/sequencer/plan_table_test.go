@@ -120,6 +120,19 @@ func TestPlanDecidesOneNode(t *testing.T) {
 			}, func(w *world) { w.setVersion(v2, "fe1", "fe2") }),
 			node: "fe1", want: want{gated: true, reason: v2alpha1.ReasonDependencyCycle, message: "acme-fe1", waitingFor: []string{"fe2"}},
 		},
+		"an explicit list that leads back to its node through a down node is a cycle": {
+			setup: then(settled(5), func(w *world) {
+				w.update("fe3", func(n v2alpha1.Node) { n.NodeSpec().Up = new(false) })
+				w.update("be", func(n v2alpha1.Node) {
+					n.NodeSpec().DeploymentDependencies = &v2alpha1.DeploymentDependencies{UpgradePrerequisites: []v2alpha1.Prerequisite{prereqOf(w, "fe3")}}
+				})
+			}, changeAll(5), func(w *world) {
+				for range 20 {
+					w.step() // fe1 and fe2 roll; be is left waiting for itself
+				}
+			}),
+			node: "be", want: want{gated: true, reason: v2alpha1.ReasonDependencyCycle, message: "acme-be → acme-fe3 (down) → acme-be wait for each other", waitingFor: []string{"be"}},
+		},
 		"a crashed frontend whose backend is Ready recovers: its pods may schedule": {
 			setup: then(settled(3), func(w *world) { w.crash("fe1") }),
 			node:  "fe1", want: want{reason: v2alpha1.ReasonRecovering, message: "recovering on express-e689.151 (target edfbddb8a0280827): pods may schedule, acme-be ready"},

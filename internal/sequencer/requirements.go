@@ -34,6 +34,9 @@ type blocker struct {
 	message string
 	// upgrade: the requirement comes from the upgrade list.
 	upgrade bool
+	// via is the intentionally-down node the requirement was reached
+	// through, if any.
+	via string
 }
 
 // podsIn counts the pods with condition condType=condStatus, and of those
@@ -143,7 +146,7 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 		who += fmt.Sprintf(", through %s which is down", r.via)
 	}
 	if r.missing {
-		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + ": it does not exist", upgrade: r.upToDate}, true
+		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + ": it does not exist", upgrade: r.upToDate, via: r.via}, true
 	}
 	n := s.Nodes[r.node]
 	reason := v2alpha1.ReasonWaitingForPrerequisite
@@ -164,7 +167,7 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 	case r.upToDate:
 		need += " on " + describeTarget(n)
 	}
-	blocked := blocker{node: r.node, reason: reason, message: "waiting for " + who + " to be " + need, upgrade: r.upToDate}
+	blocked := blocker{node: r.node, reason: reason, message: "waiting for " + who + " to be " + need, upgrade: r.upToDate, via: r.via}
 	if r.upToDate && gated(n) || releasing[r.node] || s.inFlight(r.node) {
 		return blocked, true // not started, starting now, or under way: Ready for no one
 	}

@@ -60,6 +60,10 @@ type options struct {
 	// rolloutID: nodes carry the rollout-id the tenant chart renders.
 	rolloutID  bool
 	memProfile string
+	// cpuProfile: a directory to write CPU profiles of the sequencer and
+	// kube-apiserver into, taken over the first cpuSeconds of the upgrade.
+	cpuProfile string
+	cpuSeconds int
 	// crash: after the upgrade, delete every pod of this many tenants at
 	// once.
 	crash int
@@ -92,6 +96,8 @@ func main() {
 	flag.BoolVar(&o.rolloutID, "rollout-id", true, "Nodes carry a rollout-id per change, as the tenant chart renders it; false leaves change grouping to --settle-time.")
 	flag.IntVar(&o.crash, "crash", 0, "After the upgrade, delete every pod of the first N tenants at once and measure their recovery through the pod gates.")
 	flag.StringVar(&o.memProfile, "memprofile", "", "Write the sequencer's heap profile, taken at the end of the upgrade, to this file.")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "Write CPU profiles of the sequencer and of kube-apiserver, taken over the first -cpu-seconds of the upgrade, into this directory (sequencer.pprof, kube-apiserver.pprof).")
+	flag.IntVar(&o.cpuSeconds, "cpu-seconds", 30, "How long -cpuprofile profiles.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
@@ -355,6 +361,14 @@ func measure(o options, out io.Writer) (Result, error) {
 	}
 	rec.mu.Unlock()
 	start = time.Now()
+	profiled := make(chan error, 1)
+	if o.cpuProfile != "" {
+		go func() {
+			profiled <- saveCPUProfiles(ctx, o.cpuProfile, o.cpuSeconds, fmt.Sprintf("http://127.0.0.1:%d", pprofPort), cp.Config)
+		}()
+	} else {
+		profiled <- nil
+	}
 	var pace <-chan time.Time
 	if o.rate > 0 {
 		t := time.NewTicker(time.Duration(float64(time.Second) / o.rate))
@@ -374,6 +388,9 @@ func measure(o options, out io.Writer) (Result, error) {
 		return res, err
 	}
 	res.Upgrade = time.Since(start)
+	if err := <-profiled; err != nil {
+		return res, err
+	}
 	writesAfter, err := settledWrites(ctx, metricsURL)
 	if err != nil {
 		return res, err
@@ -580,24 +597,6 @@ func cpuTime(pid int) (time.Duration, error) {
 // conditionPrefix marks, among the counted writes, the breakdown of the
 // condition applies by the reason written.
 const conditionPrefix = "  of which condition "
-
-// saveHeapProfile writes the sequencer's heap profile to file.
-func saveHeapProfile(url, file string) error {
-	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
-	if err != nil {
-		return fmt.Errorf("reading the sequencer's heap profile: %w", err)
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("writing %s: %w", file, err)
-	}
-	return f.Close()
-}
 
 // settledWrites reads the sequencer's writes once they have stopped
 // changing for a second (the last conditions of a phase are written a
