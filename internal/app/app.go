@@ -186,7 +186,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}
 	if o.Sequencer {
-		events := sequencer.NewEventWriter(mgr.GetClient(), mgr.GetScheme(), v2alpha1.FieldManager)
+		events := sequencer.NewEventWriter(mgr.GetClient(), mgr.GetScheme(), v2alpha1.FieldManager, mgr.GetLogger())
 		if err := mgr.Add(events); err != nil {
 			return nil, err
 		}

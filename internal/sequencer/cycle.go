@@ -239,11 +239,13 @@ func (p *planner) circularUpgradeWaits(x string, g waitGraph) []string {
 }
 
 // findCycles maps every node of a wait-for loop to one loop through it,
-// starting and ending at it. A node that waits for itself — an explicit
-// list naming an intentionally-down node whose own list leads back to it —
-// is a loop of its own: it could never be released either. Such a wait is
-// no edge of g (it is no loop between nodes, and no wait to drop), so it is
-// only reported.
+// starting and ending at it. A gated node whose upgrade list leads back to
+// it through intentionally-down nodes (an explicit list naming a down node
+// whose own list puts the node before it) waits for itself to be on its
+// new target, which it cannot be while gated: a loop of its own. Such a
+// wait is no edge of g (it is no loop between nodes, and no wait to drop),
+// so it is only reported. A wait on itself for Ready alone is not: a node
+// whose pods restart in place can meet it.
 func (p *planner) findCycles(g waitGraph) map[string][]string {
 	cycles := map[string][]string{}
 	for name := range g {
@@ -252,14 +254,15 @@ func (p *planner) findCycles(g waitGraph) map[string][]string {
 		}
 	}
 	for name, bs := range p.blockers {
-		if cycles[name] != nil {
+		if cycles[name] != nil || !gated(p.Nodes[name]) {
 			continue
 		}
-		if i := slices.IndexFunc(bs, func(b blocker) bool { return b.node == name }); i >= 0 {
-			cycles[name] = []string{name, name}
-			if via := bs[i].via; via != "" {
-				cycles[name] = []string{name, via + " (down)", name}
+		if i := slices.IndexFunc(bs, func(b blocker) bool { return b.node == name && b.upgrade }); i >= 0 {
+			path := []string{name}
+			for _, down := range bs[i].via {
+				path = append(path, down+" (down)")
 			}
+			cycles[name] = append(path, name)
 		}
 	}
 	return cycles

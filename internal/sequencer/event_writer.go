@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	eventutil "k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -31,6 +32,11 @@ const (
 	eventWriteTries = 6
 	// eventNoteLimit is the API's limit on an Event's note, in bytes.
 	eventNoteLimit = 1024
+	// eventDrain is how long, at most, Events still queued at shutdown, or
+	// recorded by reconciles finishing then, are still written; eventQuiet
+	// ends that sooner, once no Event has come for that long.
+	eventDrain = 5 * time.Second
+	eventQuiet = 100 * time.Millisecond
 )
 
 // EventWriter is the sequencer's events.EventRecorder: every Event recorded
@@ -54,24 +60,21 @@ type EventWriter struct {
 	workers    int
 	backoff    utilwait.Backoff
 	now        func() time.Time
-
-	// mu guards log, which Start sets from the manager's context.
-	mu  sync.Mutex
-	log logr.Logger
+	log        logr.Logger
 }
 
 var _ events.EventRecorder = (*EventWriter)(nil)
 
 // NewEventWriter returns a writer of Events reported by controller (their
-// reportingController). It writes nothing until Start runs (add it to the
-// manager).
-func NewEventWriter(c client.Client, scheme *runtime.Scheme, controller string) *EventWriter {
+// reportingController), logging to log. It writes nothing until Start runs
+// (add it to the manager).
+func NewEventWriter(c client.Client, scheme *runtime.Scheme, controller string, log logr.Logger) *EventWriter {
 	host, _ := os.Hostname()
 	return &EventWriter{
 		client: c, scheme: scheme, controller: controller, instance: controller + "-" + host,
 		queue: make(chan *eventsv1.Event, eventQueue), workers: eventWorkers,
 		backoff: utilwait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.25, Steps: eventWriteTries},
-		now:     time.Now, log: logr.Discard(),
+		now:     time.Now, log: log.WithName("events"),
 	}
 }
 
@@ -79,43 +82,64 @@ func NewEventWriter(c client.Client, scheme *runtime.Scheme, controller string) 
 func (w *EventWriter) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
 	ev, err := w.event(regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...))
 	if err != nil {
-		w.logger().Error(err, "Not recording an Event", "reason", reason)
+		w.log.Error(err, "Not recording an Event", "reason", reason)
 		return
 	}
 	select {
 	case w.queue <- ev:
 	default:
 		eventsDropped.Inc()
-		w.logger().Info("Event queue full; dropping an Event", "regarding", ev.Regarding.Name, "reason", reason, "note", ev.Note)
+		w.log.Info("Event queue full; dropping an Event", "regarding", ev.Regarding.Name, "reason", reason, "note", ev.Note)
 	}
 }
 
-// Start writes queued Events until ctx is done. Events still queued then
-// are not written.
+// Start writes queued Events until ctx is done. It stops with the
+// controllers (it runs on the leader only, as they do), so Events recorded
+// by reconciles finishing then are still written: after ctx is done it goes
+// on until no Event has come for eventQuiet, for eventDrain at most, and
+// counts what is left as dropped.
 func (w *EventWriter) Start(ctx context.Context) error {
-	w.mu.Lock()
-	w.log = logr.FromContextOrDiscard(ctx).WithName("events")
-	w.mu.Unlock()
+	writes, stopWrites := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWrites()
+	deadline := context.AfterFunc(ctx, func() { time.AfterFunc(eventDrain, stopWrites) })
+	defer deadline()
 	var wg sync.WaitGroup
 	for range w.workers {
 		wg.Go(func() {
+			for ctx.Err() == nil {
+				select {
+				case ev := <-w.queue:
+					w.write(writes, ev)
+				case <-ctx.Done():
+				}
+			}
 			for {
 				select {
-				case <-ctx.Done():
-					return
 				case ev := <-w.queue:
-					w.write(ctx, ev)
+					w.write(writes, ev)
+				case <-time.After(eventQuiet):
+					return
+				case <-writes.Done():
+					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return nil
+	for {
+		select {
+		case <-w.queue:
+			eventsDropped.Inc()
+		default:
+			return nil
+		}
+	}
 }
 
-// NeedLeaderElection is false: only the leader's reconciles record Events,
-// and a writer that runs everywhere loses none at a leader change.
-func (w *EventWriter) NeedLeaderElection() bool { return false }
+// NeedLeaderElection is true: only the leader's reconciles record Events,
+// and the manager stops its leader-elected runnables together, after the
+// others.
+func (w *EventWriter) NeedLeaderElection() bool { return true }
 
 // write creates ev, retrying with backoff while the API server answers
 // with an error a retry can mend.
@@ -128,18 +152,19 @@ func (w *EventWriter) write(ctx context.Context, ev *eventsv1.Event) {
 		case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err):
 			return false, err // the same Event would be refused again
 		default:
-			w.logger().V(1).Info("Retrying an Event", "regarding", ev.Regarding.Name, "reason", ev.Reason, "error", err.Error())
+			w.log.V(1).Info("Retrying an Event", "regarding", ev.Regarding.Name, "reason", ev.Reason, "error", err.Error())
 			return false, nil
 		}
 	})
 	if err != nil {
 		eventsFailed.Inc()
-		w.logger().Error(err, "Event not written", "regarding", ev.Regarding.Name, "reason", ev.Reason, "note", ev.Note)
+		w.log.Error(err, "Event not written", "regarding", ev.Regarding.Name, "reason", ev.Reason, "note", ev.Note)
 	}
 }
 
-// event builds the Event as client-go's recorder does (name, times,
-// reporting controller and instance), its note cut to the API's limit.
+// event builds the Event as client-go's recorder does (name — a UUID when
+// the object's name is too long to carry a timestamp —, times, reporting
+// controller and instance), its note cut to the API's limit.
 func (w *EventWriter) event(regarding, related runtime.Object, eventtype, reason, action, note string) (*eventsv1.Event, error) {
 	if eventtype != corev1.EventTypeNormal && eventtype != corev1.EventTypeWarning {
 		return nil, fmt.Errorf("event type %q is neither Normal nor Warning", eventtype)
@@ -160,7 +185,7 @@ func (w *EventWriter) event(regarding, related runtime.Object, eventtype, reason
 		ns = metav1.NamespaceDefault
 	}
 	return &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%v.%x", ref.Name, now.UnixNano()), Namespace: ns},
+		ObjectMeta:          metav1.ObjectMeta{Name: eventutil.GenerateEventName(ref.Name, now.UnixNano()), Namespace: ns},
 		EventTime:           metav1.NewMicroTime(now),
 		ReportingController: w.controller,
 		ReportingInstance:   w.instance,
@@ -185,10 +210,4 @@ func truncateNote(note string) string {
 		cut--
 	}
 	return note[:cut] + ellipsis
-}
-
-func (w *EventWriter) logger() logr.Logger {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.log
 }

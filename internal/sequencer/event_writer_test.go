@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,7 @@ func TestEveryEventRecordedIsWrittenAsRecorded(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe2", Namespace: ns.Name}}
 	require.NoError(t, h.Client.Create(ctx, cm))
 
-	w := sequencer.NewEventWriter(h.Client, scheme.New(), v2alpha1.FieldManager)
+	w := sequencer.NewEventWriter(h.Client, scheme.New(), v2alpha1.FieldManager, logr.Discard())
 	long := strings.Repeat("waiting for acme-fé1 ", 100)
 	w.Eventf(cm, nil, corev1.EventTypeNormal, v2alpha1.ReasonWaitingForPrerequisite, "Wait", "waiting for %s", "acme-be")
 	w.Eventf(cm, nil, corev1.EventTypeNormal, v2alpha1.ReasonWaitingForPrerequisite, "Wait", "waiting for %s", "acme-fe1")
@@ -70,10 +71,33 @@ func TestEveryEventRecordedIsWrittenAsRecorded(t *testing.T) {
 	}
 }
 
+// Events still queued when the manager stops are written before the writer
+// returns: the writer starts after its context is done, with Events queued.
+func TestEventsQueuedAtShutdownAreStillWritten(t *testing.T) {
+	h := apiServer.Get(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "events-"}}
+	require.NoError(t, h.Client.Create(ctx, ns))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: ns.Name}}
+	require.NoError(t, h.Client.Create(ctx, cm))
+
+	w := sequencer.NewEventWriter(h.Client, scheme.New(), v2alpha1.FieldManager, logr.Discard())
+	for i := range 10 {
+		w.Eventf(cm, nil, corev1.EventTypeNormal, v2alpha1.ReasonReleased, "Release", "release %d", i)
+	}
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	require.NoError(t, w.Start(stopped))
+
+	var got eventsv1.EventList
+	require.NoError(t, h.Client.List(ctx, &got, client.InNamespace(ns.Name)))
+	assert.Len(t, got.Items, 10, "every queued Event written before Start returned")
+}
+
 // The reconcile never waits for an Event: when the queue is full (the API
 // server slower than the state changes) the Event is dropped and counted.
 func TestAnEventThatDoesNotFitTheQueueIsDroppedAndCounted(t *testing.T) {
-	w := sequencer.NewEventWriter(nil, scheme.New(), v2alpha1.FieldManager) // never started
+	w := sequencer.NewEventWriter(nil, scheme.New(), v2alpha1.FieldManager, logr.Discard()) // never started
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe2", Namespace: "acme"}}
 	before := sequencer.EventsDropped()
 	for range sequencer.EventQueue {

@@ -133,6 +133,19 @@ func TestPlanDecidesOneNode(t *testing.T) {
 			}),
 			node: "be", want: want{gated: true, reason: v2alpha1.ReasonDependencyCycle, message: "acme-be → acme-fe3 (down) → acme-be wait for each other", waitingFor: []string{"be"}},
 		},
+		"a node whose pods restart in place while its list leads back to it through a down node is no cycle: it may become Ready by itself": {
+			setup: then(settled(4), func(w *world) {
+				w.update("fe3", func(n v2alpha1.Node) { n.NodeSpec().Up = new(false) })
+				w.update("fe1", func(n v2alpha1.Node) {
+					n.NodeSpec().DeploymentDependencies.ProvisioningPrerequisites = []v2alpha1.Prerequisite{prereqOf(w, "fe3")}
+				})
+				w.run(100)
+				for i := range w.pods[w.name("fe1")] {
+					w.pods[w.name("fe1")][i].Conditions["Ready"] = "False" // containers restarting, no new pod
+				}
+			}),
+			node: "fe1", want: want{reason: v2alpha1.ReasonWaitingForPrerequisite, message: "through acme-fe3 which is down", waitingFor: []string{"fe1"}},
+		},
 		"a crashed frontend whose backend is Ready recovers: its pods may schedule": {
 			setup: then(settled(3), func(w *world) { w.crash("fe1") }),
 			node:  "fe1", want: want{reason: v2alpha1.ReasonRecovering, message: "recovering on express-e689.151 (target edfbddb8a0280827): pods may schedule, acme-be ready"},

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -22,9 +23,9 @@ type requirement struct {
 	// missing: the named node does not exist (reason PrerequisiteNotFound).
 	missing bool
 	kind    string
-	// via is the intentionally-down node this requirement was reached
-	// through, for messages.
-	via string
+	// via are the intentionally-down nodes this requirement was reached
+	// through, in the order walked.
+	via []string
 }
 
 // blocker is an unmet requirement, said the way the condition shows it.
@@ -34,9 +35,9 @@ type blocker struct {
 	message string
 	// upgrade: the requirement comes from the upgrade list.
 	upgrade bool
-	// via is the intentionally-down node the requirement was reached
-	// through, if any.
-	via string
+	// via are the intentionally-down nodes the requirement was reached
+	// through, in the order walked.
+	via []string
 }
 
 // podsIn counts the pods with condition condType=condStatus, and of those
@@ -72,7 +73,7 @@ func (s *Snapshot) requirements(name string, upgrade bool) []requirement {
 	}
 	var reqs []requirement
 	for _, l := range lists {
-		reqs = append(reqs, s.listRequirements(name, l, l == defaults.UpgradeList, "", map[string]bool{name: true})...)
+		reqs = append(reqs, s.listRequirements(name, l, l == defaults.UpgradeList, nil, map[string]bool{name: true})...)
 	}
 	n := s.Nodes[name]
 	if !upgrade && n.NodeKind() == v2alpha1.KindFrontend {
@@ -88,7 +89,7 @@ func (s *Snapshot) requirements(name string, upgrade bool) []requirement {
 // defaulted list into every live node before it in the reduced order, an
 // explicit list entry by entry, walking through intentionally-down nodes and
 // nodes being deleted to their own prerequisites. seen guards against loops through down nodes.
-func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool, via string, seen map[string]bool) []requirement {
+func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool, via []string, seen map[string]bool) []requirement {
 	n := s.Nodes[name]
 	var reqs []requirement
 	if defaults.IsDefaulted(n, l) {
@@ -125,7 +126,7 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via})
 		case !live(dep):
 			seen[p.ExpressNode] = true
-			reqs = append(reqs, s.listRequirements(p.ExpressNode, l, upToDate, p.ExpressNode, seen)...)
+			reqs = append(reqs, s.listRequirements(p.ExpressNode, l, upToDate, append(slices.Clone(via), p.ExpressNode), seen)...)
 		default:
 			reqs = append(reqs, requirement{
 				node: p.ExpressNode, kind: dep.NodeKind(), upToDate: upToDate, via: via,
@@ -142,8 +143,8 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 // flight, they are about to stop being Ready, so they are Ready for no one.
 func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, bool) {
 	who := fmt.Sprintf("%s (%s)", r.node, r.kind)
-	if r.via != "" {
-		who += fmt.Sprintf(", through %s which is down", r.via)
+	if len(r.via) > 0 {
+		who += fmt.Sprintf(", through %s which is down", r.via[len(r.via)-1])
 	}
 	if r.missing {
 		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + ": it does not exist", upgrade: r.upToDate, via: r.via}, true

@@ -184,11 +184,17 @@ func nodesOf(bes []v2alpha1.Backend, fes []v2alpha1.Frontend) []v2alpha1.Node {
 // by name, which the API server answers from etcd at once, where a
 // consistent list of Backends — a kind that changes rarely — waits for the
 // API server's watch cache to catch up with etcd (its next progress
-// notification, asked for every 100 ms). A Backend the caller does not know
-// of yet and that is not <cluster>-be has no place in the default order; a
-// node missing from a snapshot only ever holds others: whoever names it
-// explicitly waits (PrerequisiteNotFound), it releases no one, and nodes
-// that do not name it were never ordered after it.
+// notification, asked for every 100 ms). This is only for a caller that
+// knows every Backend of the tenant the sequencer has released: a Backend
+// left out must carry no record of a release, because a node's
+// released-after record can be what keeps a recovering node out of the
+// in-flight shortcut. The sequencer is such a caller: it releases only
+// nodes of a fresh snapshot, which holds the Backends its cache knows (and
+// an informer's cache keeps what it has seen) — or, when its overlay cannot
+// compare resourceVersions, lists them all, and keeps doing so. A
+// Backend no one has released yet may be left out: it is not <cluster>-be,
+// so the default order does not know it, whoever names it explicitly waits
+// (PrerequisiteNotFound), and it carries no record.
 func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, backends []string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
 	if backends != nil {
 		backends = append(slices.Clone(backends), defaults.NodeName(tenant.ClusterName, defaults.Backend))
@@ -204,13 +210,12 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, backends [
 
 // GatherFreshFor reads, straight from the API server, the snapshot of the
 // tenant of the node called name: what the pod admission webhook decides
-// on. It returns nil when no Backend or Frontend has that name.
-//
-// Backends are read by name, as GatherFresh reads them: the node itself
-// (when it is a Backend) with the namespace's Frontends and Express pods,
-// then its tenant's <cluster>-be.
+// on. It returns nil when no Backend or Frontend has that name. It lists
+// every Backend of the namespace: the webhook, served by every replica,
+// cannot know which Backends the sequencer has released (and so which carry
+// a record of a release) the way the sequencer does.
 func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
-	nodes, pods, err := freshReads(ctx, r, namespace, []string{name})
+	nodes, pods, err := freshReads(ctx, r, namespace, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -218,17 +223,7 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	if i < 0 {
 		return nil, nil
 	}
-	tenant := Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}
-	if be := defaults.NodeName(tenant.ClusterName, defaults.Backend); be != name {
-		b := &v2alpha1.Backend{}
-		switch err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: be}, b); {
-		case err == nil:
-			nodes = append(nodes, b)
-		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("reading Backend %s/%s: %w", namespace, be, err)
-		}
-	}
-	return freshSnapshot(nodes, pods, tenant, orders, now), nil
+	return freshSnapshot(nodes, pods, Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now), nil
 }
 
 // freshReads lists, at the same time, the namespace's Backends (or reads
