@@ -239,13 +239,15 @@ func (p *planner) circularUpgradeWaits(x string, g waitGraph) []string {
 }
 
 // findCycles maps every node of a wait-for loop to one loop through it,
-// starting and ending at it. A gated node whose upgrade list leads back to
-// it through intentionally-down nodes (an explicit list naming a down node
-// whose own list puts the node before it) waits for itself to be on its
-// new target, which it cannot be while gated: a loop of its own. Such a
-// wait is no edge of g (it is no loop between nodes, and no wait to drop),
-// so it is only reported. A wait on itself for Ready alone is not: a node
-// whose pods restart in place can meet it.
+// starting and ending at it. A node whose list leads back to it through
+// intentionally-down nodes (an explicit list naming a down node whose own
+// list puts the node before it) waits for itself: a loop of its own when
+// nothing but its release could end that wait — for its new target while
+// it is gated, or for Ready when it has no pod that may run (none, or all
+// held by the sequencer's scheduling gate, which that same wait holds). A
+// wait for Ready while some of its pods run is not: pods restarting in
+// place meet it by themselves. Such a wait is no edge of g (it is no loop
+// between nodes, and no wait to drop), so it is only reported.
 func (p *planner) findCycles(g waitGraph) map[string][]string {
 	cycles := map[string][]string{}
 	for name := range g {
@@ -254,18 +256,29 @@ func (p *planner) findCycles(g waitGraph) map[string][]string {
 		}
 	}
 	for name, bs := range p.blockers {
-		if cycles[name] != nil || !gated(p.Nodes[name]) {
+		if cycles[name] != nil {
 			continue
 		}
-		if i := slices.IndexFunc(bs, func(b blocker) bool { return b.node == name && b.upgrade }); i >= 0 {
-			path := []string{name}
-			for _, down := range bs[i].via {
-				path = append(path, down+" (down)")
-			}
-			cycles[name] = append(path, name)
+		i := slices.IndexFunc(bs, func(b blocker) bool { return b.node == name && p.waitsOnlyForItself(name, b) })
+		if i < 0 {
+			continue
 		}
+		path := []string{name}
+		for _, down := range bs[i].via {
+			path = append(path, down+" (down)")
+		}
+		cycles[name] = append(path, name)
 	}
 	return cycles
+}
+
+// waitsOnlyForItself reports whether b, a wait of node name on itself, can
+// end only by the node's release: see findCycles.
+func (p *planner) waitsOnlyForItself(name string, b blocker) bool {
+	if b.upgrade {
+		return gated(p.Nodes[name])
+	}
+	return !slices.ContainsFunc(p.Pods[name], func(pod Pod) bool { return !pod.HeldBySequencer() })
 }
 
 // cycleMessage says that the nodes of a loop can never proceed.

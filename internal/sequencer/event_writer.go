@@ -116,6 +116,10 @@ func (w *EventWriter) Start(ctx context.Context) error {
 			for {
 				select {
 				case ev := <-w.queue:
+					if writes.Err() != nil { // past eventDrain
+						eventsDropped.Inc()
+						continue
+					}
 					w.write(writes, ev)
 				case <-time.After(eventQuiet):
 					return

@@ -133,6 +133,17 @@ func TestPlanDecidesOneNode(t *testing.T) {
 			}),
 			node: "be", want: want{gated: true, reason: v2alpha1.ReasonDependencyCycle, message: "acme-be → acme-fe3 (down) → acme-be wait for each other", waitingFor: []string{"be"}},
 		},
+		"a new node whose provisioning list leads back to it through a down node is a cycle: it has no pod that could become Ready": {
+			setup: func(w *world) {
+				w.create("be", v1, nil)
+				w.create("fe3", v1, func(s *v2alpha1.NodeSpec) { s.Up = new(false) })
+				w.create("fe1", v1, explicitLists(w, []string{"fe3"}, nil))
+				for range 20 {
+					w.step() // be becomes Ready; fe1 is left waiting for itself
+				}
+			},
+			node: "fe1", want: want{gated: true, reason: v2alpha1.ReasonDependencyCycle, message: "acme-fe1 → acme-fe3 (down) → acme-fe1 wait for each other", waitingFor: []string{"fe1"}},
+		},
 		"a node whose pods restart in place while its list leads back to it through a down node is no cycle: it may become Ready by itself": {
 			setup: then(settled(4), func(w *world) {
 				w.update("fe3", func(n v2alpha1.Node) { n.NodeSpec().Up = new(false) })

@@ -76,7 +76,7 @@ type Reconciler struct {
 func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Snapshot, []Decision, error) {
 	snap, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
 	switch {
-	case errors.Is(err, errUncomparable) && r.Fresh != nil: // read fresh below (snap is nil: every Backend is listed)
+	case errors.Is(err, errUncomparable) && r.Fresh != nil: // read fresh below
 	case err != nil:
 		return nil, nil, err
 	default:
@@ -88,28 +88,13 @@ func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Sna
 		}
 	}
 	watch.lap("plan")
-	if snap, err = GatherFresh(ctx, r.Fresh, t, knownBackends(snap), r.Orders, r.Clock.Now()); err != nil {
+	if snap, err = GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now()); err != nil {
 		return nil, nil, err
 	}
 	snap.ProgressDeadline, snap.Grouping = r.ProgressDeadline, r.Grouping
 	decisions := Plan(snap)
 	watch.lap("fresh_read")
 	return snap, decisions, nil
-}
-
-// knownBackends are the names of the Backends of a snapshot, nil when there
-// is none to go by (the fresh read then lists them).
-func knownBackends(s *Snapshot) []string {
-	if s == nil {
-		return nil
-	}
-	names := []string{}
-	for name, n := range s.Nodes {
-		if n.NodeKind() == v2alpha1.KindBackend {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 // releasesAny reports whether a plan removes a node's gate or a pod's.

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,29 +178,16 @@ func nodesOf(bes []v2alpha1.Backend, fes []v2alpha1.Frontend) []v2alpha1.Node {
 // not a cache): where the overlay of the sequencer's own writes cannot be
 // used, releases are decided on what the API server holds now.
 //
-// backends, when not nil, are the names of the tenant's Backends the caller
-// knows of (the tenant's own, <cluster>-be, is always read): they are read
-// by name, which the API server answers from etcd at once, where a
-// consistent list of Backends — a kind that changes rarely — waits for the
-// API server's watch cache to catch up with etcd (its next progress
-// notification, asked for every 100 ms). This is only for a caller that
-// knows every Backend of the tenant the sequencer has released: a Backend
-// left out must carry no record of a release, because a node's
-// released-after record can be what keeps a recovering node out of the
-// in-flight shortcut. The sequencer is such a caller: it releases only
-// nodes of a fresh snapshot, which holds the Backends its cache knows (and
-// an informer's cache keeps what it has seen) — or, when its overlay cannot
-// compare resourceVersions, lists them all, and keeps doing so. A
-// Backend no one has released yet may be left out: it is not <cluster>-be,
-// so the default order does not know it, whoever names it explicitly waits
-// (PrerequisiteNotFound), and it carries no record.
-func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, backends []string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
-	if backends != nil {
-		backends = append(slices.Clone(backends), defaults.NodeName(tenant.ClusterName, defaults.Backend))
-		slices.Sort(backends)
-		backends = slices.Compact(backends)
-	}
-	nodes, pods, err := freshReads(ctx, r, tenant.Namespace, backends)
+// Every kind is listed, Backends too, though a Backend could be read by
+// name at once where a consistent list waits for the API server's watch
+// cache: a Backend left out of the snapshot can be what holds a node back —
+// its released-after record of a rollout that converged keeps a recovering
+// node out of the in-flight shortcut that lets its pods start — and no
+// cache knows, whatever it has seen, every Backend that exists now (a new
+// leader's cache lags, a Backend is deleted and created again, its tenant
+// changes and changes back).
+func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time) (*Snapshot, error) {
+	nodes, pods, err := freshReads(ctx, r, tenant.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -210,12 +196,9 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, backends [
 
 // GatherFreshFor reads, straight from the API server, the snapshot of the
 // tenant of the node called name: what the pod admission webhook decides
-// on. It returns nil when no Backend or Frontend has that name. It lists
-// every Backend of the namespace: the webhook, served by every replica,
-// cannot know which Backends the sequencer has released (and so which carry
-// a record of a release) the way the sequencer does.
+// on. It returns nil when no Backend or Frontend has that name.
 func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
-	nodes, pods, err := freshReads(ctx, r, namespace, nil)
+	nodes, pods, err := freshReads(ctx, r, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -226,39 +209,22 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	return freshSnapshot(nodes, pods, Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now), nil
 }
 
-// freshReads lists, at the same time, the namespace's Backends (or reads
-// the named ones, when backends is not nil), Frontends and Express pods
-// (labelled express.medallia.com/node): one round trip's latency instead of
-// several. Each read is as fresh as the API server at its moment; the
-// moments lie within one round trip, as they did read one after the other.
-func freshReads(ctx context.Context, r client.Reader, namespace string, backends []string) ([]v2alpha1.Node, []corev1.Pod, error) {
+// freshReads lists, at the same time, the namespace's Backends, Frontends
+// and Express pods (labelled express.medallia.com/node): one round trip's
+// latency instead of three. Each list is as fresh as the API server at its
+// moment; the moments lie within one round trip, as they did listed one
+// after the other.
+func freshReads(ctx context.Context, r client.Reader, namespace string) ([]v2alpha1.Node, []corev1.Pod, error) {
 	var bes v2alpha1.BackendList
 	var fes v2alpha1.FrontendList
 	var pods corev1.PodList
 	var g errgroup.Group
-	if backends == nil {
-		g.Go(func() error {
-			if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
-				return fmt.Errorf("listing Backends in %s: %w", namespace, err)
-			}
-			return nil
-		})
-	} else {
-		bes.Items = make([]v2alpha1.Backend, len(backends))
-		for i, name := range backends {
-			g.Go(func() error {
-				err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &bes.Items[i])
-				if apierrors.IsNotFound(err) {
-					bes.Items[i] = v2alpha1.Backend{} // not found: no name
-					return nil
-				}
-				if err != nil {
-					return fmt.Errorf("reading Backend %s/%s: %w", namespace, name, err)
-				}
-				return nil
-			})
+	g.Go(func() error {
+		if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
+			return fmt.Errorf("listing Backends in %s: %w", namespace, err)
 		}
-	}
+		return nil
+	})
 	g.Go(func() error {
 		if err := r.List(ctx, &fes, client.InNamespace(namespace)); err != nil {
 			return fmt.Errorf("listing Frontends in %s: %w", namespace, err)
@@ -273,9 +239,6 @@ func freshReads(ctx context.Context, r client.Reader, namespace string, backends
 	})
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
-	}
-	if backends != nil { // keep the Backends that were found
-		bes.Items = slices.DeleteFunc(bes.Items, func(b v2alpha1.Backend) bool { return b.Name == "" })
 	}
 	return nodesOf(bes.Items, fes.Items), pods.Items, nil
 }

@@ -288,7 +288,7 @@ func FreePort() (int, error) {
 // is registered, as an object stored before express-sequencer was installed,
 // and registers the configurations again. Tests that use it must not run in
 // parallel with other admission tests.
-func (cp *ControlPlane) CreateWithoutMutation(ctx context.Context, obj client.Object) error {
+func (cp *ControlPlane) CreateWithoutMutation(ctx context.Context, obj v2alpha1.Node) error {
 	var m admissionregistrationv1.MutatingWebhookConfigurationList
 	if err := cp.Client.List(ctx, &m); err != nil {
 		return err
@@ -298,7 +298,13 @@ func (cp *ControlPlane) CreateWithoutMutation(ctx context.Context, obj client.Ob
 			return err
 		}
 	}
-	createErr := cp.Client.Create(ctx, obj)
+	// The API server calls webhooks by its own informer's view of their
+	// configurations: wait until it sees them gone, create, and wait until it
+	// sees them back.
+	createErr := cp.waitForMutation(ctx, obj, false)
+	if createErr == nil {
+		createErr = cp.Client.Create(ctx, obj)
+	}
 	for i := range m.Items {
 		cfg := m.Items[i].DeepCopy()
 		cfg.ResourceVersion, cfg.UID = "", ""
@@ -306,5 +312,21 @@ func (cp *ControlPlane) CreateWithoutMutation(ctx context.Context, obj client.Ob
 			return errors.Join(createErr, err)
 		}
 	}
-	return createErr
+	return errors.Join(createErr, cp.waitForMutation(ctx, obj, true))
+}
+
+// waitForMutation waits until a dry-run create of a copy of obj comes back
+// stamped by the mutating webhook (want true) or not (want false).
+func (cp *ControlPlane) waitForMutation(ctx context.Context, obj v2alpha1.Node, want bool) error {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		probe := obj.DeepCopyObject().(v2alpha1.Node)
+		probe.SetName("")
+		probe.SetGenerateName(obj.GetName() + "-probe-")
+		probe.SetResourceVersion("")
+		if err := cp.Client.Create(ctx, probe, client.DryRunAll); err != nil {
+			return false, err
+		}
+		_, stamped := probe.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+		return stamped == want, nil
+	})
 }
