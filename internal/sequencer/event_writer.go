@@ -89,7 +89,7 @@ func (w *EventWriter) Eventf(regarding, related runtime.Object, eventtype, reaso
 	case w.queue <- ev:
 	default:
 		eventsDropped.Inc()
-		w.log.Info("Event queue full; dropping an Event", "regarding", ev.Regarding.Name, "reason", reason, "note", ev.Note)
+		w.log.V(1).Info("Event queue full; dropping an Event", "regarding", ev.Regarding.Name, "reason", reason, "note", ev.Note)
 	}
 }
 
