@@ -149,6 +149,7 @@ func (w *EventWriter) NeedLeaderElection() bool { return true }
 // with an error a retry can mend.
 func (w *EventWriter) write(ctx context.Context, ev *eventsv1.Event) {
 	err := utilwait.ExponentialBackoffWithContext(ctx, w.backoff, func(ctx context.Context) (bool, error) {
+		apiWrites.WithLabelValues("create", "events").Inc()
 		err := w.client.Create(ctx, ev.DeepCopy())
 		switch {
 		case err == nil || apierrors.IsAlreadyExists(err):

@@ -377,7 +377,6 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 		case len(d.PodsToRelease) > 0:
 			action = "ReleasePods"
 		}
-		apiWrites.WithLabelValues("create", "events").Inc()
 		r.Recorder.Eventf(n, nil, d.Event.Type, d.Event.Reason, action, "%s", d.Event.Message)
 	}
 	return nil

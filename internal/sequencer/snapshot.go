@@ -212,8 +212,8 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 // freshReads lists, at the same time, the namespace's Backends, Frontends
 // and Express pods (labelled express.medallia.com/node): one round trip's
 // latency instead of three. Each list is as fresh as the API server at its
-// moment; the moments lie within one round trip, as they did listed one
-// after the other.
+// moment; the three moments lie within one round trip, as they did read
+// one after the other.
 func freshReads(ctx context.Context, r client.Reader, namespace string) ([]v2alpha1.Node, []corev1.Pod, error) {
 	var bes v2alpha1.BackendList
 	var fes v2alpha1.FrontendList
