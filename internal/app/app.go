@@ -121,7 +121,7 @@ func DefaultOptions() Options {
 		Sequencer:        true,
 		ProgressDeadline: 15 * time.Minute,
 		Grouping:         sequencer.Grouping{LandingTimeout: 5 * time.Minute, SettleTime: 10 * time.Second, SettleCap: time.Minute},
-		MaxConcurrent:    8,
+		MaxConcurrent:    32,
 		LeaseDuration:    15 * time.Second,
 		RenewDeadline:    10 * time.Second,
 		RetryPeriod:      2 * time.Second,

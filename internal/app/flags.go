@@ -63,14 +63,14 @@ func ParseFlags(args []string, o *Options, usage func(*flag.FlagSet)) (*CommandL
 	fs.DurationVar(&o.Grouping.LandingTimeout, "landing-timeout", o.Grouping.LandingTimeout, "How long a tenant whose nodes disagree on the express.medallia.com/rollout-id annotation (a change still landing node by node) is held before the sequencer proceeds with what landed and records a Warning Event; 0 holds it until they agree.")
 	fs.DurationVar(&o.Grouping.SettleTime, "settle-time", o.Grouping.SettleTime, "For tenants whose nodes carry no rollout-id: how long after the tenant's latest target change the sequencer waits before releasing any of its nodes, so that a change applied node by node is ordered as one rollout. Crash recovery never waits.")
 	fs.DurationVar(&o.Grouping.SettleCap, "settle-cap", o.Grouping.SettleCap, "The longest a settle-time hold lasts after a tenant's oldest pending change, however often the tenant keeps changing; 0 means no cap.")
-	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", o.MaxConcurrent, "Tenants sequenced in parallel.")
+	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", o.MaxConcurrent, "Tenants sequenced in parallel. A reconcile that releases spends most of its time waiting for the API server's consistent reads, so at fleet scale the releases queue behind this many workers: see docs/performance.md.")
 	fs.StringVar(&c.LogLevel, "log-level", "", "Lowest level logged: debug, info, warn or error (the same as --zap-log-level).")
 	fs.BoolVar(&c.LogDevelopment, "log-development", false, "Human-readable console logs instead of JSON (the same as --zap-devel).")
 	c.Zap.BindFlags(fs)
 	fs.BoolVar(&c.Version, "version", false, "Print the version and exit.")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; see above for the order of lookup.")
-	fs.Float64Var(&c.QPS, "kube-api-qps", 50, "Requests per second to the API server, sustained.")
-	fs.IntVar(&c.Burst, "kube-api-burst", 100, "Requests to the API server in a burst.")
+	fs.Float64Var(&c.QPS, "kube-api-qps", 500, "Requests per second to the API server, sustained. A release costs about ten (three consistent lists, the gate patch, conditions, Events); the API server's Priority and Fairness queues them fairly with everyone else's.")
+	fs.IntVar(&c.Burst, "kube-api-burst", 1000, "Requests to the API server in a burst.")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

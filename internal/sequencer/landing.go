@@ -27,6 +27,11 @@ type landing struct {
 	// quietUntil: before then, a node newly held by a rollout-id landing
 	// keeps the condition it has (see landingQuiet).
 	quietUntil time.Time
+	// busyUntil: before then, a node that already explains the landing
+	// keeps that explanation: the apply is still going (a node took the
+	// newest rollout-id less than landingQuiet ago), and the list of
+	// lagging nodes it names is brought up to date once the apply pauses.
+	busyUntil time.Time
 }
 
 // landingQuiet is how long a change landing node by node (one Helm or Argo
@@ -34,8 +39,15 @@ type landing struct {
 // Most applies land within it: the nodes then go straight to their wait or
 // their release, without a condition (and an Event) per node per apply that
 // names a list of lagging nodes changing at every apply. Only explanations
-// wait: the nodes are gated throughout, whatever the time.
-const landingQuiet = time.Second
+// wait: the nodes are gated throughout, whatever the time. A node that
+// already explains a landing that goes on likewise keeps its explanation
+// while the apply goes on, rather than rewriting the list of lagging nodes
+// at every node that lands, and has it brought up to date once no node has
+// taken the newest rollout-id for landingQuiet. Three seconds: a fleet-wide
+// sync applies a tenant's nodes one by one to an API server that answers
+// each in a quarter of a second when saturated (docs/performance.md), so
+// an 8-node tenant lands in about two.
+const landingQuiet = 3 * time.Second
 
 // landingOf decides change grouping for the tenant. Tenants whose nodes
 // carry rollout-id (live ones, and down ones that carry an id) are held
@@ -82,6 +94,7 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 			began = at
 		}
 	}
+	quiet := landing{quietUntil: began.Add(landingQuiet), busyUntil: newestAt.Add(landingQuiet)}
 	var lacking []string
 	for id, names := range ids {
 		if id == newest {
@@ -100,11 +113,11 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 			return landing{timedOut: fmt.Sprintf("the change did not fully land within the landing timeout (%s): proceeding with what landed; %s",
 				s.Grouping.LandingTimeout, what)}
 		}
-		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait, quietUntil: began.Add(landingQuiet),
+		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait, quietUntil: quiet.quietUntil, busyUntil: quiet.busyUntil,
 			message: fmt.Sprintf("a change is still landing: %s; held until they agree or the landing timeout (%s) passes at %s",
 				what, s.Grouping.LandingTimeout, newestAt.Add(s.Grouping.LandingTimeout).UTC().Format(time.RFC3339))}
 	}
-	return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, quietUntil: began.Add(landingQuiet),
+	return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, quietUntil: quiet.quietUntil, busyUntil: quiet.busyUntil,
 		message: fmt.Sprintf("a change is still landing: %s; held until they agree", what)}
 }
 

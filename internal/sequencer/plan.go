@@ -42,7 +42,8 @@ type Decision struct {
 	// whose progress deadline is still ahead, a hold that ends by itself.
 	RecheckAfter time.Duration
 	// KeepCondition: the node keeps the condition it has for now; Condition
-	// says what it would be (a landing hold not explained yet).
+	// says what it would be (a landing hold not explained yet, or not
+	// brought up to date while the apply goes on).
 	KeepCondition bool
 }
 
@@ -368,8 +369,12 @@ func (p *planner) decideGated(name string, d *Decision) {
 	case p.landing.hold:
 		set(true, metav1.ConditionFalse, p.landing.reason, "%s", p.landing.message)
 		d.RecheckAfter = p.landing.recheckAfter
-		if quiet := p.landing.quietUntil.Sub(p.Now); quiet > 0 && len(d.PodsToRelease) == 0 && (condition(n) == nil || condition(n).Reason != p.landing.reason) {
-			d.KeepCondition = true // explained if it lasts: see landingQuiet
+		until := p.landing.quietUntil // explained if it lasts: see landingQuiet
+		if c := condition(n); c != nil && c.Reason == p.landing.reason {
+			until = p.landing.busyUntil // brought up to date once the apply pauses
+		}
+		if quiet := until.Sub(p.Now); quiet > 0 && len(d.PodsToRelease) == 0 {
+			d.KeepCondition = true
 			if d.RecheckAfter == 0 || quiet < d.RecheckAfter {
 				d.RecheckAfter = quiet
 			}

@@ -66,6 +66,16 @@ func TestCheckDeniesOrWarnsNamingTheFieldAndTheNodes(t *testing.T) {
 			},
 			denied: `spec.deploymentDependencies.upgradePrerequisites[0].expressNode: Invalid value: "acme-fe1": acme-fe3 → acme-fe1 → acme-fe2 → acme-fe3 is a cycle: none of these nodes could ever be released`,
 		},
+		"a Frontend named like a Backend of the namespace is denied": {
+			node:   checkNode(fe, "acme-be", "acme", nil, nil),
+			denied: `metadata.name: Invalid value: "acme-be": a Backend named acme-be already exists in namespace ns: a Backend and a Frontend cannot share a name`,
+			warned: "Frontend acme-be does not fit the node names of tenant acme",
+		},
+		"a Backend named like a Frontend of another tenant is denied": {
+			node:   checkNode(v2alpha1.KindBackend, "zeta-fe1", "zeta", nil, nil),
+			denied: `metadata.name: Invalid value: "zeta-fe1": a Frontend named zeta-fe1 already exists in namespace ns`,
+			warned: "Backend zeta-fe1 does not fit the node names of tenant zeta",
+		},
 		"a node of another tenant is denied": {
 			node:   checkNode(fe, "acme-fe3", "acme", []v2alpha1.Prerequisite{on("zeta-fe1", fe)}, nil),
 			denied: `spec.deploymentDependencies.provisioningPrerequisites[0].expressNode: Invalid value: "zeta-fe1": zeta-fe1 belongs to tenant zeta, not acme`,

@@ -90,6 +90,16 @@ func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node, orders defaults.Or
 		if n.GetName() == obj.GetName() && n.NodeKind() == obj.NodeKind() {
 			continue
 		}
+		if n.GetName() == obj.GetName() && obj.GetDeletionTimestamp() == nil {
+			// Pods name their node by name alone (express.medallia.com/node),
+			// and so do the sequencer's snapshots: a Backend and a Frontend
+			// of one name would hide each other. (A node being deleted may
+			// still have its finalizers removed.)
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), obj.GetName(), fmt.Sprintf(
+				"a %s named %s already exists in namespace %s: a Backend and a Frontend cannot share a name, since pods name their node by name alone (label %s)",
+				n.NodeKind(), n.GetName(), obj.GetNamespace(), v2alpha1.LabelNode)))
+			continue
+		}
 		byName[n.GetName()] = n
 		if n.NodeSpec().ClusterConfig.ClusterName == cluster {
 			siblings = append(siblings, n)

@@ -67,6 +67,8 @@ type options struct {
 	// crash: after the upgrade, delete every pod of this many tenants at
 	// once.
 	crash int
+	// concurrency: express-sequencer's --max-concurrent-reconciles.
+	concurrency int
 }
 
 // phase names what a node is Ready on: its version and configChangeset.
@@ -98,6 +100,7 @@ func main() {
 	flag.StringVar(&o.memProfile, "memprofile", "", "Write the sequencer's heap profile, taken at the end of the upgrade, to this file.")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "Write CPU profiles of the sequencer and of kube-apiserver, taken over the first -cpu-seconds of the upgrade, into this directory (sequencer.pprof, kube-apiserver.pprof).")
 	flag.IntVar(&o.cpuSeconds, "cpu-seconds", 30, "How long -cpuprofile profiles.")
+	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 32, "express-sequencer's --max-concurrent-reconciles: tenants sequenced in parallel.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
@@ -120,6 +123,9 @@ type Result struct {
 	// UpgradeWrites are the sequencer's writes during the upgrade, by verb
 	// and resource.
 	UpgradeWrites map[string]int
+	// EventsDropped and EventWriteFailures count the Events of the upgrade
+	// that were dropped (a full queue) or refused by the API server.
+	EventsDropped, EventWriteFailures int
 	// Steps are the mean times of the steps of a reconcile that releases,
 	// during the upgrade.
 	Steps      map[string]time.Duration
@@ -181,6 +187,7 @@ func run(o options, out io.Writer) error {
 	for _, k := range kinds {
 		fmt.Fprintf(out, "    %-28s %6d  %.2f per node rollout\n", k, res.UpgradeWrites[k], float64(res.UpgradeWrites[k])/rollouts)
 	}
+	fmt.Fprintf(out, "  Events not written:      %d dropped (queue full), %d refused\n", res.EventsDropped, res.EventWriteFailures)
 	if len(res.Steps) > 0 {
 		fmt.Fprint(out, "  a reconcile that releases, mean time by step:")
 		for _, s := range releaseSteps {
@@ -313,7 +320,7 @@ func measure(o options, out io.Writer) (Result, error) {
 		"--kubeconfig", kubeconfig, "--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(cp.WebhookPort),
 		"--cert-dir", filepath.Join(dir, "certs"), "--cert-hosts", "127.0.0.1",
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-secure=false", "--health-probe-bind-address", "0",
-		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", "8",
+		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", strconv.Itoa(o.concurrency),
 		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error",
 		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	seq.Stdout, seq.Stderr = os.Stderr, os.Stderr
@@ -410,6 +417,10 @@ func measure(o options, out io.Writer) (Result, error) {
 				res.Steps[step] = time.Duration(d/n) * time.Microsecond
 			}
 		case strings.HasPrefix(k, stepCount+" "):
+		case k == eventsDropped:
+			res.EventsDropped = d
+		case k == eventWriteFailures:
+			res.EventWriteFailures = d
 		case d > 0:
 			res.UpgradeWrites[k] = d
 		}
@@ -641,6 +652,13 @@ func writes(url string) (map[string]int, error) {
 	s := bufio.NewScanner(resp.Body)
 	for s.Scan() {
 		line := s.Text()
+		if name, ok := eventLoss(line); ok {
+			fields := strings.Fields(line)
+			if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+				out[name] += int(v)
+			}
+			continue
+		}
 		condition := strings.HasPrefix(line, "express_sequencer_condition_writes_total{")
 		step := strings.HasPrefix(line, stepSum+"{") || strings.HasPrefix(line, stepCount+"{")
 		if !condition && !step && !strings.HasPrefix(line, "express_sequencer_api_writes_total{") {
@@ -682,6 +700,23 @@ func writes(url string) (map[string]int, error) {
 		out[verb+" "+resource] += int(v)
 	}
 	return out, s.Err()
+}
+
+// The counters of Events the sequencer did not write.
+const (
+	eventsDropped      = "express_sequencer_events_dropped_total"
+	eventWriteFailures = "express_sequencer_event_write_failures_total"
+)
+
+// eventLoss reports which of the counters of Events not written line is a
+// sample of.
+func eventLoss(line string) (string, bool) {
+	for _, name := range []string{eventsDropped, eventWriteFailures} {
+		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // apiCalls sums client-go's rest_client_requests_total on the sequencer's
