@@ -19,6 +19,9 @@ type Admission struct {
 	FromSequencer bool
 	// Now stamps target and rollout-id changes.
 	Now time.Time
+	// SettleTime is the sequencer's settle time: a target change less than
+	// this after the node's previous one continues its run of changes.
+	SettleTime time.Duration
 }
 
 // sequencerOnly are the annotations only the sequencer writes.
@@ -37,7 +40,8 @@ var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.Annotat
 //     hash changed, and on up: false → true; a gate someone other than the
 //     sequencer removes is put back (the escape hatch is ignore-prerequisites);
 //   - target and rollout-id changes are timestamped (settle time, landing
-//     timeout).
+//     timeout), and so is the start of the node's run of target changes
+//     less than the settle time apart (settle cap).
 //
 // A node being deleted is not rolled out again: only its annotations are
 // kept honest.
@@ -74,6 +78,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		ann[v2alpha1.AnnotationReleasedTarget] = a.OldHash
 	}
 	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
+	restore(ann, old, v2alpha1.AnnotationTargetChangesBeganAt)
 	if ann[v2alpha1.AnnotationRolloutID] != old[v2alpha1.AnnotationRolloutID] {
 		ann[v2alpha1.AnnotationRolloutIDChangedAt] = a.Now.UTC().Format(time.RFC3339Nano)
 	} else {
@@ -88,7 +93,11 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	switch {
 	case spec.IsUp() && (a.Old == nil || !a.Old.NodeSpec().IsUp() || a.Hash != a.OldHash):
 		spec.AddGate(v2alpha1.GateSequencer)
-		ann[v2alpha1.AnnotationTargetChangedAt] = a.Now.UTC().Format(time.RFC3339Nano)
+		now := a.Now.UTC().Format(time.RFC3339Nano)
+		if prev := stampIn(old, v2alpha1.AnnotationTargetChangedAt); prev.IsZero() || a.Now.Sub(prev) >= a.SettleTime || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
+			ann[v2alpha1.AnnotationTargetChangesBeganAt] = now
+		}
+		ann[v2alpha1.AnnotationTargetChangedAt] = now
 	case a.Old != nil && a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) && !spec.HasGate(v2alpha1.GateSequencer) && !a.FromSequencer:
 		spec.AddGate(v2alpha1.GateSequencer)
 		warnings = append(warnings, fmt.Sprintf(

@@ -33,13 +33,26 @@ func TestAdmissionRules(t *testing.T) {
 		wantReleased   string
 		wantWarnings   int
 		wantChangedNow bool
+		// wantBegan is the start of the node's run of target changes
+		// (target-changes-began-at), "" for none.
+		wantBegan string
 	}{
-		{name: "a new up node is gated and stamped", hash: "h1", wantGate: true, wantStamp: "h1", wantChangedNow: true},
+		{name: "a new up node is gated and stamped", hash: "h1", wantGate: true, wantStamp: "h1", wantChangedNow: true, wantBegan: at(now)},
 		{name: "a new down node is stamped but not gated", hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }, wantStamp: "h1"},
 		{name: "an unchanged target keeps the stamp its pods carry even if hashing now gives another value",
 			old: stored(nil), oldHash: "rehashed", hash: "rehashed", wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods"},
 		{name: "a changed target is gated and stamped anew", old: stored(nil), oldHash: "h1", hash: "h2",
-			wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true},
+			wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
+		{name: "a target change less than the settle time after the node's previous one continues its run of changes",
+			old:     stored(changed(now.Add(-9*time.Second), now.Add(-time.Minute))),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-time.Minute))},
+		{name: "a target change the settle time or more after the node's previous one begins a new run of changes",
+			old:     stored(changed(now.Add(-10*time.Second), now.Add(-time.Minute))),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
+		{name: "an update that keeps the target keeps the run of changes and ignores a hand-written start",
+			old:       stored(changed(now.Add(-time.Hour), now.Add(-2*time.Hour))),
+			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationTargetChangesBeganAt] = at(now) },
+			oldHash:   "h1", hash: "h1", wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour))},
 		{name: "a hand-written released-target is dropped with a warning", old: stored(nil), oldHash: "h1", hash: "h1",
 			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = "forged" },
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantWarnings: 1},
@@ -71,13 +84,25 @@ func TestAdmissionRules(t *testing.T) {
 			if c.edit != nil {
 				c.edit(n)
 			}
-			warnings := Admit(n, Admission{Old: c.old, OldHash: c.oldHash, Hash: c.hash, FromSequencer: c.fromSequencer, Now: now})
+			warnings := Admit(n, Admission{Old: c.old, OldHash: c.oldHash, Hash: c.hash, FromSequencer: c.fromSequencer, Now: now, SettleTime: 10 * time.Second})
 			assert.Equal(t, c.wantGate, gated(n), "gated")
 			assert.Equal(t, c.wantStamp, targetHash(n), "target-hash")
 			assert.Equal(t, c.wantReleased, releasedTarget(n), "released-target")
 			assert.Len(t, warnings, c.wantWarnings, "%v", warnings)
 			changed := n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt] == now.Format(time.RFC3339Nano)
 			assert.Equal(t, c.wantChangedNow, changed, "target-changed-at stamped now")
+			assert.Equal(t, c.wantBegan, n.GetAnnotations()[v2alpha1.AnnotationTargetChangesBeganAt], "target-changes-began-at")
 		})
+	}
+}
+
+func at(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// changed records a node's last target change at last, in a run of changes
+// that began at began.
+func changed(last, began time.Time) func(n v2alpha1.Node) {
+	return func(n v2alpha1.Node) {
+		n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt] = at(last)
+		n.GetAnnotations()[v2alpha1.AnnotationTargetChangesBeganAt] = at(began)
 	}
 }

@@ -54,7 +54,7 @@ const landingQuiet = 3 * time.Second
 // exactly while the ids disagree (bounded by the
 // landing timeout); tenants without it are held for the settle time after
 // their latest target change, never longer than the settle cap after their
-// oldest pending one.
+// current run of changes began.
 func (s *Snapshot) landingOf() landing {
 	ids := map[string][]string{} // rollout-id → nodes carrying it
 	var newest string
@@ -94,7 +94,7 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 			began = at
 		}
 	}
-	quiet := landing{quietUntil: began.Add(landingQuiet), busyUntil: newestAt.Add(landingQuiet)}
+	quietUntil, busyUntil := began.Add(landingQuiet), newestAt.Add(landingQuiet)
 	var lacking []string
 	for id, names := range ids {
 		if id == newest {
@@ -113,36 +113,55 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 			return landing{timedOut: fmt.Sprintf("the change did not fully land within the landing timeout (%s): proceeding with what landed; %s",
 				s.Grouping.LandingTimeout, what)}
 		}
-		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait, quietUntil: quiet.quietUntil, busyUntil: quiet.busyUntil,
+		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait, quietUntil: quietUntil, busyUntil: busyUntil,
 			message: fmt.Sprintf("a change is still landing: %s; held until they agree or the landing timeout (%s) passes at %s",
 				what, s.Grouping.LandingTimeout, newestAt.Add(s.Grouping.LandingTimeout).UTC().Format(time.RFC3339))}
 	}
-	return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, quietUntil: quiet.quietUntil, busyUntil: quiet.busyUntil,
+	return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, quietUntil: quietUntil, busyUntil: busyUntil,
 		message: fmt.Sprintf("a change is still landing: %s; held until they agree", what)}
 }
 
 // settling holds a tenant without rollout-id for the settle time after its
-// latest target change, capped after its oldest pending change.
+// latest target change, and never longer than the settle cap after the
+// tenant's current run of changes began: the earliest start of a node's run
+// of changes (AnnotationTargetChangesBeganAt) reached from the latest change
+// through changes less than the settle time apart. A change that is long
+// pending elsewhere (a paused node, a slow rollout) is not part of that run,
+// so it cannot cut the hold of a new change short; a node rewritten forever
+// is one long run, so it cannot hold the tenant forever.
 func (s *Snapshot) settling() landing {
 	if s.Grouping.SettleTime <= 0 {
 		return landing{}
 	}
-	var latest, oldestPending time.Time
+	type run struct{ began, last time.Time }
+	var runs []run
 	for _, n := range s.Nodes {
-		at := stamp(n, v2alpha1.AnnotationTargetChangedAt)
-		if at.IsZero() {
+		last := stamp(n, v2alpha1.AnnotationTargetChangedAt)
+		if last.IsZero() {
 			continue
 		}
-		if at.After(latest) {
-			latest = at
+		began := stamp(n, v2alpha1.AnnotationTargetChangesBeganAt)
+		if began.IsZero() || began.After(last) {
+			began = last
 		}
-		if live(n) && gated(n) && (oldestPending.IsZero() || at.Before(oldestPending)) {
-			oldestPending = at
+		runs = append(runs, run{began: began, last: last})
+	}
+	if len(runs) == 0 {
+		return landing{}
+	}
+	slices.SortFunc(runs, func(a, b run) int { return b.last.Compare(a.last) })
+	latest, began := runs[0].last, runs[0].began
+	for _, r := range runs[1:] {
+		if began.Sub(r.last) >= s.Grouping.SettleTime {
+			break // every run left ended longer ago before this one began
+		}
+		if r.began.Before(began) {
+			began = r.began
 		}
 	}
 	until := latest.Add(s.Grouping.SettleTime)
-	if s.Grouping.SettleCap > 0 && !oldestPending.IsZero() && oldestPending.Add(s.Grouping.SettleCap).Before(until) {
-		until = oldestPending.Add(s.Grouping.SettleCap)
+	if s.Grouping.SettleCap > 0 && began.Add(s.Grouping.SettleCap).Before(until) {
+		until = began.Add(s.Grouping.SettleCap)
 	}
 	wait := until.Sub(s.Now)
 	if wait <= 0 {
@@ -155,7 +174,13 @@ func (s *Snapshot) settling() landing {
 
 // stamp reads an RFC 3339 timestamp annotation; zero when absent or malformed.
 func stamp(n interface{ GetAnnotations() map[string]string }, key string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, n.GetAnnotations()[key])
+	return stampIn(n.GetAnnotations(), key)
+}
+
+// stampIn reads an RFC 3339 timestamp from annotations ann (nil reads as
+// none); zero when absent or malformed.
+func stampIn(ann map[string]string, key string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, ann[key])
 	if err != nil {
 		return time.Time{}
 	}

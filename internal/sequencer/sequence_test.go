@@ -117,6 +117,29 @@ func config(changeset string, keys ...string) step {
 	return func(w *world) { w.setConfig(changeset, keys...) }
 }
 
+// oneByOne changes configChangeset of the nodes one after the other, gap
+// ticks apart, as a kubectl apply of one file per node does.
+func oneByOne(changeset string, gap int, keys ...string) step {
+	return func(w *world) {
+		for _, k := range keys {
+			w.setConfig(changeset, k)
+			ticks(gap)(w)
+		}
+	}
+}
+
+// bySettleTime groups changes of a tenant without rollout-id by the
+// defaults: a settle time of 10 s, capped at a minute.
+var bySettleTime step = func(w *world) { w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute} }
+
+// paused annotates a node pause-rollout, or takes the annotation off.
+func paused(key string, pause bool) step {
+	return func(w *world) { w.annotate(key, v2alpha1.AnnotationPauseRollout, map[bool]string{true: "true"}[pause]) }
+}
+
+// stuck makes a node's rollouts never become Ready, or lets them go on.
+func stuck(key string, stuck bool) step { return func(w *world) { w.stuck[w.name(key)] = stuck } }
+
 func crash(keys ...string) step { return func(w *world) { w.crash(keys...) } }
 
 func evict(keys ...string) step { return func(w *world) { w.evict(keys...) } }
@@ -163,10 +186,14 @@ func ticks(n int) step {
 	}
 }
 
-// untilStarted runs until key's rollout is the last one of this phase.
+// untilStarted runs until key's rollout is the last one of this phase; it
+// fails the scenario if that takes more than 1,000 ticks.
 func untilStarted(key string) step {
 	return func(w *world) {
-		for !strings.HasSuffix(w.sinceThisPhase(), key) {
+		for i := 0; !strings.HasSuffix(w.sinceThisPhase(), key); i++ {
+			if i == 1000 {
+				w.t.Fatalf("%s did not start as the last rollout of this phase (%q) in 1,000 ticks:\n%s", key, w.sinceThisPhase(), strings.Join(w.log, "\n"))
+			}
 			w.step()
 		}
 	}
@@ -270,6 +297,14 @@ var scenarios = []scenario{
 		setup:  []step{settledByRolloutID(5, "r1"), up("fe3", ptr.To(false)), func(w *world) { w.run(400) }},
 		change: []step{render("r2", true, 0, "be", "fe1", "fe2", "fe4"), ticks(40), render("r2", true, 0, "fe3")},
 		want:   "fe1 fe2 be fe3 fe4"},
+	{name: "without rollout-id a change applied node by node is ordered as one while another change has been paused for longer than the settle cap",
+		setup:  []step{settled(5), bySettleTime, paused("fe3", true), version(v2, "fe3"), ticks(90)},
+		change: []step{oneByOne("changeset-2", 2, "be", "fe1", "fe2", "fe4"), untilStarted("be"), phase, paused("fe3", false)},
+		want:   "fe1 fe2 be | fe3 fe4"},
+	{name: "without rollout-id a change applied node by node is ordered as one while a rollout has been under way for longer than the settle cap",
+		setup:  []step{settled(5), bySettleTime, stuck("fe3", true)},
+		change: []step{version(v2, all5...), untilStarted("fe3"), ticks(90), phase, oneByOne("changeset-2", 2, "be", "fe1", "fe2"), untilStarted("be"), phase, stuck("fe3", false)},
+		want:   "fe1 fe2 be fe3 | fe1 fe2 be | fe4"},
 	{name: "a change applied node by node with long gaps is ordered as one by rollout-id",
 		setup:  []step{settledByRolloutID(5, "r1")},
 		change: []step{render("r2", false, 30, all5...)},

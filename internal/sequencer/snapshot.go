@@ -96,8 +96,9 @@ type Grouping struct {
 	// without rollout-id its gated nodes are held; 0 turns it off.
 	SettleTime time.Duration
 	// SettleCap bounds the settle hold: never longer than this after the
-	// oldest pending change, however often the tenant keeps changing; 0
-	// means no cap.
+	// tenant's current run of changes (each less than SettleTime after the
+	// one before) began, however often the tenant keeps changing; 0 means no
+	// cap.
 	SettleCap time.Duration
 }
 

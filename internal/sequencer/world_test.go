@@ -82,7 +82,7 @@ func (w *world) key(name string) string { return strings.TrimPrefix(name, w.clus
 // the spec changes, as the API server does it.
 func (w *world) admit(n, old v2alpha1.Node) {
 	w.orders.Apply(n)
-	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now}
+	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime}
 	if old != nil {
 		a.OldHash = targetHash(old)
 	}

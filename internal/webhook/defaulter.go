@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,9 @@ type Defaulter[T v2alpha1.Node] struct {
 	Decoder admission.Decoder
 	// Clock stamps the time of a target change.
 	Clock clock.PassiveClock
+	// SettleTime is the sequencer's settle time: it tells a node's run of
+	// target changes (each less than it after the one before) from a new one.
+	SettleTime time.Duration
 	// Sequencer are the identities (admission user names) the sequencer
 	// writes as: only a request from one of them, as field manager
 	// express-sequencer, may remove the gate or record a release.
@@ -45,7 +49,7 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 		return fmt.Errorf("reading admission request: %w", err)
 	}
 	manager := fieldManager(req)
-	a := sequencer.Admission{FromSequencer: manager == v2alpha1.FieldManager && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now()}
+	a := sequencer.Admission{FromSequencer: manager == v2alpha1.FieldManager && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now(), SettleTime: d.SettleTime}
 	if manager == v2alpha1.FieldManager && !a.FromSequencer {
 		warn(ctx, fmt.Sprintf("%s is not express-sequencer's identity: field manager %s gives it no right to release a node", req.UserInfo.Username, v2alpha1.FieldManager))
 	}

@@ -145,6 +145,8 @@ func TestARolloutTargetChangeGatesTheNodeAndNothingElseDoes(t *testing.T) {
 		first, err := time.Parse(time.RFC3339Nano, created)
 		require.NoError(t, err)
 		assert.True(t, stamp.After(first), "the stamp moves with the target")
+		assert.Equal(t, created, stored.GetAnnotations()[v2alpha1.AnnotationTargetChangesBeganAt],
+			"a change less than the settle time after the node's creation continues the run of changes that began with it")
 		release(t, c, n)
 	})
 	t.Run("a new configChangeset gates", func(t *testing.T) {

@@ -61,8 +61,8 @@ type Settings struct {
 func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings) map[string]*admission.Webhook {
 	orders, clk, sequencerUsers := set.Orders, set.Clock, set.SequencerUsers
 	hooks := map[string]*admission.Webhook{
-		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, Sequencer: sequencerUsers}),
-		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, Sequencer: sequencerUsers}),
+		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers}),
+		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers}),
 		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders}),
 		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders}),
 		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk}},

@@ -1,0 +1,50 @@
+package sequencer
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// A node whose target is rewritten every 2 s (two controllers fighting over
+// a field) holds a tenant without rollout-id no longer than the settle cap:
+// the rest of a change to all then rolls in order while the node goes on
+// changing. Without a cap it holds the tenant for as long as it changes.
+func TestSettleCapBoundsTheHoldOfANodeRewrittenForever(t *testing.T) {
+	for name, c := range map[string]struct {
+		cap  time.Duration
+		want string
+	}{
+		"with the cap the rest of the change rolls in order after a minute": {cap: time.Minute, want: "fe1 fe2 be fe3"},
+		"without a cap nothing rolls while the node changes":                {cap: 0, want: ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, "acme")
+			mark := settledTenant(w, 5)
+			w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: c.cap}
+			changedAt := w.tick
+			w.setVersion(v2, keysOf(5)...)
+			firstStart := 0
+			for i := range 150 {
+				if i%2 == 0 {
+					w.setConfig(fmt.Sprintf("fight-%d", i), "fe4")
+				}
+				w.step()
+				if firstStart == 0 && w.startedSince(mark) != "" {
+					firstStart = w.tick
+				}
+			}
+			started := w.startedSince(mark)
+			if c.want == "" {
+				assert.Empty(t, started, "nothing rolls")
+				return
+			}
+			assert.True(t, strings.HasPrefix(started, c.want), "rollouts %q start with %q", started, c.want)
+			assert.GreaterOrEqual(t, firstStart-changedAt, int(c.cap/time.Second), "the change is held for the whole cap")
+			assert.LessOrEqual(t, firstStart-changedAt, int(c.cap/time.Second)+2, "and no longer")
+		})
+	}
+}
