@@ -60,6 +60,22 @@ func TestPlanDecidesOneNode(t *testing.T) {
 			setup: func(w *world) { w.tenant(3, v1) },
 			node:  "be", want: want{reason: v2alpha1.ReasonReleased, message: "released for provisioning of express-e689.151"},
 		},
+		"a new tenant's first frontend waits for a backend whose pods are all Ready while its StatefulSet still creates one more": {
+			setup: func(w *world) {
+				w.missing = map[string]int{w.name("be"): 1}
+				w.tenant(3, v1)
+				for range 10 {
+					w.step()
+				}
+				assert.Equal(t, 1, w.snapshot().readyOnTarget(w.name("be")), "be's one pod is Ready on its target")
+			},
+			node: "fe1", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite, message: "waiting for acme-be (Backend) to be Ready", waitingFor: []string{"be"}},
+		},
+		"a frontend change waits for a backend whose pods are all Ready while its StatefulSet replaces one": {
+			setup: then(settled(3), func(w *world) { w.missing = map[string]int{w.name("be"): 1} }, func(w *world) { w.setVersion(v2, "fe1") }),
+			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite,
+				message: "waiting for acme-be (Backend) to be Ready (its StatefulSet or ReplicaSet wants more pods than exist)", waitingFor: []string{"be"}},
+		},
 		"a new tenant's first frontend waits for the backend to be Ready": {
 			setup: func(w *world) { w.tenant(3, v1) },
 			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite, message: "waiting for acme-be (Backend) to be Ready", waitingFor: []string{"be"}},

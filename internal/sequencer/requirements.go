@@ -183,6 +183,10 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 	if len(pods) == 0 {
 		return blocked, true
 	}
+	if s.MissingPods[r.node] > 0 {
+		blocked.message += " (its StatefulSet or ReplicaSet wants more pods than exist)"
+		return blocked, true
+	}
 	return blocker{}, false
 }
 

@@ -76,6 +76,12 @@ type Snapshot struct {
 	Nodes map[string]v2alpha1.Node
 	// Pods are the pods of each node, by node name.
 	Pods map[string][]Pod
+	// MissingPods are, by node name, the pods the controllers of the node's
+	// pods want beyond those that exist (a StatefulSet still creating or
+	// replacing one): such a node is not Ready, whatever its pods say. Read
+	// for the fresh snapshots every release is planned on; nil in a
+	// snapshot of the cache, which then takes the pods as they are.
+	MissingPods map[string]int
 	// Now is when the snapshot was taken.
 	Now time.Time
 	// ProgressDeadline is how long a released node may take to become
@@ -192,7 +198,11 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders def
 	if err != nil {
 		return nil, err
 	}
-	return freshSnapshot(nodes, pods, tenant, orders, now), nil
+	s := freshSnapshot(nodes, pods, tenant, orders, now)
+	if s.MissingPods, err = missingPods(ctx, r, tenant.Namespace, pods); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // GatherFreshFor reads, straight from the API server, the snapshot of the
@@ -207,7 +217,11 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	if i < 0 {
 		return nil, nil
 	}
-	return freshSnapshot(nodes, pods, Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now), nil
+	s := freshSnapshot(nodes, pods, Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now)
+	if s.MissingPods, err = missingPods(ctx, r, namespace, pods); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // freshReads lists, at the same time, the namespace's Backends, Frontends

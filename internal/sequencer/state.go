@@ -44,10 +44,11 @@ func gated(n v2alpha1.Node) bool { return n.NodeSpec().HasGate(v2alpha1.GateSequ
 // live: up and not being deleted. Only live nodes take part in the order.
 func live(n v2alpha1.Node) bool { return isUp(n) && n.GetDeletionTimestamp() == nil }
 
-// isReady: at least one pod, and every pod Ready.
+// isReady: at least one pod, every pod Ready, and none missing that the
+// pods' controller wants.
 func (s *Snapshot) isReady(name string) bool {
 	ok, total := podsIn(s.Pods[name], string(corev1.PodReady), string(corev1.ConditionTrue), "", "")
-	return total > 0 && ok == total
+	return total > 0 && ok == total && s.MissingPods[name] == 0
 }
 
 // onTarget: the node is not gated and every pod was created for its current

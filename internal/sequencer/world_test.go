@@ -43,6 +43,9 @@ type world struct {
 	grouping Grouping
 	// stuck nodes never become Ready when rolled.
 	stuck map[string]bool
+	// missing are, by node name, pods the node's StatefulSet wants that do
+	// not exist (the fresh reads' MissingPods).
+	missing map[string]int
 
 	rolling  map[string]int    // ticks left until Ready, once schedulable
 	crashed  map[string]int    // ticks left until the operator re-provisions
@@ -225,7 +228,7 @@ func (w *world) evict(keys ...string) {
 func (w *world) snapshot() *Snapshot {
 	return &Snapshot{
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
-		Nodes: w.nodes, Pods: w.pods, Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
+		Nodes: w.nodes, Pods: w.pods, MissingPods: w.missing, Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
 	}
 }
 

@@ -1,0 +1,98 @@
+package sequencer_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+)
+
+// The fresh snapshot a release is planned on counts the pods a node's
+// StatefulSet or ReplicaSet wants and does not have yet (one being created
+// after the others, or replaced), read from the real API server: with
+// OrderedReady a StatefulSet's first pods are Ready long before its last
+// exists.
+func TestTheFreshSnapshotCountsThePodsANodesControllerStillWants(t *testing.T) {
+	h := apiServer.Get(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "missing-"}}
+	require.NoError(t, h.Client.Create(ctx, ns))
+	for _, n := range []v2alpha1.Node{
+		&v2alpha1.Backend{ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: ns.Name}},
+		&v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Namespace: ns.Name}},
+	} {
+		n.NodeSpec().ClusterConfig.ClusterName = "acme"
+		n.NodeSpec().ExpressVersion = "express-e689.151"
+		require.NoError(t, h.Client.Create(ctx, n))
+	}
+	labels := func(node string) map[string]string { return map[string]string{v2alpha1.LabelNode: node} }
+	template := func(node string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels(node)},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},
+		}
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: ns.Name},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels("acme-be")}, Template: template("acme-be")},
+	}
+	require.NoError(t, h.Client.Create(ctx, sts))
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1-5d8f", Namespace: ns.Name},
+		Spec:       appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels("acme-fe1")}, Template: template("acme-fe1")},
+	}
+	require.NoError(t, h.Client.Create(ctx, rs))
+	pod := func(name, node string, owner client.Object, kind string) {
+		t.Helper()
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Labels: labels(node)},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},
+		}
+		if owner != nil {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true)}}
+		}
+		require.NoError(t, h.Client.Create(ctx, p))
+	}
+	missing := func() map[string]int {
+		t.Helper()
+		s, err := sequencer.GatherFresh(ctx, h.Client, sequencer.Tenant{Namespace: ns.Name, ClusterName: "acme"}, defaults.Builtin(), time.Now())
+		require.NoError(t, err)
+		return s.MissingPods
+	}
+
+	pod("acme-be-0", "acme-be", sts, "StatefulSet")
+	pod("acme-be-1", "acme-be", sts, "StatefulSet")
+	pod("acme-fe1-5d8f-a", "acme-fe1", rs, "ReplicaSet")
+	assert.Equal(t, map[string]int{"acme-be": 1, "acme-fe1": 1}, missing(), "two of be's three pods and one of fe1's two exist")
+
+	pod("acme-be-2", "acme-be", sts, "StatefulSet")
+	pod("acme-fe1-5d8f-b", "acme-fe1", rs, "ReplicaSet")
+	assert.Empty(t, missing(), "every pod the controllers want exists")
+
+	require.NoError(t, h.Client.Get(ctx, client.ObjectKeyFromObject(sts), sts))
+	sts.Spec.Replicas = ptr.To[int32](4)
+	require.NoError(t, h.Client.Update(ctx, sts))
+	assert.Equal(t, map[string]int{"acme-be": 1}, missing(), "scaled up: the new pod is wanted")
+
+	require.NoError(t, h.Client.Delete(ctx, sts))
+	require.NoError(t, h.Client.Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: ns.Name}, Spec: *sts.Spec.DeepCopy()}))
+	assert.Empty(t, missing(), "a StatefulSet created again under the same name is another controller: it wants nothing of the old one's pods")
+
+	pod("acme-fe1-orphan", "acme-fe1", &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "gone", UID: "0d8e1c1e"}}, "ReplicaSet")
+	for i := range 3 {
+		pod(fmt.Sprintf("acme-fe1-plain-%d", i), "acme-fe1", nil, "")
+	}
+	assert.Empty(t, missing(), "pods of a controller that no longer exists, and pods of no controller, want nothing more")
+}
