@@ -81,17 +81,17 @@ const (
 	// AnnotationTargetChangedAt is when the admission webhook last gated the
 	// node for a new rollout target (RFC 3339, UTC). Tenants without
 	// rollout-id are held until their latest change is older than the settle
-	// time (and never longer than the settle cap after their current run of
-	// changes began), so that a change applied node by node is ordered as one.
+	// time (a node's changes never longer than the settle cap after its run
+	// of changes began), so that a change applied node by node is ordered as
+	// one.
 	AnnotationTargetChangedAt = "express.medallia.com/target-changed-at"
 
 	// AnnotationTargetChangesBeganAt is when the node's current run of target
 	// changes began (RFC 3339, UTC): the admission webhook keeps it while
 	// each change comes less than the settle time after the previous one,
-	// and restarts it otherwise. The settle cap of a tenant without
-	// rollout-id counts from the earliest run that its latest changes
-	// continue, so a node rewritten forever cannot hold the tenant forever,
-	// and an old pending change elsewhere does not cut a new hold short.
+	// and restarts it otherwise. In a tenant without rollout-id a node's
+	// changes hold the tenant no longer than the settle cap after its run
+	// began, so a node rewritten forever cannot hold the tenant forever.
 	AnnotationTargetChangesBeganAt = "express.medallia.com/target-changes-began-at"
 
 	// AnnotationPauseRollout set to "true" holds the node (and so every node

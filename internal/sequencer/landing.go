@@ -53,8 +53,8 @@ const landingQuiet = 3 * time.Second
 // carry rollout-id (live ones, and down ones that carry an id) are held
 // exactly while the ids disagree (bounded by the
 // landing timeout); tenants without it are held for the settle time after
-// their latest target change, never longer than the settle cap after their
-// current run of changes began.
+// their latest target change, each node's changes no longer than the settle
+// cap after its run of changes began.
 func (s *Snapshot) landingOf() landing {
 	ids := map[string][]string{} // rollout-id → nodes carrying it
 	var newest string
@@ -121,47 +121,35 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 		message: fmt.Sprintf("a change is still landing: %s; held until they agree", what)}
 }
 
-// settling holds a tenant without rollout-id for the settle time after its
-// latest target change, and never longer than the settle cap after the
-// tenant's current run of changes began: the earliest start of a node's run
-// of changes (AnnotationTargetChangesBeganAt) reached from the latest change
-// through changes less than the settle time apart. A change that is long
-// pending elsewhere (a paused node, a slow rollout) is not part of that run,
-// so it cannot cut the hold of a new change short; a node rewritten forever
-// is one long run, so it cannot hold the tenant forever.
+// settling holds a tenant without rollout-id until each node's latest
+// target change is the settle time old — a change applied node by node is
+// then ordered as one — except that a node's changes hold the tenant no
+// longer than the settle cap after its run of changes began
+// (AnnotationTargetChangesBeganAt: changes each less than the settle time
+// after the one before). So a node rewritten forever holds the tenant for
+// the cap once, and then no more, while every other node's changes still
+// hold it; and a change long pending elsewhere (a paused node, a rollout
+// stuck for longer than the cap) takes nothing from a new change's hold.
 func (s *Snapshot) settling() landing {
 	if s.Grouping.SettleTime <= 0 {
 		return landing{}
 	}
-	type run struct{ began, last time.Time }
-	var runs []run
+	var latest, until time.Time
 	for _, n := range s.Nodes {
 		last := stamp(n, v2alpha1.AnnotationTargetChangedAt)
 		if last.IsZero() {
 			continue
 		}
-		began := stamp(n, v2alpha1.AnnotationTargetChangesBeganAt)
-		if began.IsZero() || began.After(last) {
-			began = last
+		end := last.Add(s.Grouping.SettleTime)
+		if began := stamp(n, v2alpha1.AnnotationTargetChangesBeganAt); s.Grouping.SettleCap > 0 && !began.IsZero() && began.Add(s.Grouping.SettleCap).Before(end) {
+			end = began.Add(s.Grouping.SettleCap)
 		}
-		runs = append(runs, run{began: began, last: last})
-	}
-	if len(runs) == 0 {
-		return landing{}
-	}
-	slices.SortFunc(runs, func(a, b run) int { return b.last.Compare(a.last) })
-	latest, began := runs[0].last, runs[0].began
-	for _, r := range runs[1:] {
-		if began.Sub(r.last) >= s.Grouping.SettleTime {
-			break // every run left ended longer ago before this one began
+		if end.After(until) {
+			until = end
 		}
-		if r.began.Before(began) {
-			began = r.began
+		if last.After(latest) {
+			latest = last
 		}
-	}
-	until := latest.Add(s.Grouping.SettleTime)
-	if s.Grouping.SettleCap > 0 && began.Add(s.Grouping.SettleCap).Before(until) {
-		until = began.Add(s.Grouping.SettleCap)
 	}
 	wait := until.Sub(s.Now)
 	if wait <= 0 {

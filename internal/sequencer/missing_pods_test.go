@@ -72,6 +72,18 @@ func TestTheFreshSnapshotCountsThePodsANodesControllerStillWants(t *testing.T) {
 		return s.MissingPods
 	}
 
+	// Another tenant in the namespace, its StatefulSet one pod short: not
+	// this tenant's business, and not read for it.
+	other := &v2alpha1.Backend{ObjectMeta: metav1.ObjectMeta{Name: "other-be", Namespace: ns.Name}}
+	other.Spec.ClusterConfig.ClusterName = "other"
+	require.NoError(t, h.Client.Create(ctx, other))
+	otherSTS := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "other-be", Namespace: ns.Name},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels("other-be")}, Template: template("other-be")},
+	}
+	require.NoError(t, h.Client.Create(ctx, otherSTS))
+	pod("other-be-0", "other-be", otherSTS, "StatefulSet")
+
 	pod("acme-be-0", "acme-be", sts, "StatefulSet")
 	pod("acme-be-1", "acme-be", sts, "StatefulSet")
 	pod("acme-fe1-5d8f-a", "acme-fe1", rs, "ReplicaSet")

@@ -11,7 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -24,7 +26,9 @@ import (
 // name straight from the API server (r is not a cache), all at once.
 //
 // A controller that no longer exists, or exists again under another UID,
-// wants nothing of these pods: they are being deleted or adopted.
+// wants nothing of these pods: they are being deleted or adopted. One the
+// sequencer may not read (an installation whose RBAC predates this read)
+// is logged and its pods taken as they are, as before the read existed.
 func missingPods(ctx context.Context, r client.Reader, namespace string, pods []corev1.Pod) (map[string]int, error) {
 	type owner struct {
 		kind string
@@ -59,9 +63,15 @@ func missingPods(ctx context.Context, r client.Reader, namespace string, pods []
 				rs := &appsv1.ReplicaSet{}
 				obj, replicas = rs, func() *int32 { return rs.Spec.Replicas }
 			}
-			if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: o.name}, obj); apierrors.IsNotFound(err) {
+			err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: o.name}, obj)
+			switch {
+			case apierrors.IsNotFound(err):
 				return nil
-			} else if err != nil {
+			case apierrors.IsForbidden(err):
+				log.FromContext(ctx).Error(err, "Taking the pods as they are: the controller of Express pods may not be read (RBAC get on statefulsets and replicasets)",
+					"kind", o.kind, "controller", klog.KRef(namespace, o.name))
+				return nil
+			case err != nil:
 				return fmt.Errorf("reading %s %s/%s, the controller of Express pods: %w", o.kind, namespace, o.name, err)
 			}
 			if obj.GetUID() != o.uid {
@@ -85,4 +95,17 @@ func missingPods(ctx context.Context, r client.Reader, namespace string, pods []
 		return nil, err
 	}
 	return missing, nil
+}
+
+// tenantPods returns the pods of the snapshot's nodes: the namespace may
+// hold other tenants, whose controllers this snapshot has no business
+// reading.
+func (s *Snapshot) tenantPods(pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for i := range pods {
+		if _, ok := s.Nodes[pods[i].Labels[v2alpha1.LabelNode]]; ok {
+			out = append(out, pods[i])
+		}
+	}
+	return out
 }

@@ -66,13 +66,16 @@ type Reconciler struct {
 }
 
 // plan gathers the tenant from the cache, with the sequencer's own writes
-// laid over it, and plans. A plan that releases a node or a pod is made
-// again from fresh reads of the API server, and that plan is the one
-// applied: the cache's informers lag the API server each by its own
-// amount — a user's change, a crash, a release whose answer was lost or
-// that another leader made — and a release must never rest on any of that.
-// Passes that release nothing (most of them: waits, records, explanations)
-// are decided on the cache alone.
+// laid over it, and plans. A plan that releases a node or a pod, or records
+// a rollout complete, is made again from fresh reads of the API server, and
+// that plan is the one applied: the cache's informers lag the API server
+// each by its own amount — a user's change, a crash, a release whose answer
+// was lost or that another leader made — and a release must never rest on
+// any of that; nor on a RolloutComplete record the cache could not prove (it
+// knows no StatefulSet still creating a pod; once recorded, a pod of the
+// node is recovering, held for its prerequisites, no longer a rollout's).
+// Passes that do neither (most of them: waits, explanations) are decided on
+// the cache alone.
 func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Snapshot, []Decision, error) {
 	snap, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
 	switch {
@@ -82,7 +85,7 @@ func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Sna
 	default:
 		r.own.forgetGone(snap)
 		decisions := Plan(snap)
-		if r.Fresh == nil || !releasesAny(snap, decisions) {
+		if r.Fresh == nil || !needsFreshReads(snap, decisions) {
 			watch.lap("plan")
 			return snap, decisions, nil
 		}
@@ -100,6 +103,14 @@ func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Sna
 // releasesAny reports whether a plan removes a node's gate or a pod's.
 func releasesAny(s *Snapshot, decisions []Decision) bool {
 	return slices.ContainsFunc(decisions, func(d Decision) bool { return releasing(s, d) || len(d.PodsToRelease) > 0 })
+}
+
+// needsFreshReads reports whether a plan releases anything or records a
+// rollout complete.
+func needsFreshReads(s *Snapshot, decisions []Decision) bool {
+	return releasesAny(s, decisions) || slices.ContainsFunc(decisions, func(d Decision) bool {
+		return d.Condition.Reason == v2alpha1.ReasonRolloutComplete && d.Changed(s.Nodes[d.Node])
+	})
 }
 
 // CacheOptions restricts the manager's pod cache to pods of Express nodes and

@@ -48,3 +48,45 @@ func TestSettleCapBoundsTheHoldOfANodeRewrittenForever(t *testing.T) {
 		})
 	}
 }
+
+// A node fought over for two minutes (its configChangeset rewritten every
+// 2 s) has used up its settle cap; a change to all applied then, node by
+// node 1 s apart with be first, is still ordered as one by the other nodes'
+// own changes — whether the fight goes on or stopped 5 s before.
+func TestAChangeAppliedNodeByNodeAfterALongFightOverOneNodeIsOrderedAsOne(t *testing.T) {
+	for name, fightGoesOn := range map[string]bool{"while the fight goes on": true, "after the fight stopped": false} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, "acme")
+			w.oracle = nil // fe4 keeps changing; the order of the others is the point
+			settledTenant(w, 5)
+			w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+			fight := func(on bool) {
+				if on && w.tick%2 == 0 {
+					w.setConfig(fmt.Sprintf("fight-%d", w.tick), "fe4")
+				}
+				w.step()
+			}
+			for range 120 {
+				fight(true)
+			}
+			for range 5 {
+				fight(fightGoesOn)
+			}
+			mark := len(w.started)
+			for _, k := range []string{"be", "fe1", "fe2", "fe3"} {
+				w.setVersion(v2, k)
+				fight(fightGoesOn)
+			}
+			for range 150 {
+				fight(fightGoesOn)
+			}
+			var order []string
+			for _, k := range strings.Fields(w.startedSince(mark)) {
+				if k != "fe4" {
+					order = append(order, k)
+				}
+			}
+			assert.Equal(t, "fe1 fe2 be fe3", strings.Join(order, " "), "the order of be and fe1 to fe3")
+		})
+	}
+}

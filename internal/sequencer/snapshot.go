@@ -101,10 +101,10 @@ type Grouping struct {
 	// SettleTime is how long after the latest target change of a tenant
 	// without rollout-id its gated nodes are held; 0 turns it off.
 	SettleTime time.Duration
-	// SettleCap bounds the settle hold: never longer than this after the
-	// tenant's current run of changes (each less than SettleTime after the
-	// one before) began, however often the tenant keeps changing; 0 means no
-	// cap.
+	// SettleCap bounds the settle hold: a node's changes hold the tenant
+	// no longer than this after its run of changes (each less than
+	// SettleTime after the one before) began, however often it keeps
+	// changing; 0 means no cap.
 	SettleCap time.Duration
 }
 
@@ -199,7 +199,7 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders def
 		return nil, err
 	}
 	s := freshSnapshot(nodes, pods, tenant, orders, now)
-	if s.MissingPods, err = missingPods(ctx, r, tenant.Namespace, pods); err != nil {
+	if s.MissingPods, err = missingPods(ctx, r, tenant.Namespace, s.tenantPods(pods)); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -218,7 +218,7 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 		return nil, nil
 	}
 	s := freshSnapshot(nodes, pods, Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now)
-	if s.MissingPods, err = missingPods(ctx, r, namespace, pods); err != nil {
+	if s.MissingPods, err = missingPods(ctx, r, namespace, s.tenantPods(pods)); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -69,6 +69,9 @@ type options struct {
 	crash int
 	// concurrency: express-sequencer's --max-concurrent-reconciles.
 	concurrency int
+	// statefulSets: every pod is owned by its node's StatefulSet, which the
+	// sequencer reads on its fresh reads.
+	statefulSets bool
 }
 
 // phase names what a node is Ready on: its version and configChangeset.
@@ -100,6 +103,7 @@ func main() {
 	flag.StringVar(&o.memProfile, "memprofile", "", "Write the sequencer's heap profile, taken at the end of the upgrade, to this file.")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "Write CPU profiles of the sequencer and of kube-apiserver, taken over the first -cpu-seconds of the upgrade, into this directory (sequencer.pprof, kube-apiserver.pprof).")
 	flag.IntVar(&o.cpuSeconds, "cpu-seconds", 30, "How long -cpuprofile profiles.")
+	flag.BoolVar(&o.statefulSets, "statefulsets", true, "Every pod is owned by its node's StatefulSet (one replica), as the Express operator's are: the sequencer's fresh reads then read each node's StatefulSet too. false creates bare pods.")
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 32, "express-sequencer's --max-concurrent-reconciles: tenants sequenced in parallel.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
@@ -335,7 +339,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	rec := &recorder{starts: map[string][]simoperator.Start{}, readyAt: map[string]time.Time{}, released: map[string][]time.Time{},
 		readyOn: map[string]map[string]bool{},
 		ready:   map[string]*atomic.Int64{phase(v1, ""): {}, o.upgraded(): {}}}
-	op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated}
+	op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated, StatefulSets: o.statefulSets}
 	opCP := *cp
 	opCP.Config = cfg
 	stopOp, err := opCP.StartOperator(op)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,6 +73,11 @@ type Operator struct {
 	// OnUngated, when set, is called the moment the operator's informer
 	// sees a node's last gate go, before any queueing.
 	OnUngated func(namespace, node string, at time.Time)
+	// StatefulSets: every pod is owned (controller owner reference) by a
+	// StatefulSet of one replica named after its node, created with the
+	// node's first pod, as the Express operator's pods are. Nothing runs
+	// the StatefulSet: the operator still creates the pods itself.
+	StatefulSets bool
 
 	mu        sync.Mutex
 	started   []Start
@@ -82,6 +88,7 @@ type Operator struct {
 	readyAt   map[types.NamespacedName]time.Time // pod → when it becomes Ready
 	crashedAt map[types.NamespacedName]time.Time // node → when it crashed
 	stuck     map[types.NamespacedName]bool
+	sets      map[types.NamespacedName]types.UID // node → its StatefulSet's UID
 	// expected holds, per node, the pod it just created and the pods it
 	// just deleted, until its cache shows both: acting on a cache that has
 	// not seen its own writes would roll a node twice.
@@ -102,6 +109,7 @@ type nodeRef struct {
 // SetupWithManager runs the operator on mgr.
 func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 	o.readyAt, o.crashedAt, o.stuck = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]time.Time{}, map[types.NamespacedName]bool{}
+	o.sets = map[types.NamespacedName]types.UID{}
 	o.expected = map[types.NamespacedName]expectation{}
 	o.pending = map[types.NamespacedName]Start{}
 	o.creating = map[types.NamespacedName]bool{}
@@ -289,6 +297,13 @@ func (o *Operator) roll(ctx context.Context, n v2alpha1.Node, old []corev1.Pod) 
 		v2alpha1.LabelDeploymentRevision: spec.DeploymentRevision,
 		v2alpha1.LabelTargetHash:         n.GetAnnotations()[v2alpha1.AnnotationTargetHash],
 	})
+	if o.StatefulSets {
+		ref, err := o.statefulSet(ctx, key)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		pod.OwnerReferences = []metav1.OwnerReference{ref}
+	}
 	if err := o.create(ctx, o.Client, pod); err != nil {
 		return reconcile.Result{}, fmt.Errorf("creating a pod for %s: %w", n.GetName(), err)
 	}
@@ -301,6 +316,39 @@ func (o *Operator) roll(ctx context.Context, n v2alpha1.Node, old []corev1.Pod) 
 	delete(o.crashedAt, key)
 	o.mu.Unlock()
 	return reconcile.Result{RequeueAfter: o.ReadyAfter}, nil
+}
+
+// statefulSet returns the controller owner reference to the node's
+// StatefulSet, creating it (one replica) if it does not exist yet.
+func (o *Operator) statefulSet(ctx context.Context, node types.NamespacedName) (metav1.OwnerReference, error) {
+	o.mu.Lock()
+	uid, ok := o.sets[node]
+	o.mu.Unlock()
+	if !ok {
+		labels := map[string]string{v2alpha1.LabelNode: node.Name}
+		sts := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: node.Namespace},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},
+				},
+			},
+		}
+		err := o.Client.Create(ctx, sts)
+		if apierrors.IsAlreadyExists(err) {
+			err = o.Client.Get(ctx, node, sts)
+		}
+		if err != nil {
+			return metav1.OwnerReference{}, fmt.Errorf("creating the StatefulSet of %s: %w", node, err)
+		}
+		uid = sts.UID
+		o.mu.Lock()
+		o.sets[node] = uid
+		o.mu.Unlock()
+	}
+	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: node.Name, UID: uid, Controller: ptr.To(true)}, nil
 }
 
 // newPod returns a new pod of a node with a name never used before: a
@@ -383,7 +431,9 @@ func (o *Operator) Evict(ctx context.Context, c client.Client, namespace string,
 			deleted[p.Name] = true
 		}
 		for _, p := range old[node] {
-			replacements[node] = append(replacements[node], o.newPodLocked(node, namespace, p.Labels))
+			replacement := o.newPodLocked(node, namespace, p.Labels)
+			replacement.OwnerReferences = p.OwnerReferences
+			replacements[node] = append(replacements[node], replacement)
 		}
 		if len(replacements[node]) > 0 {
 			// The operator waits until its cache shows the swap, as it does

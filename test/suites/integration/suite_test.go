@@ -46,7 +46,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	op = &simoperator.Operator{ReadyAfter: 150 * time.Millisecond, RecoverAfter: 300 * time.Millisecond}
+	// Every pod is owned by its node's StatefulSet, as the Express
+	// operator's are: the sequencer reads them on every fresh read.
+	op = &simoperator.Operator{ReadyAfter: 150 * time.Millisecond, RecoverAfter: 300 * time.Millisecond, StatefulSets: true}
 	stopOp, err := harness.StartOperator(op)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
