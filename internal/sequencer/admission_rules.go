@@ -94,7 +94,14 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	case spec.IsUp() && (a.Old == nil || !a.Old.NodeSpec().IsUp() || a.Hash != a.OldHash):
 		spec.AddGate(v2alpha1.GateSequencer)
 		now := a.Now.UTC().Format(time.RFC3339Nano)
-		if prev := stampIn(old, v2alpha1.AnnotationTargetChangedAt); prev.IsZero() || a.Now.Sub(prev) >= a.SettleTime || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
+		// The node's run of changes goes on while it is still gated for an
+		// earlier change, however far apart (a node rewritten while a hold
+		// lasts is capped from its first change, whatever the settle time
+		// the sequencer holds with), or while its changes come less than
+		// the settle time apart.
+		prev := stampIn(old, v2alpha1.AnnotationTargetChangedAt)
+		goesOn := a.Old != nil && !prev.IsZero() && (a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) || a.Now.Sub(prev) < a.SettleTime)
+		if !goesOn || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
 			ann[v2alpha1.AnnotationTargetChangesBeganAt] = now
 		}
 		ann[v2alpha1.AnnotationTargetChangedAt] = now

@@ -49,6 +49,12 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "a target change the settle time or more after the node's previous one begins a new run of changes",
 			old:     stored(changed(now.Add(-10*time.Second), now.Add(-time.Minute))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
+		{name: "a target change of a node still gated for an earlier one continues its run of changes however far apart",
+			old: stored(func(n v2alpha1.Node) {
+				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
+				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+			}),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-2 * time.Hour))},
 		{name: "an update that keeps the target keeps the run of changes and ignores a hand-written start",
 			old:     stored(changed(now.Add(-time.Hour), now.Add(-2*time.Hour))),
 			edit:    func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationTargetChangesBeganAt] = at(now) },

@@ -134,7 +134,7 @@ func (s *Snapshot) settling() landing {
 	if s.Grouping.SettleTime <= 0 {
 		return landing{}
 	}
-	var latest, until time.Time
+	var held, until time.Time // the change that holds longest, and until when
 	for _, n := range s.Nodes {
 		last := stamp(n, v2alpha1.AnnotationTargetChangedAt)
 		if last.IsZero() {
@@ -145,10 +145,7 @@ func (s *Snapshot) settling() landing {
 			end = began.Add(s.Grouping.SettleCap)
 		}
 		if end.After(until) {
-			until = end
-		}
-		if last.After(latest) {
-			latest = last
+			held, until = last, end
 		}
 	}
 	wait := until.Sub(s.Now)
@@ -156,8 +153,8 @@ func (s *Snapshot) settling() landing {
 		return landing{}
 	}
 	return landing{hold: true, reason: v2alpha1.ReasonSettling, recheckAfter: wait,
-		message: fmt.Sprintf("holding until %s after the latest change to tenant %s (%s) so that all of it has landed (nodes carry no %s); releases at %s at the latest",
-			s.Grouping.SettleTime, s.Tenant.ClusterName, latest.UTC().Format(time.RFC3339), v2alpha1.AnnotationRolloutID, until.UTC().Format(time.RFC3339))}
+		message: fmt.Sprintf("holding for %s after the changes to tenant %s (the one holding longest at %s) so that all of a change has landed (nodes carry no %s); releases at %s unless more changes come",
+			s.Grouping.SettleTime, s.Tenant.ClusterName, held.UTC().Format(time.RFC3339), v2alpha1.AnnotationRolloutID, until.UTC().Format(time.RFC3339))}
 }
 
 // stamp reads an RFC 3339 timestamp annotation; zero when absent or malformed.

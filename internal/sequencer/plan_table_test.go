@@ -74,7 +74,7 @@ func TestPlanDecidesOneNode(t *testing.T) {
 		"a frontend change waits for a backend whose pods are all Ready while its StatefulSet replaces one": {
 			setup: then(settled(3), func(w *world) { w.missing = map[string]int{w.name("be"): 1} }, func(w *world) { w.setVersion(v2, "fe1") }),
 			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite,
-				message: "waiting for acme-be (Backend) to be Ready (its StatefulSet or ReplicaSet wants more pods than exist)", waitingFor: []string{"be"}},
+				message: "waiting for acme-be (Backend) to be Ready (its StatefulSet wants more pods than exist)", waitingFor: []string{"be"}},
 		},
 		"a new tenant's first frontend waits for the backend to be Ready": {
 			setup: func(w *world) { w.tenant(3, v1) },
@@ -110,7 +110,7 @@ func TestPlanDecidesOneNode(t *testing.T) {
 		},
 		"without rollout-id a change is held for the settle time": {
 			setup: then(settled(3), func(w *world) { w.grouping = Grouping{SettleTime: 10 * time.Second} }, changeAll(3)),
-			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonSettling, message: "holding until 10s after the latest change"},
+			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonSettling, message: "holding for 10s after the changes to tenant acme"},
 		},
 		"a change that has landed on some nodes only is held, naming the others, once it lasts": {
 			setup: then(settled(3), func(w *world) {

@@ -184,7 +184,7 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 		return blocked, true
 	}
 	if s.MissingPods[r.node] > 0 {
-		blocked.message += " (its StatefulSet or ReplicaSet wants more pods than exist)"
+		blocked.message += " (its StatefulSet wants more pods than exist)"
 		return blocked, true
 	}
 	return blocker{}, false

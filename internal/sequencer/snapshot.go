@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
@@ -194,14 +198,12 @@ func nodesOf(bes []v2alpha1.Backend, fes []v2alpha1.Frontend) []v2alpha1.Node {
 // leader's cache lags, a Backend is deleted and created again, its tenant
 // changes and changes back).
 func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time) (*Snapshot, error) {
-	nodes, pods, err := freshReads(ctx, r, tenant.Namespace)
+	read, err := freshReads(ctx, r, tenant.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	s := freshSnapshot(nodes, pods, tenant, orders, now)
-	if s.MissingPods, err = missingPods(ctx, r, tenant.Namespace, s.tenantPods(pods)); err != nil {
-		return nil, err
-	}
+	s := freshSnapshot(read.nodes, read.pods, tenant, orders, now)
+	s.MissingPods = missingPods(s.tenantPods(read.pods), read.statefulSets)
 	return s, nil
 }
 
@@ -209,30 +211,38 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders def
 // tenant of the node called name: what the pod admission webhook decides
 // on. It returns nil when no Backend or Frontend has that name.
 func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
-	nodes, pods, err := freshReads(ctx, r, namespace)
+	read, err := freshReads(ctx, r, namespace)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(nodes, func(n v2alpha1.Node) bool { return n.GetName() == name })
+	i := slices.IndexFunc(read.nodes, func(n v2alpha1.Node) bool { return n.GetName() == name })
 	if i < 0 {
 		return nil, nil
 	}
-	s := freshSnapshot(nodes, pods, Tenant{Namespace: namespace, ClusterName: nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now)
-	if s.MissingPods, err = missingPods(ctx, r, namespace, s.tenantPods(pods)); err != nil {
-		return nil, err
-	}
+	s := freshSnapshot(read.nodes, read.pods, Tenant{Namespace: namespace, ClusterName: read.nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now)
+	s.MissingPods = missingPods(s.tenantPods(read.pods), read.statefulSets)
 	return s, nil
 }
 
-// freshReads lists, at the same time, the namespace's Backends, Frontends
-// and Express pods (labelled express.medallia.com/node): one round trip's
-// latency instead of three. Each list is as fresh as the API server at its
-// moment; the three moments lie within one round trip, as they did read
-// one after the other.
-func freshReads(ctx context.Context, r client.Reader, namespace string) ([]v2alpha1.Node, []corev1.Pod, error) {
+// fresh is what freshReads lists of a namespace.
+type fresh struct {
+	nodes        []v2alpha1.Node
+	pods         []corev1.Pod
+	statefulSets []appsv1.StatefulSet
+}
+
+// freshReads lists, at the same time, the namespace's Backends, Frontends,
+// Express pods (labelled express.medallia.com/node) and StatefulSets: one
+// round trip's latency instead of four. Each list is as fresh as the API
+// server at its moment; the moments lie within one round trip, as they did
+// read one after the other. StatefulSets the sequencer may not list (an
+// installation whose RBAC predates the read) are logged once and left out:
+// pods are then taken as they are, however many their StatefulSet wants.
+func freshReads(ctx context.Context, r client.Reader, namespace string) (fresh, error) {
 	var bes v2alpha1.BackendList
 	var fes v2alpha1.FrontendList
 	var pods corev1.PodList
+	var sets appsv1.StatefulSetList
 	var g errgroup.Group
 	g.Go(func() error {
 		if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
@@ -252,11 +262,28 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) ([]v2alp
 		}
 		return nil
 	})
+	g.Go(func() error {
+		err := r.List(ctx, &sets, client.InNamespace(namespace))
+		if apierrors.IsForbidden(err) {
+			statefulSetsForbidden.Do(func() {
+				log.FromContext(ctx).Error(err, "Taking Express pods as they are, however many their StatefulSet wants: the sequencer may not list StatefulSets (RBAC list on statefulsets in group apps)")
+			})
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("listing the StatefulSets of %s: %w", namespace, err)
+		}
+		return nil
+	})
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return fresh{}, err
 	}
-	return nodesOf(bes.Items, fes.Items), pods.Items, nil
+	return fresh{nodes: nodesOf(bes.Items, fes.Items), pods: pods.Items, statefulSets: sets.Items}, nil
 }
+
+// statefulSetsForbidden logs once per process that StatefulSets may not be
+// listed: every release and every pod admission would log it again.
+var statefulSetsForbidden sync.Once
 
 // freshSnapshot builds the tenant's snapshot from the namespace's nodes and
 // Express pods.
