@@ -90,3 +90,35 @@ func TestAChangeAppliedNodeByNodeAfterALongFightOverOneNodeIsOrderedAsOne(t *tes
 		})
 	}
 }
+
+// A node rewritten every 10 or 15 s — the settle time or slower, so each
+// change comes too late to continue a run by time — stays gated while the
+// tenant is held, and a change of a node still gated continues its run: it
+// holds a backend change no longer than the cap, whatever settle time the
+// webhook stamped with.
+func TestANodeRewrittenAtTheSettleTimeOrSlowerHoldsTheTenantNoLongerThanTheCap(t *testing.T) {
+	for _, every := range []int{10, 15} {
+		for _, webhookSettle := range []time.Duration{10 * time.Second, 30 * time.Second} {
+			t.Run(fmt.Sprintf("every %d s, webhook settle time %s", every, webhookSettle), func(t *testing.T) {
+				w := newWorld(t, "acme")
+				mark := settledTenant(w, 5)
+				sequencer := Grouping{SettleTime: 30 * time.Second, SettleCap: time.Minute}
+				webhook := Grouping{SettleTime: webhookSettle, SettleCap: time.Minute}
+				admit := func(f func()) { w.grouping = webhook; f(); w.grouping = sequencer }
+				admit(func() { w.setVersion(v2, "be") })
+				changedAt := w.tick
+				for i := range 300 {
+					if i%every == 0 {
+						admit(func() { w.setConfig(fmt.Sprintf("fight-%d", i), "fe4") })
+					}
+					w.step()
+					if strings.Contains(w.startedSince(mark), "be") {
+						break
+					}
+				}
+				assert.Contains(t, w.startedSince(mark), "be", "be's change is released")
+				assert.LessOrEqual(t, w.tick-changedAt, 62, "within the cap (60 s) of the first change")
+			})
+		}
+	}
+}
