@@ -8,17 +8,15 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 // tenantSnapshot reads a tenant straight from the API server into the
-// snapshot the sequencer plans on, so the plugin decides with the
-// sequencer's own Plan.
+// snapshot the sequencer plans on — its fresh reads, StatefulSets included
+// — so the plugin decides with the sequencer's own Plan.
 func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders) (*sequencer.Snapshot, error) {
 	nodes, err := sequencer.NamespaceNodes(ctx, c, ns)
 	if err != nil {
@@ -43,27 +41,12 @@ func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, or
 			return nil, fmt.Errorf("namespace %q holds tenants %s: name one", ns, strings.Join(names, ", "))
 		}
 	}
-	s := &sequencer.Snapshot{
-		Tenant: sequencer.Tenant{Namespace: ns, ClusterName: cluster}, Orders: orders, Now: time.Now(),
-		Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]sequencer.Pod{},
-	}
-	for _, n := range nodes {
-		if n.NodeSpec().ClusterConfig.ClusterName == cluster {
-			s.Nodes[n.GetName()] = n
-		}
+	s, err := sequencer.GatherFresh(ctx, c, sequencer.Tenant{Namespace: ns, ClusterName: cluster}, orders, time.Now())
+	if err != nil {
+		return nil, err
 	}
 	if len(s.Nodes) == 0 {
 		return nil, fmt.Errorf("no tenant %q in namespace %q", cluster, ns)
-	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{v2alpha1.LabelNode}); err != nil {
-		return nil, fmt.Errorf("listing pods in %s: %w", ns, err)
-	}
-	for i := range pods.Items {
-		name := pods.Items[i].Labels[v2alpha1.LabelNode]
-		if _, ok := s.Nodes[name]; ok {
-			s.Pods[name] = append(s.Pods[name], sequencer.PodOf(&pods.Items[i]))
-		}
 	}
 	return s, nil
 }

@@ -94,13 +94,15 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	case spec.IsUp() && (a.Old == nil || !a.Old.NodeSpec().IsUp() || a.Hash != a.OldHash):
 		spec.AddGate(v2alpha1.GateSequencer)
 		now := a.Now.UTC().Format(time.RFC3339Nano)
-		// The node's run of changes goes on while it is still gated for an
-		// earlier change, however far apart (a node rewritten while a hold
-		// lasts is capped from its first change, whatever the settle time
-		// the sequencer holds with), or while its changes come less than
-		// the settle time apart.
+		// The node's run of changes goes on while its changes come less
+		// than the settle time apart, or while it is still held by the
+		// settle hold for an earlier one, however far apart (a node
+		// rewritten while the hold lasts is capped from its first change,
+		// whatever the settle time the sequencer holds with). A node held
+		// for anything else — a pause, a prerequisite — begins a new run:
+		// its change must hold the tenant like any other.
 		prev := stampIn(old, v2alpha1.AnnotationTargetChangedAt)
-		goesOn := a.Old != nil && !prev.IsZero() && (a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) || a.Now.Sub(prev) < a.SettleTime)
+		goesOn := a.Old != nil && !prev.IsZero() && (heldBySettling(a.Old) || a.Now.Sub(prev) < a.SettleTime)
 		if !goesOn || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
 			ann[v2alpha1.AnnotationTargetChangesBeganAt] = now
 		}
@@ -121,4 +123,11 @@ func restore(ann, old map[string]string, key string) {
 	} else {
 		delete(ann, key)
 	}
+}
+
+// heldBySettling reports whether the node is gated and its condition says
+// the settle hold holds it.
+func heldBySettling(n v2alpha1.Node) bool {
+	c := condition(n)
+	return gated(n) && c != nil && c.Reason == v2alpha1.ReasonSettling
 }

@@ -49,12 +49,20 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "a target change the settle time or more after the node's previous one begins a new run of changes",
 			old:     stored(changed(now.Add(-10*time.Second), now.Add(-time.Minute))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
-		{name: "a target change of a node still gated for an earlier one continues its run of changes however far apart",
+		{name: "a target change of a node the settle hold still holds for an earlier one continues its run of changes however far apart",
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
 				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling}}
 			}),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-2 * time.Hour))},
+		{name: "a target change of a node held by a pause for an earlier one begins a new run of changes",
+			old: stored(func(n v2alpha1.Node) {
+				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
+				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonRolloutPaused}}
+			}),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
 		{name: "an update that keeps the target keeps the run of changes and ignores a hand-written start",
 			old:     stored(changed(now.Add(-time.Hour), now.Add(-2*time.Hour))),
 			edit:    func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationTargetChangesBeganAt] = at(now) },

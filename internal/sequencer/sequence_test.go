@@ -137,6 +137,18 @@ func paused(key string, pause bool) step {
 	return func(w *world) { w.annotate(key, v2alpha1.AnnotationPauseRollout, map[bool]string{true: "true"}[pause]) }
 }
 
+// unpauseWithConfig takes pause-rollout off a node and changes its
+// configChangeset in the same write: a kubectl apply of a manifest that no
+// longer carries the annotation.
+func unpauseWithConfig(key, changeset string) step {
+	return func(w *world) {
+		w.update(key, func(n v2alpha1.Node) {
+			setAnnotation(n, v2alpha1.AnnotationPauseRollout, "")
+			n.NodeSpec().ConfigChangeset = changeset
+		})
+	}
+}
+
 // stuck makes a node's rollouts never become Ready, or lets them go on.
 func stuck(key string, stuck bool) step { return func(w *world) { w.stuck[w.name(key)] = stuck } }
 
@@ -305,6 +317,18 @@ var scenarios = []scenario{
 		setup:  []step{settled(5), bySettleTime, stuck("fe3", true)},
 		change: []step{version(v2, all5...), untilStarted("fe3"), ticks(90), phase, oneByOne("changeset-2", 2, "be", "fe1", "fe2"), untilStarted("be"), phase, stuck("fe3", false)},
 		want:   "fe1 fe2 be fe3 | fe1 fe2 be | fe4"},
+	{name: "without rollout-id a change applied node by node is ordered as one when its first write also unpauses be, paused for longer than the settle cap",
+		setup:  []step{settled(5), bySettleTime, paused("be", true), version(v2, all5...), ticks(90)},
+		change: []step{unpauseWithConfig("be", "changeset-2"), ticks(2), oneByOne("changeset-2", 2, "fe1", "fe2", "fe3", "fe4")},
+		want:   "fe1 fe2 be fe3 fe4"},
+	{name: "without rollout-id a change applied node by node is ordered as one when it reaches be, paused for longer than the settle cap, first",
+		setup:  []step{settled(5), bySettleTime, paused("be", true), version(v2, all5...), ticks(90)},
+		change: []step{config("changeset-2", "be"), ticks(1), paused("be", false), ticks(1), oneByOne("changeset-2", 2, "fe1", "fe2", "fe3", "fe4")},
+		want:   "fe1 fe2 be fe3 fe4"},
+	{name: "without rollout-id a frontends change applied node by node is ordered as one when its first write also unpauses fe3",
+		setup:  []step{settled(5), bySettleTime, paused("fe3", true), version(v2, "fe3"), ticks(90)},
+		change: []step{unpauseWithConfig("fe3", "changeset-2"), ticks(2), oneByOne("changeset-2", 2, "fe1", "fe2", "fe4")},
+		want:   "fe1 fe2 fe3 fe4"},
 	{name: "a change applied node by node with long gaps is ordered as one by rollout-id",
 		setup:  []step{settledByRolloutID(5, "r1")},
 		change: []step{render("r2", false, 30, all5...)},

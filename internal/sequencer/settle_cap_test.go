@@ -93,9 +93,9 @@ func TestAChangeAppliedNodeByNodeAfterALongFightOverOneNodeIsOrderedAsOne(t *tes
 
 // A node rewritten every 10 or 15 s — the settle time or slower, so each
 // change comes too late to continue a run by time — stays gated while the
-// tenant is held, and a change of a node still gated continues its run: it
-// holds a backend change no longer than the cap, whatever settle time the
-// webhook stamped with.
+// tenant is held (Settling), and a change of a node the settle hold still
+// holds continues its run: it holds a backend change no longer than the
+// cap, whatever settle time the webhook stamped with.
 func TestANodeRewrittenAtTheSettleTimeOrSlowerHoldsTheTenantNoLongerThanTheCap(t *testing.T) {
 	for _, every := range []int{10, 15} {
 		for _, webhookSettle := range []time.Duration{10 * time.Second, 30 * time.Second} {
