@@ -40,8 +40,9 @@ var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.Annotat
 //     hash changed, and on up: false → true; a gate someone other than the
 //     sequencer removes is put back (the escape hatch is ignore-prerequisites);
 //   - target and rollout-id changes are timestamped (settle time, landing
-//     timeout), and so is the start of the node's run of target changes
-//     less than the settle time apart (settle cap).
+//     timeout), and so is the start of the node's run of target changes —
+//     each less than the settle time after the one before, or made while
+//     the settle hold still holds the node (settle cap).
 //
 // A node being deleted is not rolled out again: only its annotations are
 // kept honest.

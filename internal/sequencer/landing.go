@@ -126,7 +126,8 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 // then ordered as one — except that a node's changes hold the tenant no
 // longer than the settle cap after its run of changes began
 // (AnnotationTargetChangesBeganAt: changes each less than the settle time
-// after the one before). So a node rewritten forever holds the tenant for
+// after the one before, or made while the settle hold still holds the
+// node). So a node rewritten forever holds the tenant for
 // the cap once, and then no more, while every other node's changes still
 // hold it; and a change long pending elsewhere (a paused node, a rollout
 // stuck for longer than the cap) takes nothing from a new change's hold.

@@ -107,8 +107,8 @@ type Grouping struct {
 	SettleTime time.Duration
 	// SettleCap bounds the settle hold: a node's changes hold the tenant
 	// no longer than this after its run of changes (each less than
-	// SettleTime after the one before) began, however often it keeps
-	// changing; 0 means no cap.
+	// SettleTime after the one before, or made while the settle hold still
+	// holds it) began, however often it keeps changing; 0 means no cap.
 	SettleCap time.Duration
 }
 
