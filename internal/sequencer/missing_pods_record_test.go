@@ -13,17 +13,17 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
-// reconcile plans as Reconciler.plan does: on the cache, which knows no
-// StatefulSet (MissingPods nil), and again on fresh reads, which do, when
-// needsFreshReads says so; and applies that plan.
+// reconcile chooses its plan as Reconciler.plan does (planOnFreshest): on
+// the cache, which knows no StatefulSet (MissingPods nil), or on fresh
+// reads, which do; and applies that plan.
 func (w *world) reconcile() {
-	fresh := w.missing
-	w.missing = nil
-	if needsFreshReads(w.snapshot(), Plan(w.snapshot())) {
-		w.missing = fresh
+	cached := w.snapshot()
+	cached.MissingPods = nil
+	_, decisions, _, err := planOnFreshest(cached, nil, func() (*Snapshot, error) { return w.snapshot(), nil })
+	if err != nil {
+		w.t.Fatal(err)
 	}
-	w.sequence()
-	w.missing = fresh
+	w.apply(decisions)
 }
 
 func (w *world) reconcileStep() {

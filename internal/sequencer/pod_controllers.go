@@ -54,16 +54,3 @@ func missingPods(pods []corev1.Pod, sets []appsv1.StatefulSet) map[string]int {
 	}
 	return missing
 }
-
-// tenantPods returns the pods of the snapshot's nodes: the namespace may
-// hold other tenants, whose controllers this snapshot has no business
-// reading.
-func (s *Snapshot) tenantPods(pods []corev1.Pod) []corev1.Pod {
-	var out []corev1.Pod
-	for i := range pods {
-		if _, ok := s.Nodes[pods[i].Labels[v2alpha1.LabelNode]]; ok {
-			out = append(out, pods[i])
-		}
-	}
-	return out
-}

@@ -77,27 +77,55 @@ type Reconciler struct {
 // Passes that do neither (most of them: waits, explanations) are decided on
 // the cache alone.
 func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Snapshot, []Decision, error) {
-	snap, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
-	switch {
-	case errors.Is(err, errUncomparable) && r.Fresh != nil: // read fresh below
-	case err != nil:
-		return nil, nil, err
-	default:
-		r.own.forgetGone(snap)
-		decisions := Plan(snap)
-		if r.Fresh == nil || !needsFreshReads(snap, decisions) {
+	cached, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+	if err == nil {
+		r.own.forgetGone(cached)
+	}
+	var readFresh func() (*Snapshot, error)
+	if r.Fresh != nil {
+		readFresh = func() (*Snapshot, error) {
 			watch.lap("plan")
-			return snap, decisions, nil
+			s, err := GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now())
+			if err != nil {
+				return nil, err
+			}
+			s.ProgressDeadline, s.Grouping = r.ProgressDeadline, r.Grouping
+			return s, nil
 		}
 	}
-	watch.lap("plan")
-	if snap, err = GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now()); err != nil {
+	snap, decisions, fresh, err := planOnFreshest(cached, err, readFresh)
+	if err != nil {
 		return nil, nil, err
 	}
-	snap.ProgressDeadline, snap.Grouping = r.ProgressDeadline, r.Grouping
-	decisions := Plan(snap)
-	watch.lap("fresh_read")
+	if fresh {
+		watch.lap("fresh_read")
+	} else {
+		watch.lap("plan")
+	}
 	return snap, decisions, nil
+}
+
+// planOnFreshest chooses what a pass acts on: the plan of the cached
+// snapshot, unless that plan releases anything or records a rollout
+// complete, or the cache could not be compared with the sequencer's own
+// writes — then the plan of a snapshot read fresh (readFresh; nil when there
+// is no fresh reader, as in the preview). It reports whether it read fresh.
+func planOnFreshest(cached *Snapshot, cacheErr error, readFresh func() (*Snapshot, error)) (*Snapshot, []Decision, bool, error) {
+	switch {
+	case errors.Is(cacheErr, errUncomparable) && readFresh != nil: // read fresh below
+	case cacheErr != nil:
+		return nil, nil, false, cacheErr
+	default:
+		decisions := Plan(cached)
+		if readFresh == nil || !needsFreshReads(cached, decisions) {
+			return cached, decisions, false, nil
+		}
+	}
+	snap, err := readFresh()
+	if err != nil {
+		return nil, nil, true, err
+	}
+	return snap, Plan(snap), true, nil
 }
 
 // releasesAny reports whether a plan removes a node's gate or a pod's.

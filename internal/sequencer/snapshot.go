@@ -202,9 +202,7 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders def
 	if err != nil {
 		return nil, err
 	}
-	s := freshSnapshot(read.nodes, read.pods, tenant, orders, now)
-	s.MissingPods = missingPods(s.tenantPods(read.pods), read.statefulSets)
-	return s, nil
+	return freshSnapshot(read, tenant, orders, now), nil
 }
 
 // GatherFreshFor reads, straight from the API server, the snapshot of the
@@ -219,9 +217,7 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	if i < 0 {
 		return nil, nil
 	}
-	s := freshSnapshot(read.nodes, read.pods, Tenant{Namespace: namespace, ClusterName: read.nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now)
-	s.MissingPods = missingPods(s.tenantPods(read.pods), read.statefulSets)
-	return s, nil
+	return freshSnapshot(read, Tenant{Namespace: namespace, ClusterName: read.nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now), nil
 }
 
 // fresh is what freshReads lists of a namespace.
@@ -285,20 +281,25 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (fresh, 
 // listed: every release and every pod admission would log it again.
 var statefulSetsForbidden sync.Once
 
-// freshSnapshot builds the tenant's snapshot from the namespace's nodes and
-// Express pods.
-func freshSnapshot(nodes []v2alpha1.Node, pods []corev1.Pod, tenant Tenant, orders defaults.Orders, now time.Time) *Snapshot {
+// freshSnapshot builds the tenant's snapshot from what freshReads listed of
+// its namespace. Only the tenant's own pods are counted against their
+// StatefulSets: the namespace may hold other tenants, whose controllers this
+// snapshot has no business reading.
+func freshSnapshot(read fresh, tenant Tenant, orders defaults.Orders, now time.Time) *Snapshot {
 	s := &Snapshot{Tenant: tenant, Orders: orders, Now: now, Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]Pod{}}
-	for _, n := range nodes {
+	for _, n := range read.nodes {
 		if n.NodeSpec().ClusterConfig.ClusterName == tenant.ClusterName {
 			s.Nodes[n.GetName()] = n
 		}
 	}
-	for i := range pods {
-		name := pods[i].Labels[v2alpha1.LabelNode]
+	var own []corev1.Pod
+	for i := range read.pods {
+		name := read.pods[i].Labels[v2alpha1.LabelNode]
 		if _, ok := s.Nodes[name]; ok {
-			s.Pods[name] = append(s.Pods[name], PodOf(&pods[i]))
+			s.Pods[name] = append(s.Pods[name], PodOf(&read.pods[i]))
+			own = append(own, read.pods[i])
 		}
 	}
+	s.MissingPods = missingPods(own, read.statefulSets)
 	return s
 }

@@ -269,8 +269,11 @@ func (w *world) gatedSuffix(name string) string {
 // sequence plans once and applies the decisions as the reconciler does,
 // checking each release — of a node and of a pod — against the
 // independent oracle.
-func (w *world) sequence() {
-	decisions := Plan(w.snapshot())
+func (w *world) sequence() { w.apply(Plan(w.snapshot())) }
+
+// apply applies a plan's decisions as the reconciler does, checking each
+// release against the oracle.
+func (w *world) apply(decisions []Decision) {
 	releasing := map[string]bool{}
 	for _, d := range decisions {
 		if n := w.nodes[d.Node]; gated(n) && !d.Gated && live(n) {
