@@ -78,10 +78,28 @@ func (s *Snapshot) landingOf() landing {
 			newest, newestAt = id, at
 		}
 	}
-	if anyID {
-		return s.landingByRolloutID(ids, newest, newestAt)
+	if !anyID {
+		return s.settling(func(v2alpha1.Node) bool { return true }, "nodes carry no "+v2alpha1.AnnotationRolloutID)
 	}
-	return s.settling()
+	if l := s.landingByRolloutID(ids, newest, newestAt); l.hold {
+		return l
+	} else if held := s.settling(changedWithoutNewRolloutID, "changed without a new "+v2alpha1.AnnotationRolloutID); held.hold {
+		held.timedOut = l.timedOut
+		return held
+	} else {
+		return l
+	}
+}
+
+// changedWithoutNewRolloutID reports whether the node's latest target change
+// came without a new rollout-id: a kubectl edit of a node the chart renders,
+// or a chart whose templates changed while its values, which the id hashes,
+// did not. A render changes both in one write, which the webhook stamps with
+// one instant (a render that changes only the id stamps it later). rollout-id
+// cannot say whether such a change has landed, so it is grouped by the
+// settle time, as on a tenant without rollout-id.
+func changedWithoutNewRolloutID(n v2alpha1.Node) bool {
+	return stamp(n, v2alpha1.AnnotationTargetChangedAt).After(stamp(n, v2alpha1.AnnotationRolloutIDChangedAt))
 }
 
 func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, newestAt time.Time) landing {
@@ -121,8 +139,9 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 		message: fmt.Sprintf("a change is still landing: %s; held until they agree", what)}
 }
 
-// settling holds a tenant without rollout-id until each node's latest
-// target change is the settle time old — a change applied node by node is
+// settling holds a tenant until the latest target change of each node
+// counted (all of a tenant without rollout-id; on a tenant with it, the
+// nodes whose change came without a new rollout-id) is the settle time old — a change applied node by node is
 // then ordered as one — except that a node's changes hold the tenant no
 // longer than the settle cap after its run of changes began
 // (AnnotationTargetChangesBeganAt: changes each less than the settle time
@@ -131,14 +150,14 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 // the cap once, and then no more, while every other node's changes still
 // hold it; and a change long pending elsewhere (a paused node, a rollout
 // stuck for longer than the cap) takes nothing from a new change's hold.
-func (s *Snapshot) settling() landing {
+func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landing {
 	if s.Grouping.SettleTime <= 0 {
 		return landing{}
 	}
 	var held, until time.Time // the change that holds longest, and until when
 	for _, n := range s.Nodes {
 		last := stamp(n, v2alpha1.AnnotationTargetChangedAt)
-		if last.IsZero() {
+		if last.IsZero() || !counted(n) {
 			continue
 		}
 		end := last.Add(s.Grouping.SettleTime)
@@ -154,8 +173,8 @@ func (s *Snapshot) settling() landing {
 		return landing{}
 	}
 	return landing{hold: true, reason: v2alpha1.ReasonSettling, recheckAfter: wait,
-		message: fmt.Sprintf("holding for %s after the changes to tenant %s (the one holding longest at %s) so that all of a change has landed (nodes carry no %s); releases at %s unless more changes come",
-			s.Grouping.SettleTime, s.Tenant.ClusterName, held.UTC().Format(time.RFC3339), v2alpha1.AnnotationRolloutID, until.UTC().Format(time.RFC3339))}
+		message: fmt.Sprintf("holding for %s after the changes to tenant %s (the one holding longest at %s) so that all of a change has landed (%s); releases at %s unless more changes come",
+			s.Grouping.SettleTime, s.Tenant.ClusterName, held.UTC().Format(time.RFC3339), why, until.UTC().Format(time.RFC3339))}
 }
 
 // stamp reads an RFC 3339 timestamp annotation; zero when absent or malformed.
