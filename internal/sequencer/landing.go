@@ -92,14 +92,20 @@ func (s *Snapshot) landingOf() landing {
 }
 
 // changedWithoutNewRolloutID reports whether the node's latest target change
-// came without a new rollout-id: a kubectl edit of a node the chart renders,
-// or a chart whose templates changed while its values, which the id hashes,
-// did not. A render changes both in one write, which the webhook stamps with
-// one instant (a render that changes only the id stamps it later). rollout-id
-// cannot say whether such a change has landed, so it is grouped by the
-// settle time, as on a tenant without rollout-id.
+// may have come without a new rollout-id: a kubectl edit of a node the chart
+// renders, a kubectl apply that drops the id, or a chart whose templates
+// changed while its values, which the id hashes, did not. rollout-id cannot
+// say whether such a change has landed, so it is grouped by the settle time,
+// as on a tenant without rollout-id. A render changes the target and the id
+// in one write, which the webhook stamps with one instant; any other pair of
+// stamps counts, even when the id changed after the target (a render of the
+// id alone): that write may have come between the node-by-node edits of a
+// change still landing, and must not end their hold. It costs a render of
+// the id alone, within the settle time of a render that changed the target,
+// a hold until that settle time has passed.
 func changedWithoutNewRolloutID(n v2alpha1.Node) bool {
-	return stamp(n, v2alpha1.AnnotationTargetChangedAt).After(stamp(n, v2alpha1.AnnotationRolloutIDChangedAt))
+	ann := n.GetAnnotations()
+	return ann[v2alpha1.AnnotationRolloutID] == "" || ann[v2alpha1.AnnotationTargetChangedAt] != ann[v2alpha1.AnnotationRolloutIDChangedAt]
 }
 
 func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, newestAt time.Time) landing {

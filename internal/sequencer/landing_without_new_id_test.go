@@ -1,11 +1,14 @@
 package sequencer
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // On a tenant whose nodes carry rollout-id, a target change that comes
@@ -27,13 +30,13 @@ func TestChangesWithoutANewRolloutIDAreGroupedByTheSettleTime(t *testing.T) {
 	}{
 		{name: "a render is released as soon as its ids agree",
 			change: render("r2", false, 0, all5...), settleTime: true, want: "fe1 fe2 be fe3 fe4", firstAfter: 0, firstWithin: 2},
-		{name: "a render followed 2 s later by a render of the id alone holds nothing more",
+		{name: "a render followed 2 s later by a render of the id alone is held no longer than the settle time of the render",
 			change: func(w *world) {
 				render("r2", false, 0, all5...)(w)
 				w.now = w.now.Add(2 * time.Second) // no pass in between: the sequencer was busy
 				renderIDOnly("r3", all5...)(w)
 			},
-			settleTime: true, want: "fe1 fe2 be fe3 fe4", firstAfter: 0, firstWithin: 2},
+			settleTime: true, want: "fe1 fe2 be fe3 fe4", firstAfter: 0, firstWithin: 10 - 2 + 1},
 		{name: "a kubectl edit of every node, 2 s apart, is held the settle time after the last",
 			change: oneByOne("changeset-2", 2, "be", "fe1", "fe2", "fe3", "fe4"), settleTime: true, want: "fe1 fe2 be fe3 fe4", firstAfter: 8 + 10, firstWithin: 8 + 12},
 		{name: "without a settle time a kubectl edit is not grouped",
@@ -69,4 +72,83 @@ func TestChangesWithoutANewRolloutIDAreGroupedByTheSettleTime(t *testing.T) {
 // else: a render whose values changed in what these nodes do not use.
 func renderIDOnly(id string, keys ...string) step {
 	return func(w *world) { w.setRolloutID(id, keys...) }
+}
+
+// playGrouped runs setup, then change, lets the tenant settle and returns
+// the rollouts started since the change (oracle off: it knows no grouping;
+// the order itself is what is checked against DESIGN §4).
+func playGrouped(t *testing.T, setup, change []step) string {
+	t.Helper()
+	w := newWorld(t, "acme")
+	w.oracle = nil
+	for _, s := range setup {
+		s(w)
+	}
+	mark := len(w.started)
+	for _, s := range change {
+		s(w)
+	}
+	w.run(400)
+	got := w.startedSince(mark)
+	if got != "fe1 fe2 be fe3 fe4" {
+		t.Logf("log:\n%s", strings.Join(w.log, "\n"))
+	}
+	return got
+}
+
+// revisionOneByOne kubectl-patches deploymentRevision of the nodes one
+// after the other, gap ticks apart: a field the tenant chart does not
+// render when values.deploymentRevision is "" (its default), so a Helm or
+// Argo CD render leaves the edit in place (3-way merge).
+func revisionOneByOne(rev string, gap int, keys ...string) step {
+	return func(w *world) {
+		for _, k := range keys {
+			w.update(k, func(n v2alpha1.Node) { n.NodeSpec().DeploymentRevision = rev })
+			ticks(gap)(w)
+		}
+	}
+}
+
+// A change applied node by node with kubectl (no new id), 2 s apart,
+// during which a render that changes only the rollout-id lands (an Argo CD
+// sync of a values change that touches no spec: commonLabels, dc; or the
+// first sync with a chart whose id hashes more): the render does not end the
+// hold of be's change, which is released after fe1 and fe2 as if the change
+// had been applied at once.
+func TestARenderOfTheIDAloneDoesNotEndTheHoldOfAKubectlEditStillLanding(t *testing.T) {
+	got := playGrouped(t, []step{settledByRolloutID(5, "r1"), bySettleTime},
+		[]step{config("changeset-2", "be"), ticks(2), renderIDOnly("r2", all5...), ticks(2),
+			oneByOne("changeset-2", 2, "fe1", "fe2", "fe3", "fe4")})
+	assert.Equal(t, "fe1 fe2 be fe3 fe4", got, "a change applied node by node, gaps < settle time: as if applied at once")
+}
+
+// The same with the edit on a field the chart does not render, so that a
+// real Helm or Argo CD render does not revert it either.
+func TestARenderOfTheIDAloneDoesNotEndTheHoldOfAnEditOfAFieldTheChartLeavesOut(t *testing.T) {
+	got := playGrouped(t, []step{settledByRolloutID(5, "r1"), bySettleTime},
+		[]step{revisionOneByOne("rev-2", 2, "be"), renderIDOnly("r2", all5...), ticks(1),
+			revisionOneByOne("rev-2", 2, "fe1", "fe2", "fe3", "fe4")})
+	assert.Equal(t, "fe1 fe2 be fe3 fe4", got, "a change applied node by node, gaps < settle time: as if applied at once")
+}
+
+// A kubectl apply of hand-written manifests, node by node, on a
+// chart-managed tenant whose last render is older than the landing timeout:
+// rollout-id was in last-applied-configuration and is not in the manifest,
+// so each apply removes it while changing the target. The id changed (to
+// none) in the same write, but that is no render: the nodes left without an
+// id are grouped by the settle time, and be goes after fe1 and fe2.
+func TestAKubectlApplyThatDropsTheRolloutIDIsGroupedByTheSettleTime(t *testing.T) {
+	got := playGrouped(t, []step{settledByRolloutID(5, "r1"), func(w *world) {
+		w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute, LandingTimeout: 5 * time.Minute}
+	}, ticks(400)},
+		[]step{func(w *world) {
+			for _, k := range all5 {
+				w.update(k, func(n v2alpha1.Node) {
+					n.NodeSpec().ConfigChangeset = "changeset-2"
+					setAnnotation(n, v2alpha1.AnnotationRolloutID, "")
+				})
+				ticks(2)(w)
+			}
+		}})
+	assert.Equal(t, "fe1 fe2 be fe3 fe4", got, "a change applied node by node, gaps < settle time: as if applied at once")
 }
