@@ -69,8 +69,8 @@ const (
 
 	// AnnotationRolloutID groups a change applied node by node: the tenant
 	// chart renders one value on every node of one render (a hash of the
-	// values). While a tenant's live nodes disagree on it, the change is still
-	// landing and no node is released.
+	// values and of every node's rendered spec). While a tenant's live nodes
+	// disagree on it, the change is still landing and no node is released.
 	AnnotationRolloutID = "express.medallia.com/rollout-id"
 
 	// AnnotationRolloutIDChangedAt is when the admission webhook last saw the
@@ -80,8 +80,9 @@ const (
 
 	// AnnotationTargetChangedAt is when the admission webhook last gated the
 	// node for a new rollout target (RFC 3339, UTC). Tenants without
-	// rollout-id are held until their latest change is older than the settle
-	// time (a node's changes never longer than the settle cap after its run
+	// rollout-id, and target changes made without a new rollout-id (the two
+	// stamps differ), are held until their latest change is older than the
+	// settle time (a node's changes never longer than the settle cap after its run
 	// of changes began), so that a change applied node by node is ordered as
 	// one.
 	AnnotationTargetChangedAt = "express.medallia.com/target-changed-at"
@@ -135,8 +136,9 @@ const (
 	// ReasonPrerequisiteNotFound: an explicit prerequisite, or the tenant's
 	// Backend, does not exist.
 	ReasonPrerequisiteNotFound = "PrerequisiteNotFound"
-	// ReasonSettling: a tenant without rollout-id changed target less than
-	// the settle time ago: more of one change may still be landing.
+	// ReasonSettling: a tenant without rollout-id, or a node's target
+	// without a new rollout-id, changed less than the settle time ago: more
+	// of one change may still be landing.
 	ReasonSettling = "Settling"
 	// ReasonChangeLanding: the tenant's live nodes disagree on rollout-id: a
 	// change applied node by node has not fully landed yet.

@@ -31,7 +31,7 @@ func newExplainCommand(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := tenantSnapshot(contextOf(cmd), c, ns, n.NodeSpec().ClusterConfig.ClusterName, orders)
+			s, err := e.liveSnapshot(contextOf(cmd), c, ns, n.NodeSpec().ClusterConfig.ClusterName, orders)
 			if err != nil {
 				return err
 			}
@@ -74,9 +74,12 @@ func explain(e *env, s *sequencer.Snapshot, name string) {
 	}
 	fmt.Fprintf(e.out, "  now:     %s%s: %s: %s\n", state, mode, d.Condition.Reason, d.Condition.Message)
 	if len(d.WaitingFor) == 0 {
-		if d.Gated {
-			fmt.Fprintf(e.out, "\nIt is held by its own annotations; remove %s to let it go.\n", v2alpha1.AnnotationPauseRollout)
-		} else {
+		switch {
+		case d.Gated && d.Condition.Reason == v2alpha1.ReasonRolloutPaused:
+			fmt.Fprintf(e.out, "\nIt is held by its own annotation; remove %s to let it go.\n", v2alpha1.AnnotationPauseRollout)
+		case d.Gated:
+			fmt.Fprintf(e.out, "\nNo node holds it; %s does, as the line above says.\n", d.Condition.Reason)
+		default:
 			fmt.Fprintln(e.out, "\nNothing holds it.")
 		}
 		return

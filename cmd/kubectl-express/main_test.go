@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,10 +133,16 @@ func runningPod(ctx context.Context, c client.Client, n v2alpha1.Node, name stri
 }
 
 // run runs the plugin with args and returns its output and error output.
+// The fixture's change was made seconds before; its plans are those of the
+// tenant once the settle hold is over (--settle-time=0) unless args give a
+// settle time: TestALivePlanHoldsAChangeAsTheSequencerDoes shows the hold.
 func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := newRootCommand(strings.NewReader(stdin), &out, &errOut)
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--settle-time") }) {
+		args = append(args, "--settle-time=0")
+	}
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), errOut.String(), err
@@ -156,6 +164,31 @@ func TestPlanShowsWhoWaitsForWhom(t *testing.T) {
 	assert.ErrorContains(t, err, `no tenant "zeta" in namespace "plugin-test"`)
 	_, _, err = run(t, "", "plan", "-o", "xml", "--kubeconfig", kubeconfig, "-n", ns)
 	assert.ErrorContains(t, err, "want table, json, yaml or mermaid")
+}
+
+// A live plan holds a tenant as the sequencer running with the same flags
+// does: the fixture's change, made moments ago on a tenant without
+// rollout-id, is still held by a settle time of an hour, and explain says
+// what holds it rather than blaming a pause.
+func TestALivePlanHoldsAChangeAsTheSequencerDoes(t *testing.T) {
+	kubeconfig := cluster(t)
+	out, _, err := run(t, "", "plan", "acme", "--kubeconfig", kubeconfig, "-n", ns, "-o", "json", "--settle-time=1h")
+	require.NoError(t, err)
+	var rows []struct {
+		Node, Reason string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+	reasons := map[string]string{}
+	for _, r := range rows {
+		reasons[r.Node] = r.Reason
+	}
+	assert.Equal(t, v2alpha1.ReasonSettling, reasons["acme-fe4"], out)
+	assert.Equal(t, v2alpha1.ReasonSettling, reasons["acme-be"], out)
+
+	out, _, err = run(t, "", "explain", "acme-fe4", "--kubeconfig", kubeconfig, "-n", ns, "--settle-time=1h")
+	require.NoError(t, err)
+	assert.Contains(t, out, "No node holds it; Settling does")
+	assert.NotContains(t, out, v2alpha1.AnnotationPauseRollout)
 }
 
 func TestExplainFollowsTheChain(t *testing.T) {
@@ -260,7 +293,7 @@ func TestPlanWatchPrintsTheChange(t *testing.T) {
 	defer cancel()
 	var out syncBuffer
 	cmd := newRootCommand(strings.NewReader(""), &out, &out)
-	cmd.SetArgs([]string{"plan", "acme", "-w", "--kubeconfig", kubeconfig, "-n", ns})
+	cmd.SetArgs([]string{"plan", "acme", "-w", "--kubeconfig", kubeconfig, "-n", ns, "--settle-time=0"})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Tenant acme") }, 10*time.Second, 20*time.Millisecond)

@@ -118,7 +118,7 @@ func (e *env) plan(ctx context.Context, c client.Reader, ns, tenant, output stri
 	if err != nil {
 		return "", err
 	}
-	s, err := tenantSnapshot(ctx, c, ns, tenant, orders)
+	s, err := e.liveSnapshot(ctx, c, ns, tenant, orders)
 	if err != nil {
 		return "", err
 	}

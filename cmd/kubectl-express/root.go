@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/scheme"
+	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v0.2.0".
@@ -23,10 +25,15 @@ type env struct {
 	out, errOut io.Writer
 	flags       *genericclioptions.ConfigFlags
 	orderConfig string
+	// grouping and progressDeadline are the installation's settings: what
+	// the sequencer holds a tenant for, which a live plan must hold too.
+	grouping         sequencer.Grouping
+	progressDeadline time.Duration
 }
 
 func newRootCommand(in io.Reader, out, errOut io.Writer) *cobra.Command {
-	e := &env{in: in, out: out, errOut: errOut, flags: genericclioptions.NewConfigFlags(true)}
+	e := &env{in: in, out: out, errOut: errOut, flags: genericclioptions.NewConfigFlags(true),
+		grouping: sequencer.DefaultGrouping, progressDeadline: sequencer.DefaultProgressDeadline}
 	root := &cobra.Command{
 		Use:   "kubectl-express",
 		Short: "Explain and steer the rollout order of Express tenants",
@@ -46,13 +53,30 @@ tenant (one Backend and its Frontends) and why a node is or is not moving.
 	root.SetErr(errOut)
 	e.flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&e.orderConfig, "order-config", "",
-		"The installation's order configuration file (as given to express-sequencer --order-config); empty uses the built-in orders.")
+		"The installation's order configuration file (as given to express-sequencer --order-config; the Helm chart keeps it in ConfigMap express-sequencer-orders, key orders.yaml); empty uses the built-in orders.")
+	pf := root.PersistentFlags()
+	pf.DurationVar(&e.grouping.LandingTimeout, "landing-timeout", e.grouping.LandingTimeout, "The installation's express-sequencer --landing-timeout: a live plan holds a landing change as the sequencer does.")
+	pf.DurationVar(&e.grouping.SettleTime, "settle-time", e.grouping.SettleTime, "The installation's express-sequencer --settle-time: a live plan holds changes without a new rollout-id as the sequencer does.")
+	pf.DurationVar(&e.grouping.SettleCap, "settle-cap", e.grouping.SettleCap, "The installation's express-sequencer --settle-cap.")
+	pf.DurationVar(&e.progressDeadline, "progress-deadline", e.progressDeadline, "The installation's express-sequencer --progress-deadline: a live plan reports a rollout stuck as the sequencer does.")
 	root.AddCommand(newPlanCommand(e), newExplainCommand(e), newDefaultsCommand(e),
 		newPauseCommand(e, true), newPauseCommand(e, false))
 	return root
 }
 
 func (e *env) orders() (defaults.Orders, error) { return defaults.LoadOrders(e.orderConfig) }
+
+// liveSnapshot reads a tenant as tenantSnapshot does and plans it with the
+// installation's change grouping and progress deadline, as the sequencer
+// does now (a preview plans without them: as if the change had landed).
+func (e *env) liveSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders) (*sequencer.Snapshot, error) {
+	s, err := tenantSnapshot(ctx, c, ns, cluster, orders)
+	if err != nil {
+		return nil, err
+	}
+	s.Grouping, s.ProgressDeadline = e.grouping, e.progressDeadline
+	return s, nil
+}
 
 func (e *env) client() (client.Client, string, error) {
 	cfg, err := e.flags.ToRESTConfig()

@@ -112,6 +112,15 @@ type Grouping struct {
 	SettleCap time.Duration
 }
 
+// DefaultGrouping is the change grouping express-sequencer runs with unless
+// told otherwise (--landing-timeout, --settle-time, --settle-cap), and what
+// kubectl express plans with.
+var DefaultGrouping = Grouping{LandingTimeout: 5 * time.Minute, SettleTime: 10 * time.Second, SettleCap: time.Minute}
+
+// DefaultProgressDeadline is how long a released node may take to be Ready
+// on its target before it is reported stuck (--progress-deadline).
+const DefaultProgressDeadline = 15 * time.Minute
+
 // Index names of the cache's field indexes.
 const (
 	// IndexTenant indexes Backends and Frontends by spec.clusterConfig.clusterName.

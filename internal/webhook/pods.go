@@ -59,8 +59,17 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 			"label %s=%s names no Backend or Frontend in namespace %s: the pod is not held for its prerequisites", v2alpha1.LabelNode, name, req.Namespace))
 	}
 	snap.Grouping = g.Grouping
-	if ok, _ := sequencer.PodsMayStart(snap, name); ok {
+	ok, why := sequencer.PodsMayStart(snap, name)
+	if ok {
 		return admission.Allowed("")
+	}
+	if pod.Spec.NodeName != "" {
+		// The API server refuses a scheduling gate next to spec.nodeName: say
+		// why the pod cannot start, rather than let it blame a field the
+		// client set for a gate it never asked for.
+		return admission.Denied(fmt.Sprintf(
+			"spec.nodeName: pod %s of %s is bound to a machine, so it cannot wait scheduling-gated for its prerequisites, and it may not start yet: %s; create it once they are Ready, without spec.nodeName, or annotate %s %s=true",
+			pod.GetName(), name, why, name, v2alpha1.AnnotationIgnorePrerequisites))
 	}
 	if slices.ContainsFunc(pod.Spec.SchedulingGates, func(s corev1.PodSchedulingGate) bool { return s.Name == v2alpha1.GateSequencer }) {
 		return admission.Allowed("")

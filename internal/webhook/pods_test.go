@@ -123,3 +123,23 @@ func TestOnlyTheSequencerRemovesItsPodSchedulingGate(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(fe1), p))
 	assert.Empty(t, gates(p))
 }
+
+// A pod the Express operator binds to a machine (spec.nodeName, e.g. local
+// volumes) while its node may not start cannot wait scheduling-gated (the
+// API server forbids a gate next to nodeName): the webhook refuses it
+// itself, naming the node and what it waits for.
+func TestAPodBoundToAMachineWhileItsNodeMayNotStartIsRefusedNamingWhatItWaitsFor(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	ns := namespace(t)
+	for _, n := range seedTenant(ns)[:2] {
+		require.NoError(t, c.Create(ctx, n))
+	}
+	p := pod(ns, "acme-fe1-0", map[string]string{v2alpha1.LabelNode: "acme-fe1"})
+	p.Spec.NodeName = "worker-1"
+	err := c.Create(ctx, p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.nodeName")
+	assert.Contains(t, err.Error(), "acme-fe1", "the refusal names the node that is held")
+	assert.Contains(t, err.Error(), "acme-be", "and the prerequisite it waits for")
+}

@@ -45,9 +45,38 @@ func (v *Validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.War
 	return v.validate(ctx, obj)
 }
 
-// ValidateUpdate checks a changed node.
-func (v *Validator[T]) ValidateUpdate(ctx context.Context, _, obj T) (admission.Warnings, error) {
-	return v.validate(ctx, obj)
+// ValidateUpdate checks a changed node. It denies only what the update
+// itself brings: a node whose lists other nodes' changes made invalid (a
+// node created since under a name it lists, a cycle two parallel creates
+// closed) keeps taking updates — the operator's finalizers, labels, the
+// sequencer's patches — with a warning, and a node being deleted takes
+// every update, since it takes no part in the order.
+func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, obj T) (admission.Warnings, error) {
+	if obj.GetDeletionTimestamp() != nil {
+		return nil, nil
+	}
+	siblings, err := sequencer.NamespaceNodes(ctx, v.Reader, obj.GetNamespace())
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	warnings, errs := Check(obj, siblings, v.Orders)
+	if len(errs) == 0 {
+		return warnings, nil
+	}
+	_, before := Check(oldObj, siblings, v.Orders)
+	var introduced field.ErrorList
+	for _, e := range errs {
+		if slices.ContainsFunc(before, func(b *field.Error) bool { return b.Error() == e.Error() }) {
+			warnings = append(warnings, e.Error()+" (so before this update too: admitted; the node cannot proceed until it is fixed)")
+			continue
+		}
+		introduced = append(introduced, e)
+	}
+	if len(introduced) > 0 {
+		gk := schema.GroupKind{Group: v2alpha1.GroupVersion.Group, Kind: obj.NodeKind()}
+		return warnings, apierrors.NewInvalid(gk, obj.GetName(), introduced)
+	}
+	return warnings, nil
 }
 
 // ValidateDelete allows every delete: a deleted node simply leaves the order.

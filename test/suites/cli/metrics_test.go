@@ -35,6 +35,9 @@ func TestMetricsAreServedOnlyToCallersAllowedToReadThem(t *testing.T) {
 	o := harness.ManagerOptions(t.TempDir(), logr.Discard())
 	o.Webhooks = false
 	o.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	// Elected as installed (the lease name the no-leader alert selects on).
+	o.LeaderElect, o.LeaderElectionNS = true, "default"
+	require.Equal(t, "express-sequencer.express.medallia.com", o.LeaderElectionID)
 	require.True(t, o.MetricsSecure, "secure by default")
 	_, stop, err := harness.StartManager(o)
 	require.NoError(t, err)
@@ -84,6 +87,10 @@ func TestMetricsAreServedOnlyToCallersAllowedToReadThem(t *testing.T) {
 	code, body := get(reader)
 	assert.Equal(t, http.StatusOK, code)
 	assert.True(t, strings.Contains(body, `express_sequencer_release_latency_seconds_bucket{le="60"}`), "the sequencer's metrics, latency buckets up to a minute")
+	require.Eventually(t, func() bool {
+		_, body := get(reader)
+		return strings.Contains(body, `leader_election_master_status{name="express-sequencer.express.medallia.com"} 1`)
+	}, 30*time.Second, 200*time.Millisecond, "the series the no-leader alert reads, at 1 once this replica leads")
 	code, body = get(stranger)
 	assert.Equal(t, http.StatusForbidden, code, "authenticated, not authorized")
 	assert.False(t, strings.Contains(body, "express_sequencer"))

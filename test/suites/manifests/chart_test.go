@@ -112,6 +112,27 @@ func TestTheHelmChartValues(t *testing.T) {
 	assert.Contains(t, string(h["ConfigMap"]["express-sequencer-orders"]), "upgradeOrder")
 }
 
+// The binary reads its orders once, at start: a helm upgrade that changes
+// them changes the pod template, so the pods roll and take them; one that
+// does not leaves the template alone.
+func TestAChangeOfTheOrdersRollsThePods(t *testing.T) {
+	template := func(orders map[string]any) map[string]string {
+		values := map[string]any{"podAnnotations": map[string]any{"example.com/team": "express"}}
+		if orders != nil {
+			values["orders"] = orders
+		}
+		d := decode[appsv1.Deployment](t, chart(t, values), "Deployment", "express-sequencer-controller-manager")
+		assert.Equal(t, "express", d.Spec.Template.Annotations["example.com/team"], "podAnnotations are kept")
+		return d.Spec.Template.Annotations
+	}
+	one := map[string]any{"provisioningOrder": []any{"be"}, "upgradeOrder": []any{"fe1", "be"}}
+	other := map[string]any{"provisioningOrder": []any{"be"}, "upgradeOrder": []any{"fe2", "be"}}
+	assert.NotEmpty(t, template(one)["checksum/orders"])
+	assert.Equal(t, template(one), template(one))
+	assert.NotEqual(t, template(one), template(other))
+	assert.NotContains(t, template(nil), "checksum/orders", "no orders, no checksum")
+}
+
 // namespaceSelector limits every webhook — nodes and pods — to the
 // namespaces it selects, to bring tenants in one at a time.
 func TestANamespaceSelectorLimitsEveryWebhook(t *testing.T) {
@@ -206,6 +227,16 @@ func TestTheChartFollowsHelmConventions(t *testing.T) {
 		require.Error(t, err, "%v", c.values)
 		assert.Contains(t, err.Error(), c.want)
 	}
+	// "0" turns the settle time off, as the flag's help says.
+	d = decode[appsv1.Deployment](t, chart(t, map[string]any{"settleTime": "0"}), "Deployment", "express-sequencer-controller-manager")
+	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--settle-time=0")
+}
+
+// Two replicas (the default) keep one up through a drain; one replica gets
+// no PodDisruptionBudget, whose minAvailable 1 would refuse every drain.
+func TestTheDisruptionBudgetNeverBlocksADrain(t *testing.T) {
+	assert.Contains(t, chart(t, nil)["PodDisruptionBudget"], "express-sequencer-controller-manager")
+	assert.Empty(t, chart(t, map[string]any{"replicas": 1})["PodDisruptionBudget"])
 }
 
 // The aggregated roles let on-call pause, resume and release nodes with
