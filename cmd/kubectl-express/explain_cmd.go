@@ -17,7 +17,19 @@ func newExplainCommand(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "explain NODE|TYPE/NODE",
 		Short: "Say why a node is (not) moving, the chain it waits on, and what would unblock it",
-		Args:  cobra.ExactArgs(1),
+		Long: `explain reads the node's namespace straight from the API server (its
+Backends, Frontends, Express pods and StatefulSets: the reads the sequencer
+releases on; view permission is enough), decides with the sequencer's own
+code, and prints what the node is, what holds it, the chain of nodes it waits
+on to the one that does not move, and what would let it go. NODE is the
+node's name, or TYPE/NAME (backend/acme-be, frontend/acme-fe2).
+
+It decides as the installation's sequencer does only with its settings: see
+--order-config, --landing-timeout, --settle-time, --settle-cap and
+--progress-deadline (kubectl express --help).`,
+		Example: `  kubectl express explain acme-fe4 -n tenant-123634-prod
+  kubectl express explain frontend/acme-fe4 -n tenant-123634-prod --order-config orders.yaml`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := e.client()
 			if err != nil {

@@ -21,7 +21,8 @@ func newPauseCommand(e *env, pause bool) *cobra.Command {
 		Short: short,
 		Long: short + ` (the ` + v2alpha1.AnnotationPauseRollout + ` annotation).
 A paused node is not released; a node already released finishes its rollout.`,
-		Args: cobra.ExactArgs(1),
+		Example: "  kubectl express " + strings.Fields(use)[0] + " acme-fe2 -n tenant-123634-prod\n  kubectl express " + strings.Fields(use)[0] + " frontend/acme-fe2 -n tenant-123634-prod",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := e.client()
 			if err != nil {

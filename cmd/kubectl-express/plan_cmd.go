@@ -54,7 +54,13 @@ target at once. Nothing is changed in the cluster.
 --offline needs no cluster: the manifests are admitted with the webhooks'
 own code, over the --current manifests (every node taken as Ready on them),
 or as a new tenant without --current. For chart CI: render the values before
-and after the change and compare.`,
+and after the change and compare. A prediction with nodes that can never be
+released lists them under "stuck"; plan still exits 0, so CI checks it with
+-o json | jq -e '.stuck == null'.
+
+A live plan (no -f) holds changes as the installation's sequencer does only
+with its settings: see --order-config, --landing-timeout, --settle-time,
+--settle-cap and --progress-deadline (kubectl express --help).`,
 		Example: `  kubectl express plan acme -n tenant-123634-prod
   helm template charts/express-tenant -f new-values.yaml | kubectl express plan acme -f -
   kubectl express plan --offline --current before.yaml -f after.yaml -o mermaid`,

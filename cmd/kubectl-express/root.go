@@ -43,7 +43,10 @@ tenant (one Backend and its Frontends) and why a node is or is not moving.
   kubectl express plan acme -n tenant-123634-prod      the tenant's nodes in order, who waits for whom
   kubectl express explain acme-fe2 -n tenant-123634-prod  why acme-fe2 is (not) moving and what would unblock it
   kubectl express defaults -f tenant.yaml              what the webhook would inject, offline
-  kubectl express pause acme-fe2 / resume acme-fe2     hold a node (and everything after it), and let it go`,
+  kubectl express pause acme-fe2 / resume acme-fe2     hold a node (and everything after it), and let it go
+
+Every command exits 0 on success and 1 with a message on standard error
+otherwise.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,

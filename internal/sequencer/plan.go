@@ -341,8 +341,11 @@ func (p *planner) decide(name string) Decision {
 		d.WaitingFor = blockerNodes(podBlockers)
 		set(false, metav1.ConditionFalse, v2alpha1.ReasonDependencyCycle, "recovering: new pods held scheduling-gated; %s", cycleMessage(p.cycles[name]))
 	case !podsOK:
+		// The blocker's reason, as for a gated node: a missing or paused
+		// prerequisite says so (Argo CD Degraded or Suspended, the alert).
 		d.WaitingFor = blockerNodes(podBlockers)
-		set(false, metav1.ConditionFalse, v2alpha1.ReasonWaitingForPrerequisite, "recovering: new pods held scheduling-gated; %s", nearest(podBlockers).message)
+		b := nearest(podBlockers)
+		set(false, metav1.ConditionFalse, b.reason, "recovering: new pods held scheduling-gated; %s", b.message)
 	default:
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonRecovering, "recovering on %s: pods may schedule, %s", describeTarget(n), describeMet(p.reliesOn[name]))
 	}

@@ -187,6 +187,13 @@ func TestTheContractsCRDSnippetMatchesTheGeneratedCRDs(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal([]byte(block), &snippet))
 	require.Contains(t, snippet, "spec")
 	require.Contains(t, snippet, "status")
+	// The optional printer columns, the section's second YAML block.
+	rest := text[start:]
+	rest = rest[strings.Index(rest, "```yaml\n")+len("```yaml\n"):]
+	rest = rest[strings.Index(rest, "```yaml\n")+len("```yaml\n"):]
+	var columns []apiextensionsv1.CustomResourceColumnDefinition
+	require.NoError(t, yaml.Unmarshal([]byte(rest[:strings.Index(rest, "```")]), &columns))
+	require.NotEmpty(t, columns)
 	for _, kind := range []string{"backends", "frontends"} {
 		data, err := os.ReadFile(filepath.Join(controlplane.Root(), "config", "crd", "bases", "express.medallia.com_"+kind+".yaml"))
 		require.NoError(t, err)
@@ -197,6 +204,9 @@ func TestTheContractsCRDSnippetMatchesTheGeneratedCRDs(t *testing.T) {
 		assert.NotNil(t, v.Subresources.Status, "%s: the status subresource", kind)
 		for name, want := range snippet {
 			assertSchemaSubset(t, kind+"."+name, want, v.Schema.OpenAPIV3Schema.Properties[name])
+		}
+		for _, c := range columns {
+			assert.Contains(t, v.AdditionalPrinterColumns, c, "%s: printer column %s as the contract shows it", kind, c.Name)
 		}
 	}
 }
