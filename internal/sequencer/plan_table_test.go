@@ -185,6 +185,10 @@ func TestPlanDecidesOneNode(t *testing.T) {
 			setup: then(settled(3), func(w *world) { w.remove("be"); w.run(3) }, func(w *world) { w.evict("fe1") }),
 			node:  "fe1", want: want{reason: v2alpha1.ReasonPrerequisiteNotFound, message: "recovering: new pods held scheduling-gated; waiting for acme-be (Backend): it does not exist", waitingFor: []string{"be"}},
 		},
+		"a frontend recovering behind a paused backend that recovers waits for the recovery, not the pause, which holds only a release": {
+			setup: then(settled(3), func(w *world) { w.annotate("be", v2alpha1.AnnotationPauseRollout, "true"); w.run(3) }, func(w *world) { w.evict("be", "fe1") }),
+			node:  "fe1", want: want{reason: v2alpha1.ReasonWaitingForPrerequisite, message: "recovering: new pods held scheduling-gated; waiting for acme-be (Backend) to be Ready", waitingFor: []string{"be"}},
+		},
 		"a released rollout whose new pods are held by a recovering backend says so": {
 			setup: then(settled(3), func(w *world) { w.setVersion(v2, "fe1") }, untilStarted("fe1"), func(w *world) { w.evict("be", "fe1") }),
 			node:  "fe1", want: want{reason: v2alpha1.ReasonRolloutPodsHeld, message: "rolling out express-e689.154", waitingFor: []string{"be"}},

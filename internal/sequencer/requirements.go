@@ -151,7 +151,9 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 	}
 	n := s.Nodes[r.node]
 	reason := v2alpha1.ReasonWaitingForPrerequisite
-	if annotated(n, v2alpha1.AnnotationPauseRollout) {
+	if annotated(n, v2alpha1.AnnotationPauseRollout) && gated(n) {
+		// A pause holds a release, not a rollout under way nor a recovery:
+		// only a gated node is held by its pause.
 		reason = v2alpha1.ReasonRolloutPaused
 		who += " which is paused"
 	}

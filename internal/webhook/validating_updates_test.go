@@ -32,10 +32,10 @@ func TestANodeBeingDeletedLosesItsFinalizerWhateverItsPrerequisites(t *testing.T
 }
 
 // A node whose list another node's create made invalid keeps taking the
-// updates that do not touch it (labels, the operator's finalizers), with a
-// warning that says what is wrong; an update that brings an error of its
-// own is still denied, naming the field.
-func TestAnUpdateIsDeniedOnlyForWhatItBrings(t *testing.T) {
+// updates that leave its lists alone (labels, the operator's finalizers),
+// with a warning that says what is wrong; an update that touches a list is
+// checked in full and denied, naming the fields.
+func TestAnUpdateThatLeavesTheListsAloneIsAdmittedWhateverOtherNodesMadeOfThem(t *testing.T) {
 	ctx := context.Background()
 	c := env(t).Client
 	ns := namespace(t)
@@ -55,7 +55,28 @@ func TestAnUpdateIsDeniedOnlyForWhatItBrings(t *testing.T) {
 	require.Error(t, err, "its own new error is denied")
 	assert.Contains(t, err.Error(), "spec.deploymentDependencies.upgradePrerequisites[0].expressNode")
 	assert.Contains(t, err.Error(), "acme-fe3 cannot be its own prerequisite")
-	assert.NotContains(t, err.Error(), "not a Frontend", "and only it")
+	assert.Contains(t, err.Error(), "acme-extra is a Backend, not a Frontend", "and the error it already had")
+}
+
+// An error a node already has does not let an update of its lists through:
+// Check stops at field errors before it looks for a cycle, so an update
+// that kept the old error and closed a cycle would be stored, and the cycle
+// would stay once the other node went.
+func TestAnErrorANodeAlreadyHasDoesNotLetAnUpdateOfItsListsCloseACycle(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	ns := namespace(t)
+	fe3 := listingANodeCreatedSinceAsABackend(t, ns)
+	fe2 := withLists(seedNode(ns, "fe2"), []v2alpha1.Prerequisite{}, []v2alpha1.Prerequisite{ready("acme-fe3", "Frontend")})
+	require.NoError(t, c.Create(ctx, fe2))
+	inCache(t, fe2)
+
+	stored := get(t, fe3)
+	stored.NodeSpec().DeploymentDependencies.UpgradePrerequisites = []v2alpha1.Prerequisite{ready("acme-fe2", "Frontend")}
+	err := c.Update(ctx, stored)
+	require.Error(t, err, "acme-fe3 → acme-fe2 → acme-fe3 would be a cycle")
+	assert.Contains(t, err.Error(), "acme-extra is a Backend, not a Frontend", "denied for the list's errors, fixed first")
+	assert.Empty(t, get(t, fe3).NodeSpec().DeploymentDependencies.UpgradePrerequisites, "nothing stored")
 }
 
 // listingANodeCreatedSinceAsABackend creates acme-fe3 (with finalizers)

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -45,12 +46,15 @@ func (v *Validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.War
 	return v.validate(ctx, obj)
 }
 
-// ValidateUpdate checks a changed node. It denies only what the update
-// itself brings: a node whose lists other nodes' changes made invalid (a
-// node created since under a name it lists, a cycle two parallel creates
-// closed) keeps taking updates — the operator's finalizers, labels, the
-// sequencer's patches — with a warning, and a node being deleted takes
-// every update, since it takes no part in the order.
+// ValidateUpdate checks a changed node. An update that leaves the node's
+// explicit prerequisite lists and tenant alone brings no error of its own:
+// a node whose lists other nodes' changes made invalid (a node created since
+// under a name it lists, a cycle two parallel creates closed) keeps taking
+// such updates — the operator's finalizers, labels, the sequencer's patches
+// — with the errors as warnings. An update that touches them is checked in
+// full: some error already there would otherwise hide a new one (Check stops
+// before the cycle search once a list has an error). A node being deleted
+// takes every update, since it takes no part in the order.
 func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, obj T) (admission.Warnings, error) {
 	if obj.GetDeletionTimestamp() != nil {
 		return nil, nil
@@ -63,20 +67,32 @@ func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, obj T) (admis
 	if len(errs) == 0 {
 		return warnings, nil
 	}
-	_, before := Check(oldObj, siblings, v.Orders)
-	var introduced field.ErrorList
-	for _, e := range errs {
-		if slices.ContainsFunc(before, func(b *field.Error) bool { return b.Error() == e.Error() }) {
-			warnings = append(warnings, e.Error()+" (so before this update too: admitted; the node cannot proceed until it is fixed)")
-			continue
-		}
-		introduced = append(introduced, e)
-	}
-	if len(introduced) > 0 {
+	if !sameOrderingInputs(oldObj, obj) {
 		gk := schema.GroupKind{Group: v2alpha1.GroupVersion.Group, Kind: obj.NodeKind()}
-		return warnings, apierrors.NewInvalid(gk, obj.GetName(), introduced)
+		return warnings, apierrors.NewInvalid(gk, obj.GetName(), errs)
+	}
+	for _, e := range errs {
+		warnings = append(warnings, e.Error()+" (so before this update, which leaves the lists alone: admitted; the node cannot proceed until it is fixed)")
 	}
 	return warnings, nil
+}
+
+// sameOrderingInputs reports whether an update leaves what Check judges of
+// the node itself alone: its tenant and each explicit prerequisite list (a
+// defaulted list is the webhook's, rewritten from the default order).
+func sameOrderingInputs(oldObj, obj v2alpha1.Node) bool {
+	if oldObj.NodeSpec().ClusterConfig.ClusterName != obj.NodeSpec().ClusterConfig.ClusterName {
+		return false
+	}
+	for _, l := range defaults.Lists {
+		if defaults.IsDefaulted(obj, l) && defaults.IsDefaulted(oldObj, l) {
+			continue
+		}
+		if !reflect.DeepEqual(l.Get(oldObj.NodeSpec()), l.Get(obj.NodeSpec())) {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateDelete allows every delete: a deleted node simply leaves the order.

@@ -227,9 +227,12 @@ func TestTheChartFollowsHelmConventions(t *testing.T) {
 		require.Error(t, err, "%v", c.values)
 		assert.Contains(t, err.Error(), c.want)
 	}
-	// "0" turns the settle time off, as the flag's help says.
-	d = decode[appsv1.Deployment](t, chart(t, map[string]any{"settleTime": "0"}), "Deployment", "express-sequencer-controller-manager")
-	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--settle-time=0")
+	// 0 turns the settle time off, as the flag's help says: "0", or the
+	// number --set settleTime=0 gives.
+	for _, zero := range []any{"0", 0} {
+		d = decode[appsv1.Deployment](t, chart(t, map[string]any{"settleTime": zero}), "Deployment", "express-sequencer-controller-manager")
+		assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--settle-time=0", "%#v", zero)
+	}
 }
 
 // Two replicas (the default) keep one up through a drain; one replica gets
