@@ -24,9 +24,10 @@ code, and prints what the node is, what holds it, the chain of nodes it waits
 on to the one that does not move, and what would let it go. NODE is the
 node's name, or TYPE/NAME (backend/acme-be, frontend/acme-fe2).
 
-It decides as the installation's sequencer does only with its settings: see
---order-config, --landing-timeout, --settle-time, --settle-cap and
---progress-deadline (kubectl express --help).`,
+It uses the installation's orders (its Helm chart's ConfigMap, or
+--order-config), and decides as the installation's sequencer does only with
+its change-grouping settings: see --landing-timeout, --settle-time,
+--settle-cap and --progress-deadline (kubectl express --help).`,
 		Example: `  kubectl express explain acme-fe4 -n tenant-123634-prod
   kubectl express explain frontend/acme-fe4 -n tenant-123634-prod --order-config orders.yaml`,
 		Args: cobra.ExactArgs(1),
@@ -35,7 +36,7 @@ It decides as the installation's sequencer does only with its settings: see
 			if err != nil {
 				return err
 			}
-			orders, err := e.orders()
+			orders, err := e.liveOrders(contextOf(cmd), c)
 			if err != nil {
 				return err
 			}

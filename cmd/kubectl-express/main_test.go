@@ -191,6 +191,42 @@ func TestALivePlanHoldsAChangeAsTheSequencerDoes(t *testing.T) {
 	assert.NotContains(t, out, v2alpha1.AnnotationPauseRollout)
 }
 
+// A live plan uses the installation's orders: the Helm chart's ConfigMap
+// in --sequencer-namespace when it exists, --order-config over it, the
+// built-in orders when there is none.
+func TestALivePlanUsesTheInstallationsOrders(t *testing.T) {
+	kubeconfig := cluster(t)
+	ctx, c := context.Background(), shared.Get(t).Client
+	const installed = "orders-test"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: installed}}))
+	require.NoError(t, c.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: ordersConfigMap, Namespace: installed},
+		Data:       map[string]string{"orders.yaml": "provisioningOrder: [be]\nupgradeOrder: [be, fe1]\n"},
+	}))
+	file := filepath.Join(t.TempDir(), "orders.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("provisioningOrder: [be]\nupgradeOrder: [fe1, fe3, be]\n"), 0o600))
+	upgradePosition := func(args ...string) map[string]int {
+		out, _, err := run(t, "", append([]string{"plan", "acme", "--kubeconfig", kubeconfig, "-n", ns, "-o", "json"}, args...)...)
+		require.NoError(t, err)
+		var rows []struct {
+			Node     string
+			Position int `json:"upgradePosition"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+		pos := map[string]int{}
+		for _, r := range rows {
+			pos[r.Node] = r.Position
+		}
+		return pos
+	}
+	builtin := upgradePosition("--sequencer-namespace", "nowhere")
+	fromConfigMap := upgradePosition("--sequencer-namespace", installed)
+	fromFile := upgradePosition("--sequencer-namespace", installed, "--order-config", file)
+	assert.Less(t, builtin["acme-fe1"], builtin["acme-be"], "built in: fe1, fe2, be")
+	assert.Less(t, fromConfigMap["acme-be"], fromConfigMap["acme-fe1"], "the ConfigMap's: be, fe1")
+	assert.Less(t, fromFile["acme-fe3"], fromFile["acme-be"], "--order-config's: fe1, fe3, be")
+}
+
 func TestExplainFollowsTheChain(t *testing.T) {
 	kubeconfig := cluster(t)
 	out, _, err := run(t, "", "explain", "acme-fe4", "--kubeconfig", kubeconfig, "-n", ns)

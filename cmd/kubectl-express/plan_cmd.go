@@ -58,9 +58,11 @@ and after the change and compare. A prediction with nodes that can never be
 released lists them under "stuck"; plan still exits 0, so CI checks it with
 -o json | jq -e '.stuck == null'.
 
-A live plan (no -f) holds changes as the installation's sequencer does only
-with its settings: see --order-config, --landing-timeout, --settle-time,
---settle-cap and --progress-deadline (kubectl express --help).`,
+A live plan and a prediction use the installation's orders (its Helm chart's
+ConfigMap, or --order-config). A live plan holds changes as the
+installation's sequencer does only with its change-grouping settings: see
+--landing-timeout, --settle-time, --settle-cap and --progress-deadline
+(kubectl express --help).`,
 		Example: `  kubectl express plan acme -n tenant-123634-prod
   helm template charts/express-tenant -f new-values.yaml | kubectl express plan acme -f -
   kubectl express plan --offline --current before.yaml -f after.yaml -o mermaid`,
@@ -120,7 +122,7 @@ with its settings: see --order-config, --landing-timeout, --settle-time,
 }
 
 func (e *env) plan(ctx context.Context, c client.Reader, ns, tenant, output string) (string, error) {
-	orders, err := e.orders()
+	orders, err := e.liveOrders(ctx, c)
 	if err != nil {
 		return "", err
 	}

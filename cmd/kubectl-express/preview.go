@@ -179,6 +179,9 @@ func (e *env) onlineSnapshot(ctx context.Context, proposed []manifest, tenant st
 	if err != nil {
 		return nil, err
 	}
+	if orders, err = e.liveOrders(ctx, c); err != nil { // the orders the webhooks admit the dry run with
+		return nil, err
+	}
 	cluster, err := tenantOf(proposed, tenant)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,6 +27,8 @@ type env struct {
 	out, errOut io.Writer
 	flags       *genericclioptions.ConfigFlags
 	orderConfig string
+	// sequencerNS is where the installation keeps its orders ConfigMap.
+	sequencerNS string
 	// grouping and progressDeadline are the installation's settings: what
 	// the sequencer holds a tenant for, which a live plan must hold too.
 	grouping         sequencer.Grouping
@@ -56,7 +60,8 @@ otherwise.`,
 	root.SetErr(errOut)
 	e.flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&e.orderConfig, "order-config", "",
-		"The installation's order configuration file (as given to express-sequencer --order-config; the Helm chart keeps it in ConfigMap express-sequencer-orders, key orders.yaml); empty uses the built-in orders.")
+		"The installation's order configuration file (as given to express-sequencer --order-config). Empty: commands that read the cluster use the Helm chart's ConfigMap "+ordersConfigMap+" in --sequencer-namespace when it exists, the built-in orders otherwise; offline commands use the built-in orders.")
+	root.PersistentFlags().StringVar(&e.sequencerNS, "sequencer-namespace", "express-sequencer-system", "The namespace express-sequencer is installed in, where its orders ConfigMap is read from.")
 	pf := root.PersistentFlags()
 	pf.DurationVar(&e.grouping.LandingTimeout, "landing-timeout", e.grouping.LandingTimeout, "The installation's express-sequencer --landing-timeout: a live plan holds a landing change as the sequencer does.")
 	pf.DurationVar(&e.grouping.SettleTime, "settle-time", e.grouping.SettleTime, "The installation's express-sequencer --settle-time: a live plan holds changes without a new rollout-id as the sequencer does.")
@@ -68,6 +73,41 @@ otherwise.`,
 }
 
 func (e *env) orders() (defaults.Orders, error) { return defaults.LoadOrders(e.orderConfig) }
+
+// ordersConfigMap is the ConfigMap the Helm chart keeps the installation's
+// orders in (its values' orders), under key orders.yaml.
+const ordersConfigMap = "express-sequencer-orders"
+
+// liveOrders returns the installation's default orders for a command that
+// reads the cluster: --order-config when given; else the chart's orders
+// ConfigMap in --sequencer-namespace when it exists; else the built-in
+// orders, which an installation without custom orders runs with. A
+// ConfigMap this user may not read is said on standard error, not hidden.
+func (e *env) liveOrders(ctx context.Context, c client.Reader) (defaults.Orders, error) {
+	if e.orderConfig != "" {
+		return defaults.LoadOrders(e.orderConfig)
+	}
+	var cm corev1.ConfigMap
+	err := c.Get(ctx, client.ObjectKey{Namespace: e.sequencerNS, Name: ordersConfigMap}, &cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return defaults.Builtin(), nil
+	case apierrors.IsForbidden(err):
+		fmt.Fprintf(e.errOut, "Using the built-in orders: may not read ConfigMap %s/%s; give the installation's with --order-config\n", e.sequencerNS, ordersConfigMap)
+		return defaults.Builtin(), nil
+	case err != nil:
+		return defaults.Orders{}, fmt.Errorf("reading the installation's orders, ConfigMap %s/%s: %w", e.sequencerNS, ordersConfigMap, err)
+	}
+	data, ok := cm.Data["orders.yaml"]
+	if !ok {
+		return defaults.Orders{}, fmt.Errorf("ConfigMap %s/%s has no key orders.yaml", e.sequencerNS, ordersConfigMap)
+	}
+	o, err := defaults.ParseOrders([]byte(data))
+	if err != nil {
+		return defaults.Orders{}, fmt.Errorf("ConfigMap %s/%s: %w", e.sequencerNS, ordersConfigMap, err)
+	}
+	return o, nil
+}
 
 // liveSnapshot reads a tenant as tenantSnapshot does and plans it with the
 // installation's change grouping and progress deadline, as the sequencer
