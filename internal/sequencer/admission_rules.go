@@ -103,7 +103,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		// for anything else — a pause, a prerequisite — begins a new run:
 		// its change must hold the tenant like any other.
 		prev := stampIn(old, v2alpha1.AnnotationTargetChangedAt)
-		goesOn := a.Old != nil && !prev.IsZero() && (heldBySettling(a.Old) || a.Now.Sub(prev) < a.SettleTime)
+		goesOn := a.Old != nil && !prev.IsZero() && (heldBySettling(a.Old, a.Now) || a.Now.Sub(prev) < a.SettleTime)
 		if !goesOn || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
 			ann[v2alpha1.AnnotationTargetChangesBeganAt] = now
 		}
@@ -127,8 +127,9 @@ func restore(ann, old map[string]string, key string) {
 }
 
 // heldBySettling reports whether the node is gated and its condition says
-// the settle hold holds it.
-func heldBySettling(n v2alpha1.Node) bool {
+// the settle hold holds it until after now. A Settling the sequencer wrote
+// before it stopped says a hold that has ended: it continues no run.
+func heldBySettling(n v2alpha1.Node, now time.Time) bool {
 	c := condition(n)
-	return gated(n) && c != nil && c.Reason == v2alpha1.ReasonSettling
+	return gated(n) && c != nil && c.Reason == v2alpha1.ReasonSettling && now.Before(settleHoldEnd(c))
 }

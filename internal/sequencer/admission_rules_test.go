@@ -53,9 +53,18 @@ func TestAdmissionRules(t *testing.T) {
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
 				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
-				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling}}
+				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
+					Message: "holding … (nodes carry no rollout-id)" + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
 			}),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-2 * time.Hour))},
+		{name: "a target change of a node whose settle hold ended while the sequencer was stopped begins a new run of changes",
+			old: stored(func(n v2alpha1.Node) {
+				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
+				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
+					Message: "holding … (nodes carry no rollout-id)" + settleReleasesAt + now.Add(-50*time.Minute).UTC().Format(time.RFC3339) + " unless more changes come"}}
+			}),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
 		{name: "a target change of a node held by a pause for an earlier one begins a new run of changes",
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)

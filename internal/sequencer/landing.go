@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -81,14 +82,16 @@ func (s *Snapshot) landingOf() landing {
 	if !anyID {
 		return s.settling(func(v2alpha1.Node) bool { return true }, "nodes carry no "+v2alpha1.AnnotationRolloutID)
 	}
-	if l := s.landingByRolloutID(ids, newest, newestAt); l.hold {
-		return l
-	} else if held := s.settling(changedWithoutNewRolloutID, "changed without a new "+v2alpha1.AnnotationRolloutID); held.hold {
-		held.timedOut = l.timedOut
-		return held
-	} else {
+	l := s.landingByRolloutID(ids, newest, newestAt)
+	if l.hold {
 		return l
 	}
+	held := s.settling(changedWithoutNewRolloutID, "changed without a new "+v2alpha1.AnnotationRolloutID)
+	if !held.hold {
+		return l
+	}
+	held.timedOut = l.timedOut // said when the hold ends
+	return held
 }
 
 // changedWithoutNewRolloutID reports whether the node's latest target change
@@ -146,13 +149,13 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 }
 
 // settling holds a tenant until the latest target change of each node
-// counted (all of a tenant without rollout-id; on a tenant with it, the
-// nodes whose change came without a new rollout-id) is the settle time old — a change applied node by node is
-// then ordered as one — except that a node's changes hold the tenant no
-// longer than the settle cap after its run of changes began
-// (AnnotationTargetChangesBeganAt: changes each less than the settle time
-// after the one before, or made while the settle hold still holds the
-// node). So a node rewritten forever holds the tenant for
+// counted (every node of a tenant without rollout-id; on a tenant with it,
+// the nodes whose change came without a new rollout-id) is the settle time
+// old — a change applied node by node is then ordered as one — except that
+// a node's changes hold the tenant no longer than the settle cap after its
+// run of changes began (AnnotationTargetChangesBeganAt: changes each less
+// than the settle time after the one before, or made while the settle hold
+// still holds the node). So a node rewritten forever holds the tenant for
 // the cap once, and then no more, while every other node's changes still
 // hold it; and a change long pending elsewhere (a paused node, a rollout
 // stuck for longer than the cap) takes nothing from a new change's hold.
@@ -179,8 +182,28 @@ func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landin
 		return landing{}
 	}
 	return landing{hold: true, reason: v2alpha1.ReasonSettling, recheckAfter: wait,
-		message: fmt.Sprintf("holding for %s after the changes to tenant %s (the one holding longest at %s) so that all of a change has landed (%s); releases at %s unless more changes come",
+		message: fmt.Sprintf("holding for %s after the changes to tenant %s (the one holding longest at %s) so that all of a change has landed (%s)"+settleReleasesAt+"%s unless more changes come",
 			s.Grouping.SettleTime, s.Tenant.ClusterName, held.UTC().Format(time.RFC3339), why, until.UTC().Format(time.RFC3339))}
+}
+
+// settleReleasesAt introduces, in a Settling condition's message, when the
+// hold ends; settleHoldEnd reads it back.
+const settleReleasesAt = "; releases at "
+
+// settleHoldEnd returns when a Settling condition said its hold ends (the
+// sequencer rewrites it whenever a change extends the hold), zero when it
+// says nothing readable.
+func settleHoldEnd(c *metav1.Condition) time.Time {
+	_, rest, ok := strings.Cut(c.Message, settleReleasesAt)
+	if !ok {
+		return time.Time{}
+	}
+	at, _, _ := strings.Cut(rest, " ")
+	end, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return time.Time{}
+	}
+	return end
 }
 
 // stamp reads an RFC 3339 timestamp annotation; zero when absent or malformed.

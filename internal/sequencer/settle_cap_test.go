@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // A node whose target is rewritten every 2 s (two controllers fighting over
@@ -120,5 +123,38 @@ func TestANodeRewrittenAtTheSettleTimeOrSlowerHoldsTheTenantNoLongerThanTheCap(t
 				assert.LessOrEqual(t, w.tick-changedAt, 62, "within the cap (60 s) of the first change")
 			})
 		}
+	}
+}
+
+// A change to be alone is held Settling; then the sequencer stops for two
+// minutes (its leader lost) and a change to all is applied node by node, 2 s
+// apart, be first. be's condition still says Settling, but the hold it
+// states ended long before: be's new change begins a new run, holds the
+// tenant like any other, and be rolls after fe1 and fe2 — on a tenant
+// without rollout-id and with kubectl edits (no new id) on one with it.
+func TestAStaleSettlingConditionLeftByAStoppedSequencerContinuesNoRun(t *testing.T) {
+	for name, setup := range map[string]step{
+		"without rollout-id":             settled(5),
+		"with rollout-id, kubectl edits": settledByRolloutID(5, "r1"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, "acme")
+			w.oracle = nil // the oracle knows no grouping; the order is the point
+			setup(w)
+			bySettleTime(w)
+			mark := len(w.started)
+			w.setConfig("c2", "be")
+			w.tick++
+			w.sequence()
+			require.Equal(t, v2alpha1.ReasonSettling, w.condition("be").Reason, "be's change is held")
+			for range 120 { // the sequencer is stopped: only the operator and the clock run
+				w.tick++
+				w.now = w.now.Add(time.Second)
+				w.operate()
+			}
+			oneByOne("c3", 2, all5...)(w)
+			w.run(400)
+			assert.Equal(t, "fe1 fe2 be fe3 fe4", w.startedSince(mark))
+		})
 	}
 }
