@@ -174,9 +174,7 @@ func TestALivePlanHoldsAChangeAsTheSequencerDoes(t *testing.T) {
 	kubeconfig := cluster(t)
 	out, _, err := run(t, "", "plan", "acme", "--kubeconfig", kubeconfig, "-n", ns, "-o", "json", "--settle-time=1h")
 	require.NoError(t, err)
-	var rows []struct {
-		Node, Reason string
-	}
+	var rows []row
 	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
 	reasons := map[string]string{}
 	for _, r := range rows {
@@ -208,14 +206,14 @@ func TestALivePlanUsesTheInstallationsOrders(t *testing.T) {
 	upgradePosition := func(args ...string) map[string]int {
 		out, _, err := run(t, "", append([]string{"plan", "acme", "--kubeconfig", kubeconfig, "-n", ns, "-o", "json"}, args...)...)
 		require.NoError(t, err)
-		var rows []struct {
-			Node     string
-			Position int `json:"upgradePosition"`
-		}
+		var rows []row
 		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
 		pos := map[string]int{}
 		for _, r := range rows {
-			pos[r.Node] = r.Position
+			pos[r.Node] = r.Upgrade
+		}
+		for _, node := range []string{"acme-be", "acme-fe1", "acme-fe3"} {
+			require.NotZero(t, pos[node], "%s has an upgrade position: %s", node, out)
 		}
 		return pos
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -99,7 +100,11 @@ installation's sequencer does only with its change-grouping settings: see
 			if err != nil {
 				return err
 			}
-			text, err := e.plan(contextOf(cmd), c, ns, tenant, output)
+			orders, err := e.liveOrders(contextOf(cmd), c) // once: -w plans again on every change
+			if err != nil {
+				return err
+			}
+			text, err := e.plan(contextOf(cmd), c, ns, tenant, output, orders)
 			if err != nil {
 				return err
 			}
@@ -108,7 +113,7 @@ installation's sequencer does only with its change-grouping settings: see
 				return nil
 			}
 			return e.watchPlan(contextOf(cmd), ns, text, func(ctx context.Context) (string, error) {
-				return e.plan(ctx, c, ns, tenant, output)
+				return e.plan(ctx, c, ns, tenant, output, orders)
 			})
 		},
 	}
@@ -121,11 +126,7 @@ installation's sequencer does only with its change-grouping settings: see
 	return cmd
 }
 
-func (e *env) plan(ctx context.Context, c client.Reader, ns, tenant, output string) (string, error) {
-	orders, err := e.liveOrders(ctx, c)
-	if err != nil {
-		return "", err
-	}
+func (e *env) plan(ctx context.Context, c client.Reader, ns, tenant, output string, orders defaults.Orders) (string, error) {
 	s, err := e.liveSnapshot(ctx, c, ns, tenant, orders)
 	if err != nil {
 		return "", err

@@ -44,19 +44,19 @@ type previewOptions struct {
 // tenant), each manifest admitted with the webhooks' own code. Then the
 // sequencer's own Plan runs on the result until nothing more is released.
 func (e *env) preview(ctx context.Context, tenant string, o previewOptions) (string, error) {
-	orders, err := e.orders()
-	if err != nil {
-		return "", err
-	}
 	proposed, err := e.readManifests(o.files, o.recursive)
 	if err != nil {
 		return "", err
 	}
 	var s *sequencer.Snapshot
 	if o.offline {
+		var orders defaults.Orders
+		if orders, err = e.orders(); err != nil {
+			return "", err
+		}
 		s, err = e.offlineSnapshot(proposed, o.current, o.recursive, orders, tenant)
 	} else {
-		s, err = e.onlineSnapshot(ctx, proposed, tenant, orders)
+		s, err = e.onlineSnapshot(ctx, proposed, tenant)
 	}
 	if err != nil {
 		return "", err
@@ -174,12 +174,13 @@ func previewMermaid(buf *bytes.Buffer, p sequencer.Prediction) {
 // onlineSnapshot is the live tenant with the manifests admitted over it by
 // the API server in a dry run: what kubectl apply --server-side would store,
 // webhooks included.
-func (e *env) onlineSnapshot(ctx context.Context, proposed []manifest, tenant string, orders defaults.Orders) (*sequencer.Snapshot, error) {
+func (e *env) onlineSnapshot(ctx context.Context, proposed []manifest, tenant string) (*sequencer.Snapshot, error) {
 	c, ns, err := e.client()
 	if err != nil {
 		return nil, err
 	}
-	if orders, err = e.liveOrders(ctx, c); err != nil { // the orders the webhooks admit the dry run with
+	orders, err := e.liveOrders(ctx, c) // the orders the webhooks admit the dry run with
+	if err != nil {
 		return nil, err
 	}
 	cluster, err := tenantOf(proposed, tenant)
@@ -200,7 +201,7 @@ func (e *env) onlineSnapshot(ctx context.Context, proposed []manifest, tenant st
 		}
 		admitted = append(admitted, n)
 	}
-	s, err := tenantSnapshot(ctx, c, ns, cluster, orders)
+	s, err := tenantSnapshot(ctx, c, ns, cluster, orders, 0, sequencer.Grouping{})
 	if err != nil && !strings.HasPrefix(err.Error(), "no ") {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ const ordersConfigMap = "express-sequencer-orders"
 // ConfigMap this user may not read is said on standard error, not hidden.
 func (e *env) liveOrders(ctx context.Context, c client.Reader) (defaults.Orders, error) {
 	if e.orderConfig != "" {
-		return defaults.LoadOrders(e.orderConfig)
+		return e.orders()
 	}
 	var cm corev1.ConfigMap
 	err := c.Get(ctx, client.ObjectKey{Namespace: e.sequencerNS, Name: ordersConfigMap}, &cm)
@@ -109,16 +109,11 @@ func (e *env) liveOrders(ctx context.Context, c client.Reader) (defaults.Orders,
 	return o, nil
 }
 
-// liveSnapshot reads a tenant as tenantSnapshot does and plans it with the
-// installation's change grouping and progress deadline, as the sequencer
-// does now (a preview plans without them: as if the change had landed).
+// liveSnapshot reads a tenant as tenantSnapshot does, with the installation's
+// progress deadline and change grouping: as the sequencer plans it now (a
+// preview plans without them: as if the change had landed).
 func (e *env) liveSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders) (*sequencer.Snapshot, error) {
-	s, err := tenantSnapshot(ctx, c, ns, cluster, orders)
-	if err != nil {
-		return nil, err
-	}
-	s.Grouping, s.ProgressDeadline = e.grouping, e.progressDeadline
-	return s, nil
+	return tenantSnapshot(ctx, c, ns, cluster, orders, e.progressDeadline, e.grouping)
 }
 
 func (e *env) client() (client.Client, string, error) {

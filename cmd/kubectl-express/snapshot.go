@@ -16,13 +16,15 @@ import (
 
 // tenantSnapshot reads a tenant straight from the API server into the
 // snapshot the sequencer plans on — its fresh reads, StatefulSets included
-// — so the plugin decides with the sequencer's own Plan.
-func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders) (*sequencer.Snapshot, error) {
-	nodes, err := sequencer.NamespaceNodes(ctx, c, ns)
-	if err != nil {
-		return nil, err
-	}
+// — so the plugin decides with the sequencer's own Plan, with the given
+// progress deadline and change grouping (none: as if every change had
+// landed). An empty cluster names the namespace's only tenant.
+func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders, deadline time.Duration, grouping sequencer.Grouping) (*sequencer.Snapshot, error) {
 	if cluster == "" {
+		nodes, err := sequencer.NamespaceNodes(ctx, c, ns)
+		if err != nil {
+			return nil, err
+		}
 		tenants := map[string]bool{}
 		for _, n := range nodes {
 			tenants[n.NodeSpec().ClusterConfig.ClusterName] = true
@@ -41,7 +43,7 @@ func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, or
 			return nil, fmt.Errorf("namespace %q holds tenants %s: name one", ns, strings.Join(names, ", "))
 		}
 	}
-	s, err := sequencer.GatherFresh(ctx, c, sequencer.Tenant{Namespace: ns, ClusterName: cluster}, orders, time.Now())
+	s, err := sequencer.GatherFresh(ctx, c, sequencer.Tenant{Namespace: ns, ClusterName: cluster}, orders, time.Now(), deadline, grouping)
 	if err != nil {
 		return nil, err
 	}

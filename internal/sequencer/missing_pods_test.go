@@ -67,7 +67,7 @@ func TestTheFreshSnapshotCountsThePodsANodesControllerStillWants(t *testing.T) {
 	}
 	missing := func() map[string]int {
 		t.Helper()
-		s, err := sequencer.GatherFresh(ctx, h.Client, sequencer.Tenant{Namespace: ns.Name, ClusterName: "acme"}, defaults.Builtin(), time.Now())
+		s, err := sequencer.GatherFresh(ctx, h.Client, sequencer.Tenant{Namespace: ns.Name, ClusterName: "acme"}, defaults.Builtin(), time.Now(), 0, sequencer.Grouping{})
 		require.NoError(t, err)
 		return s.MissingPods
 	}

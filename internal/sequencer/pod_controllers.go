@@ -20,16 +20,16 @@ import (
 // created again under another UID: its pods are being deleted or adopted).
 // A StatefulSet owning pods of several nodes lacks, for each of them, what
 // it lacks in all.
-func missingPods(pods []corev1.Pod, sets []appsv1.StatefulSet) map[string]int {
+func missingPods(pods []*corev1.Pod, sets []appsv1.StatefulSet) map[string]int {
 	want := make(map[types.UID]int, len(sets))
 	for _, sts := range sets {
 		want[sts.UID] = int(ptr.Deref(sts.Spec.Replicas, 1))
 	}
 	have := map[types.UID]map[string]int{} // StatefulSet → node name → its pods that exist
-	for i := range pods {
-		ref := metav1.GetControllerOf(&pods[i])
-		node := pods[i].Labels[v2alpha1.LabelNode]
-		if ref == nil || node == "" || ref.APIVersion != appsv1.SchemeGroupVersion.String() || ref.Kind != "StatefulSet" {
+	for _, pod := range pods {
+		ref := metav1.GetControllerOf(pod)
+		node := pod.Labels[v2alpha1.LabelNode]
+		if ref == nil || ref.APIVersion != appsv1.SchemeGroupVersion.String() || ref.Kind != "StatefulSet" {
 			continue
 		}
 		if _, ok := want[ref.UID]; !ok {

@@ -85,12 +85,7 @@ func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Sna
 	if r.Fresh != nil {
 		readFresh = func() (*Snapshot, error) {
 			watch.lap("plan")
-			s, err := GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now())
-			if err != nil {
-				return nil, err
-			}
-			s.ProgressDeadline, s.Grouping = r.ProgressDeadline, r.Grouping
-			return s, nil
+			return GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
 		}
 	}
 	snap, decisions, fresh, err := planOnFreshest(cached, err, readFresh)

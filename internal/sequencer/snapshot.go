@@ -206,18 +206,21 @@ func nodesOf(bes []v2alpha1.Backend, fes []v2alpha1.Frontend) []v2alpha1.Node {
 // cache knows, whatever it has seen, every Backend that exists now (a new
 // leader's cache lags, a Backend is deleted and created again, its tenant
 // changes and changes back).
-func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time) (*Snapshot, error) {
+func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders defaults.Orders, now time.Time, deadline time.Duration, grouping Grouping) (*Snapshot, error) {
 	read, err := freshReads(ctx, r, tenant.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	return freshSnapshot(read, tenant, orders, now), nil
+	s := freshSnapshot(read, tenant, orders, now)
+	s.ProgressDeadline, s.Grouping = deadline, grouping
+	return s, nil
 }
 
 // GatherFreshFor reads, straight from the API server, the snapshot of the
 // tenant of the node called name: what the pod admission webhook decides
-// on. It returns nil when no Backend or Frontend has that name.
-func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string, orders defaults.Orders, now time.Time) (*Snapshot, error) {
+// on, with the sequencer's change grouping. It returns nil when no Backend
+// or Frontend has that name.
+func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping Grouping) (*Snapshot, error) {
 	read, err := freshReads(ctx, r, namespace)
 	if err != nil {
 		return nil, err
@@ -226,7 +229,9 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	if i < 0 {
 		return nil, nil
 	}
-	return freshSnapshot(read, Tenant{Namespace: namespace, ClusterName: read.nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now), nil
+	s := freshSnapshot(read, Tenant{Namespace: namespace, ClusterName: read.nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now)
+	s.Grouping = grouping
+	return s, nil
 }
 
 // fresh is what freshReads lists of a namespace.
@@ -301,12 +306,12 @@ func freshSnapshot(read fresh, tenant Tenant, orders defaults.Orders, now time.T
 			s.Nodes[n.GetName()] = n
 		}
 	}
-	var own []corev1.Pod
+	var own []*corev1.Pod
 	for i := range read.pods {
 		name := read.pods[i].Labels[v2alpha1.LabelNode]
 		if _, ok := s.Nodes[name]; ok {
 			s.Pods[name] = append(s.Pods[name], PodOf(&read.pods[i]))
-			own = append(own, read.pods[i])
+			own = append(own, &read.pods[i])
 		}
 	}
 	s.MissingPods = missingPods(own, read.statefulSets)

@@ -50,7 +50,7 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%q names no Express node (%s): the pod is not held for its prerequisites", v2alpha1.LabelNode, name, errs[0]))
 	}
-	snap, err := sequencer.GatherFreshFor(ctx, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now())
+	snap, err := sequencer.GatherFreshFor(ctx, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -58,7 +58,6 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%s names no Backend or Frontend in namespace %s: the pod is not held for its prerequisites", v2alpha1.LabelNode, name, req.Namespace))
 	}
-	snap.Grouping = g.Grouping
 	ok, why := sequencer.PodsMayStart(snap, name)
 	if ok {
 		return admission.Allowed("")

@@ -43,7 +43,7 @@ type Validator[T v2alpha1.Node] struct {
 
 // ValidateCreate checks a new node.
 func (v *Validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
-	return v.validate(ctx, obj)
+	return v.validate(ctx, obj, true)
 }
 
 // ValidateUpdate checks a changed node. An update that leaves the node's
@@ -59,22 +59,7 @@ func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, obj T) (admis
 	if obj.GetDeletionTimestamp() != nil {
 		return nil, nil
 	}
-	siblings, err := sequencer.NamespaceNodes(ctx, v.Reader, obj.GetNamespace())
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	warnings, errs := Check(obj, siblings, v.Orders)
-	if len(errs) == 0 {
-		return warnings, nil
-	}
-	if !sameOrderingInputs(oldObj, obj) {
-		gk := schema.GroupKind{Group: v2alpha1.GroupVersion.Group, Kind: obj.NodeKind()}
-		return warnings, apierrors.NewInvalid(gk, obj.GetName(), errs)
-	}
-	for _, e := range errs {
-		warnings = append(warnings, e.Error()+" (so before this update, which leaves the lists alone: admitted; the node cannot proceed until it is fixed)")
-	}
-	return warnings, nil
+	return v.validate(ctx, obj, !sameOrderingInputs(oldObj, obj))
 }
 
 // sameOrderingInputs reports whether an update leaves what Check judges of
@@ -100,15 +85,23 @@ func (v *Validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, e
 	return nil, nil
 }
 
-func (v *Validator[T]) validate(ctx context.Context, obj T) (admission.Warnings, error) {
+// validate checks obj against its namespace's nodes; its errors are denied,
+// or with deny false admitted as warnings.
+func (v *Validator[T]) validate(ctx context.Context, obj T, deny bool) (admission.Warnings, error) {
 	siblings, err := sequencer.NamespaceNodes(ctx, v.Reader, obj.GetNamespace())
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
 	warnings, errs := Check(obj, siblings, v.Orders)
-	if len(errs) > 0 {
+	switch {
+	case len(errs) == 0:
+		return warnings, nil
+	case deny:
 		gk := schema.GroupKind{Group: v2alpha1.GroupVersion.Group, Kind: obj.NodeKind()}
 		return warnings, apierrors.NewInvalid(gk, obj.GetName(), errs)
+	}
+	for _, e := range errs {
+		warnings = append(warnings, e.Error()+" (so before this update, which leaves the lists alone: admitted; the node cannot proceed until it is fixed)")
 	}
 	return warnings, nil
 }
@@ -135,11 +128,11 @@ func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node, orders defaults.Or
 		if n.GetName() == obj.GetName() && n.NodeKind() == obj.NodeKind() {
 			continue
 		}
-		if n.GetName() == obj.GetName() && obj.GetDeletionTimestamp() == nil {
+		if n.GetName() == obj.GetName() {
 			// Pods name their node by name alone (express.medallia.com/node),
 			// and so do the sequencer's snapshots: a Backend and a Frontend
-			// of one name would hide each other. (A node being deleted may
-			// still have its finalizers removed.)
+			// of one name would hide each other. (A node being deleted is
+			// never checked: ValidateUpdate admits its every update.)
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), obj.GetName(), fmt.Sprintf(
 				"a %s named %s already exists in namespace %s: a Backend and a Frontend cannot share a name, since pods name their node by name alone (label %s)",
 				n.NodeKind(), n.GetName(), obj.GetNamespace(), v2alpha1.LabelNode)))

@@ -23,7 +23,12 @@ func Dir() string { return filepath.Join(controlplane.Root(), "charts", "express
 // values files and then by overrides, and returns the manifests it renders
 // and the nodes decoded from them, in manifest order.
 func Render(overrides map[string]any, valuesFiles ...string) (string, []v2alpha1.Node, error) {
-	manifests, err := helmchart.Render(Dir(), "default", overrides, valuesFiles...)
+	return RenderDir(Dir(), overrides, valuesFiles...)
+}
+
+// RenderDir is Render of a copy of the chart in dir (a new version of it).
+func RenderDir(dir string, overrides map[string]any, valuesFiles ...string) (string, []v2alpha1.Node, error) {
+	manifests, err := helmchart.Render(dir, "default", overrides, valuesFiles...)
 	if err != nil {
 		return "", nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/test/framework/helmchart"
 	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
 
@@ -18,15 +17,14 @@ import (
 // node it renders.
 func rolloutIDs(t *testing.T, dir string, overrides map[string]any) []string {
 	t.Helper()
-	manifests, err := helmchart.Render(dir, "default", overrides)
+	_, nodes, err := tenantchart.RenderDir(dir, overrides)
 	require.NoError(t, err)
 	var ids []string
-	for _, line := range strings.Split(manifests, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), v2alpha1.AnnotationRolloutID+": "); ok {
-			ids = append(ids, strings.Trim(v, `"`))
-		}
+	for _, n := range nodes {
+		ids = append(ids, n.GetAnnotations()[v2alpha1.AnnotationRolloutID])
 	}
-	require.NotEmpty(t, ids, "the chart renders a rollout-id")
+	require.NotEmpty(t, ids)
+	require.NotContains(t, ids, "", "the chart renders a rollout-id on every node")
 	return ids
 }
 

@@ -128,7 +128,6 @@ func TestAChangeOfTheOrdersRollsThePods(t *testing.T) {
 	one := map[string]any{"provisioningOrder": []any{"be"}, "upgradeOrder": []any{"fe1", "be"}}
 	other := map[string]any{"provisioningOrder": []any{"be"}, "upgradeOrder": []any{"fe2", "be"}}
 	assert.NotEmpty(t, template(one)["checksum/orders"])
-	assert.Equal(t, template(one), template(one))
 	assert.NotEqual(t, template(one), template(other))
 	assert.NotContains(t, template(nil), "checksum/orders", "no orders, no checksum")
 }
