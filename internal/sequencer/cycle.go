@@ -190,56 +190,246 @@ func listWaits(n v2alpha1.Node, l defaults.List, order defaults.Order, liveKeys 
 	return out
 }
 
-// waitEdges is the planner's waitGraph: the waits between waiting nodes
-// (gated or recovering nodes with unmet requirements). A node that is not
-// waiting can progress by itself, so no loop runs through it; a node
-// waiting for itself is no loop between nodes.
-func (p *planner) waitEdges() waitGraph {
+// The planner's waitGraph is one of states, not of nodes: a wait for a
+// node's readiness closes a loop only when that readiness itself waits for
+// something. Each live node has four states, each a vertex "<state> <node>":
+//
+//	release X  its release (a gated node)     → ready P or target P for each unmet requirement of it
+//	pods X     its held or coming pods start  → ready P for each unmet provisioning requirement
+//	                                             (of a rollout under way: only with letGo)
+//	ready X    X is Ready                      → release X, gated and needing it (needsRelease);
+//	                                             pods X, new pods of it coming under the pod rule
+//	target X   X is Ready on its target        → release X while gated, else ready X
+//
+// A state with no edge is reached by itself: a Backend whose pods exist and
+// do not fail becomes Ready without anyone's release (a readiness blip, a
+// StatefulSet scaling up or recreating pods), so whoever waits for it waits
+// and is never overtaken.
+const (
+	stateRelease = "release"
+	statePods    = "pods"
+	stateReady   = "ready"
+	stateTarget  = "target"
+)
+
+// vertex names state of node in the planner's waitGraph.
+func vertex(state, node string) string { return state + " " + node }
+
+// vertexNode returns the node of a vertex of the planner's waitGraph.
+func vertexNode(v string) string {
+	_, node, _ := strings.Cut(v, " ")
+	return node
+}
+
+// waitEdges builds the planner's waitGraph. releasing are the nodes
+// released in this pass (nil before releases are chosen). With letGo, a
+// gated node held by a pause or a change landing waits for its requirements
+// as it will once let go (what a node may yet wait for); without, it waits
+// for nothing (it is held, not in a loop).
+func (p *planner) waitEdges(releasing map[string]bool, letGo bool) waitGraph {
 	g := waitGraph{}
-	for name, bs := range p.blockers {
-		for _, b := range bs {
-			if b.node != name && len(p.blockers[b.node]) > 0 {
-				g[name] = append(g[name], wait{to: b.node, upgrade: b.upgrade})
+	add := func(from string, to string, upgrade bool) { g[from] = append(g[from], wait{to: to, upgrade: upgrade}) }
+	for _, name := range p.names {
+		n := p.Nodes[name]
+		if !live(n) {
+			continue
+		}
+		rel, pods, ready, tgt := vertex(stateRelease, name), vertex(statePods, name), vertex(stateReady, name), vertex(stateTarget, name)
+		ignored := annotated(n, v2alpha1.AnnotationIgnorePrerequisites)
+		held := gated(n) && !releasing[name]
+		if held && !ignored {
+			waits := p.blockers[name]
+			if letGo || releasing != nil {
+				waits, _ = p.wait(name, p.mode(name) == ModeUpgrade, releasing)
 			}
+			for _, b := range waits {
+				if b.node == name {
+					continue // a wait on itself through down nodes: see findCycles
+				}
+				if b.upgrade {
+					add(rel, vertex(stateTarget, b.node), true)
+				} else {
+					add(rel, vertex(stateReady, b.node), false)
+				}
+			}
+		}
+		// The held pods of a rollout under way wait for no loop: where
+		// their predecessor waits for the rollout, PodsMayStart lets them
+		// go (the half-done rollout finishes first). Only what a node may
+		// yet wait for (letGo) follows them.
+		if !ignored && (letGo || !p.inFlight(name)) {
+			podWaits, _ := p.wait(name, false, releasing)
+			for _, b := range podWaits {
+				if b.node != name {
+					add(pods, vertex(stateReady, b.node), false)
+				}
+			}
+		}
+		if held {
+			add(tgt, rel, false)
+			if p.needsRelease(name) {
+				add(ready, rel, false)
+			}
+		} else {
+			add(tgt, ready, false)
+		}
+		if p.newPodsComing(name, held) {
+			add(ready, pods, false)
 		}
 	}
 	return g
 }
 
+// needsRelease reports whether a gated node's readiness waits for its
+// release: it has no pod and its pods' controller wants none (nothing starts
+// it until the operator provisions it), or a pod of it is failing (crash
+// looping, its image not pulling: what its new target may mend, and the
+// operator re-provisions only once it is released). A node whose pods exist
+// or are being recreated, none failing, becomes Ready by itself.
+func (s *Snapshot) needsRelease(name string) bool {
+	pods := s.Pods[name]
+	if len(pods) == 0 && s.MissingPods[name] == 0 {
+		return true
+	}
+	return slices.ContainsFunc(pods, func(p Pod) bool { return p.Failing })
+}
+
+// newPodsComing reports whether the node's readiness waits for pods the pod
+// rule decides on: pods held by the sequencer's scheduling gate, pods its
+// controller still wants, or — for a node not held by its gate — pods the
+// operator creates next: none left, failing ones re-provisioned, a rollout
+// under way replacing pods not yet on target.
+func (s *Snapshot) newPodsComing(name string, held bool) bool {
+	pods := s.Pods[name]
+	if slices.ContainsFunc(pods, Pod.HeldBySequencer) || s.MissingPods[name] > 0 {
+		return true
+	}
+	if held {
+		return false
+	}
+	n := s.Nodes[name]
+	return len(pods) == 0 || slices.ContainsFunc(pods, func(p Pod) bool { return p.Failing || !podOnTarget(n, p) })
+}
+
 // circularUpgradeWaits returns the upgrade prerequisites of x whose wait
-// leads, through waiting nodes and at least one provisioning wait, back to
-// x: the ones that can never be met while x waits for them. Only those are
-// dropped (the provisioning order wins); x still waits for its other
-// upgrade prerequisites, such as a node whose half-done rollout must
-// finish first.
+// can never be met while x waits for them, so that the provisioning order
+// wins (DESIGN §4): the prerequisite is provisioned after x (it needs x
+// Ready, directly or through others), and its state leads, through at least
+// one wait for readiness, back to x's release. Only those are dropped: x
+// still waits for its other upgrade prerequisites, such as a node whose
+// half-done rollout must finish first, and a node on the same loop whose
+// wait follows the provisioning order (fe2 waiting for fe1 while be waits
+// for fe2) keeps it.
 func (p *planner) circularUpgradeWaits(x string, g waitGraph) []string {
-	notThroughX := func(w wait) bool { return w.to != x }
+	rel := vertex(stateRelease, x)
 	var out []string
-	for _, first := range g[x] {
-		if !first.upgrade || slices.Contains(out, first.to) {
+	for _, w := range g[rel] {
+		b := vertexNode(w.to)
+		if !w.upgrade || slices.Contains(out, b) || !p.provisionedAfter(b, x) {
 			continue
 		}
-	search:
-		for _, u := range p.names {
-			for _, w := range g[u] {
-				if w.upgrade || u == x {
-					continue
-				}
-				if _, ok := g.path(first.to, u, notThroughX); !ok {
-					continue
-				}
-				if _, ok := g.path(w.to, x, all); ok {
-					out = append(out, first.to)
-					break search
-				}
-			}
+		if g.pathThrough(w.to, rel, func(v string) bool { return strings.HasPrefix(v, stateReady+" ") }) {
+			out = append(out, b)
 		}
 	}
 	return out
 }
 
-// findCycles maps every node of a wait-for loop to one loop through it,
-// starting and ending at it. A node whose list leads back to it through
+// pathThrough reports whether a path leads from "from" to "to" through at
+// least one vertex through accepts ("to" included).
+func (g waitGraph) pathThrough(from, to string, through func(string) bool) bool {
+	type at struct {
+		v   string
+		met bool
+	}
+	seen := map[at]bool{}
+	queue := []at{{from, through(from)}}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur.v == to {
+			if cur.met {
+				return true
+			}
+			continue
+		}
+		if seen[cur] {
+			continue
+		}
+		seen[cur] = true
+		for _, w := range g[cur.v] {
+			queue = append(queue, at{w.to, cur.met || through(w.to)})
+		}
+	}
+	return false
+}
+
+// reachesNode reports whether some state of node target can be reached from
+// vertex from.
+func (g waitGraph) reachesNode(from, target string) bool {
+	seen := map[string]bool{}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if vertexNode(cur) == target {
+			return true
+		}
+		if seen[cur] {
+			continue
+		}
+		seen[cur] = true
+		for _, w := range g[cur] {
+			queue = append(queue, w.to)
+		}
+	}
+	return false
+}
+
+// provisionedAfter reports whether node b waits, for its provisioning,
+// for node x to be Ready: x is among its provisioning requirements,
+// directly or through others (through down nodes as the lists are walked).
+func (p *planner) provisionedAfter(b, x string) bool {
+	seen := map[string]bool{b: true}
+	queue := []string{b}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if _, ok := p.Nodes[cur]; !ok {
+			continue
+		}
+		for _, r := range p.provisioningOf(cur) {
+			if r == x {
+				return true
+			}
+			if !seen[r] {
+				seen[r] = true
+				queue = append(queue, r)
+			}
+		}
+	}
+	return false
+}
+
+// provisioningOf returns the live nodes node name's provisioning list
+// resolves to, memoised for the pass.
+func (p *planner) provisioningOf(name string) []string {
+	if nodes, ok := p.provisioning[name]; ok {
+		return nodes
+	}
+	var nodes []string
+	for _, r := range p.requirements(name, false) {
+		if !r.missing && !slices.Contains(nodes, r.node) {
+			nodes = append(nodes, r.node)
+		}
+	}
+	p.provisioning[name] = nodes
+	return nodes
+}
+
+// findCycles maps every waiting node whose own state — its release while
+// gated, its new pods while recovering — lies on a loop of g to the loop,
+// as nodes, starting and ending at it. A node whose list leads back to it through
 // intentionally-down nodes (an explicit list naming a down node whose own
 // list puts the node before it) waits for itself: a loop of its own when
 // nothing but its release could end that wait — for its new target while
@@ -250,9 +440,16 @@ func (p *planner) circularUpgradeWaits(x string, g waitGraph) []string {
 // between nodes, and no wait to drop), so it is only reported.
 func (p *planner) findCycles(g waitGraph) map[string][]string {
 	cycles := map[string][]string{}
-	for name := range g {
-		if loop, ok := g.loop(name, all); ok {
-			cycles[name] = names(name, loop)
+	for name, bs := range p.blockers {
+		if len(bs) == 0 {
+			continue
+		}
+		start := vertex(statePods, name)
+		if gated(p.Nodes[name]) {
+			start = vertex(stateRelease, name)
+		}
+		if loop, ok := g.loop(start, all); ok {
+			cycles[name] = loopNodes(start, loop)
 		}
 	}
 	for name, bs := range p.blockers {
@@ -270,6 +467,19 @@ func (p *planner) findCycles(g waitGraph) map[string][]string {
 		cycles[name] = append(path, name)
 	}
 	return cycles
+}
+
+// loopNodes renders a loop of the planner's waitGraph from start as its
+// nodes, each state change of one node shown once: start's node first and
+// last.
+func loopNodes(start string, loop []wait) []string {
+	out := []string{vertexNode(start)}
+	for _, w := range loop {
+		if n := vertexNode(w.to); n != out[len(out)-1] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // waitsOnlyForItself reports whether b, a wait of node name on itself, can

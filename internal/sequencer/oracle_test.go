@@ -3,6 +3,7 @@ package sequencer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -179,52 +180,132 @@ func (o *oracle) upgradeMode(m string) bool {
 	return released != "" && released != ann[v2alpha1.AnnotationTargetHash]
 }
 
-// waiting: a live node that cannot move until others do — gated and not
-// paused or ignored, or recovering (not Ready, not in a released rollout):
-// its new pods wait for its provisioning-predecessors.
-func (o *oracle) waiting(m string) bool {
-	n := o.w.nodes[m]
-	if !o.live(m) || annotated(n, v2alpha1.AnnotationPauseRollout) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) {
-		return false
-	}
-	if o.gated(m) {
-		return true
-	}
-	return !o.inFlight(m) && !o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) && p.Conditions["Ready"] == "True" })
+// needsReleaseToBeReady: the world's truth (not the pods' looks) that a
+// gated m's readiness waits for its release: it crashed (the operator
+// re-provisions only once it is let go) or has no pod. A blip, a rollout or
+// a StatefulSet still creating a pod ends by itself.
+func (o *oracle) needsReleaseToBeReady(m string) bool {
+	return o.w.crashed[m] > 0 || len(o.w.pods[m]) == 0
 }
 
-// circularNeeds: x's unmet upgrade needs that wait, through waiting nodes
-// and at least one provisioning wait, for x. Only those are dropped.
+// podRuleDecides: m's readiness waits for pods the pod rule decides on:
+// pods held now, a pod its StatefulSet still creates, or — m not gated —
+// pods the operator creates next (crashed, none, not on target).
+func (o *oracle) podRuleDecides(m string) bool {
+	if o.w.missing[m] > 0 || o.w.scaling[m] > 0 || slices.ContainsFunc(o.w.pods[m], Pod.HeldBySequencer) {
+		return true
+	}
+	if o.gated(m) {
+		return false
+	}
+	return o.w.crashed[m] > 0 || !o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) })
+}
+
+// waitsFor lists the states the state (m, what) waits for — what is
+// "release", "pods", "ready" or "target" — read from the world's truth.
+// With letGo, a node's held pods wait for its predecessors even while its
+// rollout is under way, and a paused node waits as if let go.
+func (o *oracle) waitsFor(m, what string, letGo bool) [][2]string {
+	n, ok := o.w.nodes[m]
+	if !ok || !o.live(m) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) {
+		return nil
+	}
+	var out [][2]string
+	switch what {
+	case "release":
+		if !o.gated(m) || !letGo && annotated(n, v2alpha1.AnnotationPauseRollout) {
+			return nil
+		}
+		unmet, _ := o.unmet(m, o.upgradeMode(m))
+		for _, nd := range unmet {
+			if nd.upgrade {
+				out = append(out, [2]string{nd.node, "target"})
+			} else {
+				out = append(out, [2]string{nd.node, "ready"})
+			}
+		}
+	case "pods":
+		if !letGo && o.inFlight(m) {
+			return nil
+		}
+		unmet, _ := o.unmet(m, false)
+		for _, nd := range unmet {
+			out = append(out, [2]string{nd.node, "ready"})
+		}
+	case "ready":
+		if o.gated(m) && o.needsReleaseToBeReady(m) {
+			out = append(out, [2]string{m, "release"})
+		}
+		if o.podRuleDecides(m) {
+			out = append(out, [2]string{m, "pods"})
+		}
+	case "target":
+		if o.gated(m) {
+			out = append(out, [2]string{m, "release"})
+		} else {
+			out = append(out, [2]string{m, "ready"})
+		}
+	}
+	return out
+}
+
+// provisionedAfter: y's provisioning needs x Ready, directly or through
+// others (the oracle's own walk of the lists).
+func (o *oracle) provisionedAfter(y, x string) bool {
+	seen := map[string]bool{y: true}
+	queue := []string{y}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if _, ok := o.w.nodes[cur]; !ok {
+			continue
+		}
+		needs, _ := o.needs(cur, "provisioning")
+		for _, nd := range needs {
+			if nd.node == x {
+				return true
+			}
+			if !seen[nd.node] {
+				seen[nd.node] = true
+				queue = append(queue, nd.node)
+			}
+		}
+	}
+	return false
+}
+
+// circularNeeds: x's unmet upgrade needs on nodes provisioned after x whose
+// state waits, through at least one wait for readiness, for x's release.
+// Only those are dropped (the provisioning order wins).
 func (o *oracle) circularNeeds(x string) map[string]bool {
 	type state struct {
-		node string
-		prov bool
+		node, what string
+		ready      bool
 	}
 	first, _ := o.unmet(x, true)
 	out := map[string]bool{}
 	for _, start := range first {
-		if !start.upgrade || out[start.node] {
+		if !start.upgrade || out[start.node] || !o.provisionedAfter(start.node, x) {
 			continue
 		}
-		queue := []state{{start.node, false}}
+		queue := []state{{start.node, "target", false}}
 		seen := map[state]bool{}
 		for len(queue) > 0 {
 			st := queue[0]
 			queue = queue[1:]
-			if st.node == x {
-				if st.prov {
+			if st.node == x && st.what == "release" {
+				if st.ready {
 					out[start.node] = true
 					break
 				}
 				continue
 			}
-			if seen[st] || !o.waiting(st.node) {
+			if seen[st] {
 				continue
 			}
 			seen[st] = true
-			next, _ := o.unmet(st.node, o.gated(st.node) && o.upgradeMode(st.node))
-			for _, nd := range next {
-				queue = append(queue, state{nd.node, st.prov || !nd.upgrade})
+			for _, next := range o.waitsFor(st.node, st.what, false) {
+				queue = append(queue, state{next[0], next[1], st.ready || next[1] == "ready"})
 			}
 		}
 	}
@@ -303,31 +384,23 @@ func podsMayStartOracle(w *world, name string, releasing map[string]bool) (bool,
 	return false, fmt.Sprintf("%s is not Ready for it (%+v; pods %+v; releasing %v)", unmet[0].node, unmet[0], w.pods[unmet[0].node], releasing)
 }
 
-// reaches: node from may not become Ready until target does: from waits
-// for target, through any live nodes — for a release (a gated node's unmet
-// needs, circular upgrade needs dropped) or for its new pods (its unmet
-// provisioning needs).
+// reaches: node from may not become Ready until target does: its
+// readiness waits, through any states of live nodes (a paused node as if
+// let go), for a state of target.
 func (o *oracle) reaches(from, target string) bool {
-	seen := map[string]bool{}
-	queue := []string{from}
+	seen := map[[2]string]bool{}
+	queue := [][2]string{{from, "ready"}}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
-		if cur == target {
+		if cur[0] == target {
 			return true
 		}
-		if _, ok := o.w.nodes[cur]; seen[cur] || !ok || !o.live(cur) {
+		if seen[cur] {
 			continue
 		}
 		seen[cur] = true
-		var next []need
-		if o.gated(cur) { // paused or not: let go, it waits for these
-			next, _ = o.unmetDropping(cur)
-		}
-		pods, _ := o.unmet(cur, false)
-		for _, nd := range append(next, pods...) {
-			queue = append(queue, nd.node)
-		}
+		queue = append(queue, o.waitsFor(cur[0], cur[1], true)...)
 	}
 	return false
 }

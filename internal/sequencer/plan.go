@@ -93,6 +93,11 @@ type planner struct {
 	releasing  map[string]bool
 	// cycles maps each node in a wait-for loop to the loop.
 	cycles map[string][]string
+	// provisioning memoises provisioningOf.
+	provisioning map[string][]string
+	// letGo memoises the waitGraph with held nodes let go, before (false)
+	// and after (true) the releases of the pass are chosen.
+	letGo map[bool]waitGraph
 }
 
 // Plan decides, for every node of the snapshot's tenant, whether it is gated,
@@ -113,7 +118,8 @@ func Plan(s *Snapshot) []Decision {
 }
 
 func newPlanner(s *Snapshot) *planner {
-	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]map[string]bool{}}
+	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]map[string]bool{},
+		provisioning: map[string][]string{}, letGo: map[bool]waitGraph{}}
 	for name := range s.Nodes {
 		p.names = append(p.names, name)
 	}
@@ -130,7 +136,7 @@ func (p *planner) findWaits() {
 		for _, name := range p.names {
 			p.evaluate(name)
 		}
-		edges := p.waitEdges()
+		edges := p.waitEdges(nil, false)
 		p.cycles = p.findCycles(edges)
 		dropped := false
 		for name := range p.cycles {
@@ -269,40 +275,20 @@ func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []
 }
 
 // readinessMayWaitFor reports whether node from may not become Ready until
-// node target does: it waits for target, directly or through other nodes —
-// for its release (a gated node whose pods are down may need its release to
-// come back; paused or held for a change landing, it waits for the same
-// nodes once let go) or for its new pods to schedule (its provisioning
-// prerequisites, whether or not it is rolling). It errs towards yes: a pod
-// hold it would make circular is not made.
+// node target does: its readiness waits, through any states of other nodes,
+// for a state of target (see waitEdges) — for its release when it needs one
+// to be Ready (paused or held for a change landing, it waits for the same
+// nodes once let go), for its new pods when the pod rule decides on them. A
+// node whose pods exist and do not fail becomes Ready by itself: it waits
+// for no one, and a rollout that needs it Ready waits for it.
 func (p *planner) readinessMayWaitFor(from, target string, releasing map[string]bool) bool {
-	seen := map[string]bool{}
-	queue := []string{from}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		if cur == target {
-			return true
-		}
-		n, ok := p.Nodes[cur]
-		if seen[cur] || !ok || !live(n) {
-			continue // a node that does not exist or is down waits for no one
-		}
-		seen[cur] = true
-		if gated(n) {
-			// Its release: its own requirements, whether or not a pause or a
-			// change still landing holds it meanwhile.
-			releaseWaits, _ := p.wait(cur, p.mode(cur) == ModeUpgrade, releasing)
-			for _, b := range releaseWaits {
-				queue = append(queue, b.node)
-			}
-		}
-		podWaits, _ := p.wait(cur, false, releasing)
-		for _, b := range podWaits {
-			queue = append(queue, b.node)
-		}
+	after := releasing != nil
+	g, ok := p.letGo[after]
+	if !ok {
+		g = p.waitEdges(releasing, true)
+		p.letGo[after] = g
 	}
-	return false
+	return g.reachesNode(vertex(stateReady, from), target)
 }
 
 // decide turns the pass's findings into node name's decision.

@@ -14,7 +14,8 @@ import (
 
 // TestReleasesHoldTheirRequirementsInRandomScenarios runs 10,000 seeded
 // random scenarios — tenant sizes, up/down flags, version and config-only
-// changes, crashes during changes, pods deleted and recreated with no delay,
+// changes, crashes during changes, readiness blips, StatefulSets scaled up
+// (a node short of a pod), pods deleted and recreated with no delay,
 // nodes coming back with new targets, deletions, changes applied node by node
 // with rollout-id and random gaps, explicit acyclic prerequisite graphs,
 // random interleavings — and checks every release of a node and of a pod
@@ -66,7 +67,11 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		w.run(1000)
 		for step := 0; step < 1+rng.IntN(4); step++ {
 			version := fmt.Sprintf("express-%d", step+2)
-			switch op := rng.IntN(8); {
+			switch op := rng.IntN(10); {
+			case op == 8:
+				w.blip(randomSubset(rng, liveKeys(w, keys))...)
+			case op == 9:
+				w.scaleUp(randomSubset(rng, liveKeys(w, keys))...)
 			case op == 0 && !withID:
 				w.setVersion(version, randomSubset(rng, keys)...)
 			case op == 1:

@@ -168,8 +168,24 @@ func stripPod(obj any) (any, error) {
 			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
 		},
 		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates},
-		Status: corev1.PodStatus{Conditions: conds},
+		Status: corev1.PodStatus{Conditions: conds, Phase: p.Status.Phase, ContainerStatuses: failingContainers(p)},
 	}, nil
+}
+
+// failingContainers keeps, of a pod's container statuses, the state of one
+// that makes the pod failing (FailingPod), none otherwise.
+func failingContainers(p *corev1.Pod) []corev1.ContainerStatus {
+	if !FailingPod(p) || p.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, c := range statuses {
+			if w := c.State.Waiting; w != nil && slices.Contains(failingWaits, w.Reason) {
+				return []corev1.ContainerStatus{{Name: c.Name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason}}}}
+			}
+		}
+	}
+	return nil
 }
 
 // SetupWithManager registers the field indexes and the tenant controller.

@@ -156,6 +156,47 @@ func crash(keys ...string) step { return func(w *world) { w.crash(keys...) } }
 
 func evict(keys ...string) step { return func(w *world) { w.evict(keys...) } }
 
+func blip(keys ...string) step { return func(w *world) { w.blip(keys...) } }
+
+func scaleUp(keys ...string) step { return func(w *world) { w.scaleUp(keys...) } }
+
+// untilReady runs until key is Ready on its target and not gated.
+func untilReady(key string) step {
+	return func(w *world) {
+		for i := 0; !w.snapshot().converged(w.name(key)); i++ {
+			if i == 1000 {
+				w.t.Fatalf("%s did not become Ready on its target in 1,000 ticks:\n%s", key, strings.Join(w.log, "\n"))
+			}
+			w.step()
+		}
+	}
+}
+
+// oldChart creates a tenant of size nodes at v1 with the explicit lists the
+// user's chart renders from allNodeConfig (seed 004): provisioning fe1→be,
+// feK→fe(K-1); upgrade fe2→fe1, be→fe2, fe3→be, feK→fe(K-1); the first of
+// each order an explicit empty list.
+func oldChart(size int) step {
+	return func(w *world) {
+		prov := map[string][]string{"be": nil}
+		upg := map[string][]string{"be": {"fe2"}, "fe1": nil, "fe2": {"fe1"}, "fe3": {"be"}}
+		for i := 1; i < size; i++ {
+			k := fmt.Sprintf("fe%d", i)
+			prov[k] = []string{keysOf(size)[i-1]}
+			if i > 3 {
+				upg[k] = []string{fmt.Sprintf("fe%d", i-1)}
+			}
+		}
+		if size < 3 {
+			upg["be"] = []string{"fe1"}
+		}
+		for _, k := range keysOf(size) {
+			w.create(k, v1, explicitLists(w, prov[k], upg[k]))
+		}
+		w.run(400)
+	}
+}
+
 func remove(key string) step { return func(w *world) { w.remove(key) } }
 
 // up sets a node's up flag: false takes it down, nil brings it back up by
@@ -333,6 +374,20 @@ var scenarios = []scenario{
 		setup:  []step{settledByRolloutID(5, "r1"), bySettleTime},
 		change: []step{oneByOne("changeset-2", 2, "be", "fe1", "fe2", "fe3", "fe4")},
 		want:   "fe1 fe2 be fe3 fe4"},
+	{name: "a readiness blip of the backend as a change to all lands keeps the upgrade order",
+		setup: []step{settled(5)}, change: []step{blip("be"), version(v2, all5...)}, want: "fe1 fe2 be fe3 fe4"},
+	{name: "a readiness blip of the backend once fe1 is Ready keeps the upgrade order",
+		setup: []step{settled(5)}, change: []step{version(v2, all5...), untilReady("fe1"), blip("be")}, want: "fe1 fe2 be fe3 fe4"},
+	{name: "the backend's StatefulSet scaled up as a change to all lands keeps the upgrade order",
+		setup: []step{settled(5)}, change: []step{scaleUp("be"), version(v2, all5...)}, want: "be fe1 fe2 be fe3 fe4"},
+	{name: "the backend's pods recreated as a change to all lands keep the upgrade order",
+		setup: []step{settled(5)}, change: []step{evict("be"), version(v2, all5...)}, want: "be fe1 fe2 be fe3 fe4"},
+	{name: "every pod lost while fe2 rolls a change to all recovers be, fe1, fe2 in order",
+		setup:  []step{settled(5)},
+		change: []step{version(v2, all5...), untilStarted("fe2"), phase, evict(all5...)},
+		want:   "fe1 fe2 | be fe1 fe2 be fe3 fe3 fe4 fe4"},
+	{name: "the old chart's lists roll a change to all with be crashed be, fe1, fe2",
+		setup: []step{oldChart(3)}, change: []step{crash("be"), version(v2, keysOf(3)...)}, want: "be fe1 fe2"},
 	{name: "a change applied node by node with long gaps is ordered as one by rollout-id",
 		setup:  []step{settledByRolloutID(5, "r1")},
 		change: []step{render("r2", false, 30, all5...)},
@@ -350,14 +405,17 @@ func TestRolloutSequences(t *testing.T) {
 }
 
 // The same scenarios with random rollout durations, crash recovery delays
-// and operator processing orders, and sequencer and operator taking turns in
-// random order: the order of rollouts does not change.
+// and operator processing orders, sequencer and operator taking turns in
+// random order, and (every other seed) readiness blips of random Ready
+// nodes: the order of rollouts does not change. Not Ready is not "needs a
+// release".
 func TestRolloutSequencesInRandomInterleavings(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= 25; seed++ {
 				w := newWorld(t, "acme")
 				w.rng = rand.New(rand.NewPCG(seed, seed*7919))
+				w.blips = seed%2 == 0
 				require.Equal(t, sc.want, sc.play(w), "seed %d:\n%s", seed, strings.Join(w.log, "\n"))
 			}
 		})

@@ -43,6 +43,36 @@ type Pod struct {
 	// Gates are the pod's scheduling gates; the pod is not scheduled while
 	// any is present.
 	Gates []string
+	// Failing: the pod will not become Ready by itself — it failed, or a
+	// container is crash-looping or cannot start (FailingPod). A pod that
+	// is not Ready without failing (starting, a readiness blip, restarted
+	// in place once) is expected to become Ready by itself.
+	Failing bool
+}
+
+// failingWaits are the reasons a container waits that it does not leave by
+// itself: the kubelet backs off a crash loop or an image it cannot pull, and
+// a container that cannot be created stays so until its spec changes.
+var failingWaits = []string{
+	"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "ErrImageNeverPull", "InvalidImageName",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+}
+
+// FailingPod reports whether a pod will not become Ready by itself: it
+// failed (phase Failed), or one of its containers, init containers
+// included, waits for a reason it does not leave by itself.
+func FailingPod(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, c := range statuses {
+			if w := c.State.Waiting; w != nil && slices.Contains(failingWaits, w.Reason) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // HeldBySequencer reports whether the pod carries the sequencer's
@@ -58,6 +88,7 @@ func PodOf(p *corev1.Pod) Pod {
 		Version:    p.Labels[v2alpha1.LabelExpressVersion],
 		Revision:   p.Labels[v2alpha1.LabelDeploymentRevision],
 		Hash:       p.Labels[v2alpha1.LabelTargetHash],
+		Failing:    FailingPod(p),
 	}
 	for _, g := range p.Spec.SchedulingGates {
 		out.Gates = append(out.Gates, g.Name)

@@ -3,6 +3,7 @@ package sequencer
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -41,6 +42,9 @@ type world struct {
 	// deadline is the progress deadline; grouping the change grouping.
 	deadline time.Duration
 	grouping Grouping
+	// blips: with rng, each tick may blip the readiness of one node whose
+	// pods are Ready (a probe failing once).
+	blips bool
 	// stuck nodes never become Ready when rolled.
 	stuck map[string]bool
 	// missing are, by node name, pods the node's StatefulSet wants that do
@@ -49,6 +53,8 @@ type world struct {
 
 	rolling  map[string]int    // ticks left until Ready, once schedulable
 	crashed  map[string]int    // ticks left until the operator re-provisions
+	blipped  map[string]int    // ticks left until pods not Ready for a moment are Ready again
+	scaling  map[string]int    // pods a StatefulSet scaled up creates at its next look
 	lastHash map[string]string // the target of the pods the operator last created
 	podSeq   int
 	uidSeq   int
@@ -67,7 +73,8 @@ func newWorld(t testing.TB, cluster string) *world {
 		t: t, orders: defaults.Builtin(), cluster: cluster,
 		nodes: map[string]v2alpha1.Node{}, pods: map[string][]Pod{},
 		now:       time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC),
-		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, stuck: map[string]bool{},
+		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
+		scaling: map[string]int{},
 		lastHash: map[string]string{}, oracle: independentRequirementsHold,
 	}
 }
@@ -184,9 +191,9 @@ func (w *world) remove(key string) {
 	w.logf("delete %s", key)
 }
 
-// crash turns every pod of the nodes not Ready, as a crash loop does; the
-// operator re-provisions them later (without rng: at its next look), or,
-// with rng, possibly at once or never (the pods just come back).
+// crash turns every pod of the nodes not Ready and failing, as a crash loop
+// does (CrashLoopBackOff); the operator re-provisions them once the node is
+// not gated (without rng: at its next look; with rng, after 1–3 looks).
 func (w *world) crash(keys ...string) {
 	for _, k := range keys {
 		name := w.name(k)
@@ -195,8 +202,10 @@ func (w *world) crash(keys ...string) {
 		}
 		for i := range w.pods[name] {
 			w.pods[name][i].Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
+			w.pods[name][i].Failing = true
 		}
 		delete(w.rolling, name)
+		delete(w.blipped, name)
 		w.crashed[name] = 1
 		if w.rng != nil {
 			w.crashed[name] = 1 + w.rng.IntN(3)
@@ -205,13 +214,56 @@ func (w *world) crash(keys ...string) {
 	}
 }
 
+// blip turns every pod of the nodes not Ready for a moment, as a readiness
+// probe that fails once does: nothing fails, and the pods are Ready again by
+// themselves (without rng: at the next look; with rng, after 1–3), whatever
+// gates the node carries.
+func (w *world) blip(keys ...string) {
+	for _, k := range keys {
+		name := w.name(k)
+		if len(w.pods[name]) == 0 || w.crashed[name] > 0 || w.rolling[name] > 0 {
+			continue // nothing Ready that could blip
+		}
+		for i := range w.pods[name] {
+			w.pods[name][i].Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
+		}
+		w.blipped[name] = 1
+		if w.rng != nil {
+			w.blipped[name] = 1 + w.rng.IntN(3)
+		}
+		w.logf("readiness blip %s", k)
+	}
+}
+
+// scaleUp has the StatefulSet of each node want one pod more (a replica
+// count raised by hand or by an autoscaler): the StatefulSet creates it at
+// its next look, through pod admission, on the target of the node's pods,
+// and it becomes Ready by itself once schedulable. Until then the node is
+// short of a pod (MissingPods).
+func (w *world) scaleUp(keys ...string) {
+	for _, k := range keys {
+		name := w.name(k)
+		if n := w.nodes[name]; n == nil || !live(n) || len(w.pods[name]) == 0 {
+			continue
+		}
+		w.scaling[name]++
+		w.logf("StatefulSet of %s scaled up", k)
+	}
+}
+
 // evict deletes every pod of the nodes and recreates them at once, as a
 // StatefulSet does after a node failure: no delay anywhere.
 func (w *world) evict(keys ...string) {
 	had := map[string]bool{}
 	for _, k := range keys {
-		had[k] = len(w.pods[w.name(k)]) > 0
-		delete(w.pods, w.name(k))
+		name := w.name(k)
+		had[k] = len(w.pods[name]) > 0
+		delete(w.pods, name)
+		// Nothing of the lost pods goes on: a node not recreated here (one
+		// going down) must not keep a rollout counter that would stop the
+		// operator from rolling it when it comes back.
+		delete(w.rolling, name)
+		delete(w.blipped, name)
 	}
 	for _, k := range keys {
 		name := w.name(k)
@@ -228,13 +280,30 @@ func (w *world) evict(keys ...string) {
 func (w *world) snapshot() *Snapshot {
 	return &Snapshot{
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
-		Nodes: w.nodes, Pods: w.pods, MissingPods: w.missing, Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
+		Nodes: w.nodes, Pods: w.pods, MissingPods: w.missingPods(), Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
 	}
+}
+
+// missingPods are the pods the fresh reads find missing: those a test says
+// are (missing) and those a scaled-up StatefulSet has yet to create.
+func (w *world) missingPods() map[string]int {
+	if len(w.scaling) == 0 {
+		return w.missing
+	}
+	out := maps.Clone(w.scaling)
+	for name, count := range w.missing {
+		out[name] += count
+	}
+	return out
 }
 
 // createPods creates the node's pod for target hash through the pod
 // admission webhook, which decides on the world as it is at that instant.
-func (w *world) createPods(name, hash string) {
+func (w *world) createPods(name, hash string) { w.createPod(name, hash, false) }
+
+// createPod creates one pod of the node for target hash through the pod
+// admission webhook: in place of the node's pods, or added to them.
+func (w *world) createPod(name, hash string, add bool) {
 	n := w.nodes[name]
 	w.podSeq++
 	pod := Pod{
@@ -248,7 +317,12 @@ func (w *world) createPods(name, hash string) {
 			w.t.Fatalf("tick %d: a new pod of %s was admitted schedulable while %s\n%s", w.tick, name, why, strings.Join(w.log, "\n"))
 		}
 	}
-	w.pods[name] = []Pod{pod}
+	if add {
+		w.pods[name] = append(w.pods[name], pod)
+	} else {
+		w.pods[name] = []Pod{pod}
+		delete(w.blipped, name)
+	}
 	w.lastHash[name] = hash
 	w.rolling[name] = w.rollTicks
 	if w.rng != nil {
@@ -361,11 +435,26 @@ func (w *world) operate() {
 		n := w.nodes[name]
 		key := w.key(name)
 		spec := n.NodeSpec()
+		if w.blipped[name] > 0 {
+			if w.blipped[name]--; w.blipped[name] == 0 {
+				for i := range w.pods[name] {
+					w.pods[name][i].Conditions[string(corev1.PodReady)] = string(corev1.ConditionTrue)
+				}
+				w.logf("%s Ready again", key)
+			}
+		}
+		if w.scaling[name] > 0 && live(n) && len(w.pods[name]) > 0 {
+			w.scaling[name]--
+			w.createPod(name, w.lastHash[name], true)
+			w.logf("StatefulSet of %s creates a pod%s", key, w.gatedSuffix(name))
+		}
 		schedulable := len(w.pods[name]) > 0 && !slices.ContainsFunc(w.pods[name], func(p Pod) bool { return len(p.Gates) > 0 })
 		switch {
 		case !live(n):
 			delete(w.crashed, name)
 			delete(w.rolling, name)
+			delete(w.blipped, name)
+			delete(w.scaling, name)
 			if len(w.pods[name]) > 0 {
 				delete(w.pods, name)
 				w.logf("operator stops %s", key)
@@ -410,7 +499,7 @@ func (w *world) operate() {
 func (w *world) settled() bool {
 	s := w.snapshot()
 	for name, n := range w.nodes {
-		if s.hasPendingWork(name) || w.rolling[name] > 0 || w.crashed[name] > 0 || n.GetDeletionTimestamp() != nil {
+		if s.hasPendingWork(name) || w.rolling[name] > 0 || w.crashed[name] > 0 || w.blipped[name] > 0 || w.scaling[name] > 0 || n.GetDeletionTimestamp() != nil {
 			return false
 		}
 	}
@@ -421,6 +510,18 @@ func (w *world) settled() bool {
 func (w *world) step() {
 	w.tick++
 	w.now = w.now.Add(time.Second)
+	if w.blips && w.rng != nil && w.rng.IntN(4) == 0 {
+		var ready []string
+		for name := range w.nodes {
+			if w.snapshot().isReady(name) {
+				ready = append(ready, w.key(name))
+			}
+		}
+		slices.Sort(ready)
+		if len(ready) > 0 {
+			w.blip(ready[w.rng.IntN(len(ready))])
+		}
+	}
 	if w.rng != nil && w.rng.IntN(2) == 0 {
 		w.operate()
 		w.sequence()
