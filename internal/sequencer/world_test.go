@@ -74,7 +74,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		nodes: map[string]v2alpha1.Node{}, pods: map[string][]Pod{},
 		now:       time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC),
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
-		scaling: map[string]int{},
+		scaling:  map[string]int{},
 		lastHash: map[string]string{}, oracle: independentRequirementsHold,
 	}
 }
