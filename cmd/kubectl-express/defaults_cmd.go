@@ -83,6 +83,11 @@ func (e *env) admitLocally(ms []manifest, orders defaults.Orders, current map[st
 			continue
 		}
 		n := m.node.DeepCopyObject().(v2alpha1.Node)
+		var stored v2alpha1.Node
+		if cur, ok := current[n.GetName()]; ok {
+			stored = cur.node
+		}
+		defaults.RestoreRecord(n, stored)
 		orders.Apply(n)
 		hash, err := rawHash(m.doc)
 		if err != nil {

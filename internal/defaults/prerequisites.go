@@ -123,6 +123,57 @@ func (r record) matches(l List, clusterName string, list []v2alpha1.Prerequisite
 	return true
 }
 
+// RestoreRecord gives node n, as a request brings it, the record of injected
+// lists that the stored node carries (none on create): the record is the
+// webhook's, and a record a user writes — a manifest copied from kubectl get
+// -o yaml, say — must not turn the user's lists into defaults that a new
+// order would rewrite. A list counts as defaulted only if the webhook
+// injected it.
+func RestoreRecord(n, stored v2alpha1.Node) {
+	ann := n.GetAnnotations()
+	var v string
+	var ok bool
+	if stored != nil {
+		v, ok = stored.GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites]
+	}
+	if have, had := ann[v2alpha1.AnnotationDefaultedPrerequisites]; had == ok && have == v {
+		return
+	}
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	if ok {
+		ann[v2alpha1.AnnotationDefaultedPrerequisites] = v
+	} else {
+		delete(ann, v2alpha1.AnnotationDefaultedPrerequisites)
+	}
+	n.SetAnnotations(ann)
+}
+
+// lastAppliedAnnotation is where kubectl apply and Argo CD's client-side
+// apply keep the manifest they applied.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// declared reports whether the manifest last applied to the node
+// (kubectl apply, Argo CD) sets list l: then the list is the user's, even
+// where it equals what the webhook injected before.
+func declared(n v2alpha1.Node, l List) bool {
+	raw := n.GetAnnotations()[lastAppliedAnnotation]
+	if raw == "" {
+		return false
+	}
+	var m struct {
+		Spec struct {
+			DeploymentDependencies map[string]json.RawMessage `json:"deploymentDependencies"`
+		} `json:"spec"`
+	}
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return false
+	}
+	_, ok := m.Spec.DeploymentDependencies[string(l)]
+	return ok
+}
+
 // IsDefaulted reports whether list l of the node is the operator's default:
 // injected by the webhook and not changed since. A defaulted list means
 // "every live node before me in the reduced order"; any other list is an
@@ -131,13 +182,15 @@ func IsDefaulted(n v2alpha1.Node, l List) bool {
 	if l.Get(n.NodeSpec()) == nil {
 		return true // absent: not yet injected, the default applies
 	}
-	return readRecord(n).matches(l, n.NodeSpec().ClusterConfig.ClusterName, l.Get(n.NodeSpec()))
+	return !declared(n, l) && readRecord(n).matches(l, n.NodeSpec().ClusterConfig.ClusterName, l.Get(n.NodeSpec()))
 }
 
 // Apply injects the default prerequisites into the node: into each list that
 // is absent, or that was injected earlier and is unchanged since (so a new
 // default order refreshes it). A list the user set, including an explicit
-// empty list, is never touched. Apply records what it injected in
+// empty list, is never touched; nor is one the manifest last applied sets.
+// The webhook reads the record of what it injected from the stored node
+// (RestoreRecord) before it applies. Apply records what it injected in
 // AnnotationDefaultedPrerequisites, and is idempotent.
 //
 // A node whose name fits no key of its tenant gets no defaults; Apply reports
@@ -152,7 +205,7 @@ func (o Orders) Apply(n v2alpha1.Node) bool {
 	rec := readRecord(n)
 	for _, l := range Lists {
 		current := l.Get(spec)
-		if current != nil && !rec.matches(l, cluster, current) {
+		if current != nil && (declared(n, l) || !rec.matches(l, cluster, current)) {
 			delete(rec, l) // the user's list
 			continue
 		}

@@ -149,3 +149,41 @@ func TestACorruptRecordMakesEveryPresentListTheUsers(t *testing.T) {
 	assert.Equal(t, before.DeploymentDependencies, n.NodeSpec().DeploymentDependencies)
 	assert.NotContains(t, n.GetAnnotations(), v2alpha1.AnnotationDefaultedPrerequisites)
 }
+
+func TestAListEqualToTheDefaultIsTheUsersUnlessTheWebhookInjectedIt(t *testing.T) {
+	reordered := Orders{Provisioning: Order{Backend, FrontendKey(2)}, Upgrade: Order{Backend}}
+	users := []v2alpha1.Prerequisite{Prerequisite("acme", Backend)}
+	t.Run("a manifest copied with the record is created with the user's list", func(t *testing.T) {
+		copied := node("acme-fe1")
+		copied.NodeSpec().DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: users}
+		copied.SetAnnotations(map[string]string{v2alpha1.AnnotationDefaultedPrerequisites: `{"provisioningPrerequisites":["acme-be"]}`})
+		RestoreRecord(copied, nil)
+		Builtin().Apply(copied)
+		assert.False(t, IsDefaulted(copied, ProvisioningList))
+		reordered.Apply(copied)
+		assert.Equal(t, users, ProvisioningList.Get(copied.NodeSpec()), "a new order leaves it alone")
+	})
+	t.Run("a list the last applied manifest sets stays the user's though the webhook injected the same before", func(t *testing.T) {
+		n := node("acme-fe1")
+		Builtin().Apply(n)
+		require.True(t, IsDefaulted(n, ProvisioningList))
+		stored := n.DeepCopyObject().(v2alpha1.Node)
+		n.GetAnnotations()[lastAppliedAnnotation] = `{"spec":{"deploymentDependencies":{"provisioningPrerequisites":[{"expressNode":"acme-be"}]}}}`
+		RestoreRecord(n, stored)
+		reordered.Apply(n)
+		assert.Equal(t, users, ProvisioningList.Get(n.NodeSpec()), "the declared list is kept")
+		assert.NotContains(t, n.GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites], "provisioningPrerequisites")
+	})
+	t.Run("a record a user writes on an update is the stored one again", func(t *testing.T) {
+		n := node("acme-fe3")
+		explicit := []v2alpha1.Prerequisite{Prerequisite("acme", FrontendKey(2))}
+		n.NodeSpec().DeploymentDependencies = &v2alpha1.DeploymentDependencies{UpgradePrerequisites: explicit}
+		Builtin().Apply(n)
+		stored := n.DeepCopyObject().(v2alpha1.Node)
+		n.GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites] = `{"provisioningPrerequisites":["acme-fe2"],"upgradePrerequisites":["acme-fe2"]}`
+		RestoreRecord(n, stored)
+		reordered.Apply(n)
+		assert.Equal(t, explicit, UpgradeList.Get(n.NodeSpec()))
+		assert.False(t, IsDefaulted(n, UpgradeList))
+	})
+}

@@ -38,7 +38,9 @@ var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.Annotat
 //     rolled again;
 //   - the gate is added on create of an up node, on an update whose target
 //     hash changed, and on up: false → true; a gate someone other than the
-//     sequencer removes is put back (the escape hatch is ignore-prerequisites);
+//     sequencer removes is put back (the escape hatch is ignore-prerequisites),
+//     and one someone else adds otherwise is dropped (the way to hold a node
+//     is pause-rollout);
 //   - target and rollout-id changes are timestamped (settle time, landing
 //     timeout), and so is the start of the node's run of target changes —
 //     each less than the settle time after the one before, or made while
@@ -113,6 +115,15 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		warnings = append(warnings, fmt.Sprintf(
 			"the %s gate is removed by express-sequencer only, and was put back; to release %s regardless of its prerequisites, annotate it %s=true",
 			v2alpha1.GateSequencer, n.GetName(), v2alpha1.AnnotationIgnorePrerequisites))
+	case spec.HasGate(v2alpha1.GateSequencer) && (a.Old == nil || !a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer)) && !a.FromSequencer:
+		// A user's write that carries the gate without a change of target
+		// (kubectl get -o yaml applied back, a manifest that kept it) would
+		// gate the node again for the target it was released for: only a
+		// target change or bringing the node back up gates it.
+		spec.RemoveGate(v2alpha1.GateSequencer)
+		warnings = append(warnings, fmt.Sprintf(
+			"the %s gate is added by express-sequencer only, when the node's target changes or it is brought back up: it was dropped; to hold %s, annotate it %s=true",
+			v2alpha1.GateSequencer, n.GetName(), v2alpha1.AnnotationPauseRollout))
 	}
 	return warnings
 }

@@ -338,12 +338,11 @@ func independentRequirementsHold(w *world, name string, releasing map[string]boo
 	}
 	o := newOracle(w, releasing)
 	o.releasing = without(releasing, name)
-	upgrade := o.upgradeMode(name)
 	unmet, ok := o.unmetDropping(name)
 	if !ok {
 		return false, "a prerequisite does not exist"
 	}
-	if !upgrade && n.NodeKind() == v2alpha1.KindFrontend {
+	if n.NodeKind() == v2alpha1.KindFrontend {
 		if _, ok := w.nodes[w.name("be")]; !ok {
 			return false, "no Backend"
 		}

@@ -175,13 +175,38 @@ func (p *planner) evaluate(name string) {
 	case annotated(n, v2alpha1.AnnotationIgnorePrerequisites):
 		p.candidates[name] = true
 		return
-	case annotated(n, v2alpha1.AnnotationPauseRollout), p.landing.hold:
+	case annotated(n, v2alpha1.AnnotationPauseRollout):
+		return
+	case p.landing.hold && !p.recoversAheadOfAnyChange(name):
 		return
 	}
 	p.blockers[name], p.reliesOn[name] = p.wait(name, p.mode(name) == ModeUpgrade, nil)
 	if len(p.blockers[name]) == 0 {
 		p.candidates[name] = true
 	}
+}
+
+// recoversAheadOfAnyChange reports whether gated node x goes first
+// whatever a change still landing turns out to be, so that its recovery
+// need not wait for the landing (DESIGN §4: crash recovery never waits): it
+// cannot become Ready without its release (needsRelease), and each of its
+// live upgrade prerequisites needs x Ready for its own provisioning and is
+// not rolling. Whatever lands, x's waits on those are circular with x's own
+// readiness (a changed prerequisite waits for x Ready to be released, an
+// unchanged one not Ready waits for it to recover) and the provisioning
+// order wins; an unchanged Ready one is met. The default order's Backend is
+// such a node; a node with an upgrade prerequisite provisioned before it
+// (fe3 after be) waits for the landing, as its turn may come after it.
+func (p *planner) recoversAheadOfAnyChange(x string) bool {
+	if !p.needsRelease(x) {
+		return false
+	}
+	for _, r := range p.requirements(x, true) {
+		if r.upToDate && (r.missing || p.inFlight(r.node) || !slices.Contains(p.provisioningOf(r.node), x)) {
+			return false
+		}
+	}
+	return true
 }
 
 // wait checks node name's requirements and returns the unmet ones and every
@@ -355,7 +380,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 			"released for %s without checking prerequisites (%s)", what, v2alpha1.AnnotationIgnorePrerequisites)
 	case annotated(n, v2alpha1.AnnotationPauseRollout):
 		set(true, metav1.ConditionFalse, v2alpha1.ReasonRolloutPaused, "held by %s", v2alpha1.AnnotationPauseRollout)
-	case p.landing.hold:
+	case p.landing.hold && !p.recoversAheadOfAnyChange(name):
 		set(true, metav1.ConditionFalse, p.landing.reason, "%s", p.landing.message)
 		d.RecheckAfter = p.landing.recheckAfter
 		until := p.landing.quietUntil // explained if it lasts: see landingQuiet
@@ -379,7 +404,10 @@ func (p *planner) decideGated(name string, d *Decision) {
 		d.RecordRelease = true
 		d.ReleasedAfter = p.convergedRecords(n, p.reliesOn[name])
 		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.reliesOn[name]))
-		if p.landing.timedOut != "" {
+		switch {
+		case p.landing.hold:
+			msg += "; it cannot become Ready without its release and goes first whatever the change still landing turns out to be, so its recovery does not wait for it"
+		case p.landing.timedOut != "":
 			msg += "; " + p.landing.timedOut
 		}
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonReleased, "%s", msg)

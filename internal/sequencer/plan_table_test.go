@@ -60,6 +60,10 @@ func TestPlanDecidesOneNode(t *testing.T) {
 			setup: func(w *world) { w.tenant(3, v1) },
 			node:  "be", want: want{reason: v2alpha1.ReasonReleased, message: "released for provisioning of express-e689.151"},
 		},
+		"a frontend change waits for a backend that does not exist, its pods running on": {
+			setup: then(settled(3), func(w *world) { w.remove("be"); w.step(); w.step(); w.setVersion(v2, "fe1") }),
+			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for acme-be (Backend): it does not exist", waitingFor: []string{"be"}},
+		},
 		"a new tenant's first frontend waits for a backend whose pods are all Ready while its StatefulSet still creates one more": {
 			setup: func(w *world) {
 				w.missing = map[string]int{w.name("be"): 1}

@@ -75,8 +75,12 @@ func (s *Snapshot) requirements(name string, upgrade bool) []requirement {
 	for _, l := range lists {
 		reqs = append(reqs, s.listRequirements(name, l, l == defaults.UpgradeList, nil, map[string]bool{name: true})...)
 	}
+	// A Frontend starts no pod while its tenant has no Backend, in any
+	// mode: an upgrade released without one would replace running pods
+	// with pods the pod rule then holds (the release and the pod rule
+	// decide alike, so the node stays up on its running target instead).
 	n := s.Nodes[name]
-	if !upgrade && n.NodeKind() == v2alpha1.KindFrontend {
+	if n.NodeKind() == v2alpha1.KindFrontend {
 		be := defaults.NodeName(s.Tenant.ClusterName, defaults.Backend)
 		if _, ok := s.Nodes[be]; !ok {
 			reqs = append(reqs, requirement{node: be, kind: v2alpha1.KindBackend, missing: true})

@@ -91,6 +91,7 @@ func (w *world) key(name string) string { return strings.TrimPrefix(name, w.clus
 // node, as a user (not the sequencer) writes it; the generation moves when
 // the spec changes, as the API server does it.
 func (w *world) admit(n, old v2alpha1.Node) {
+	defaults.RestoreRecord(n, old)
 	w.orders.Apply(n)
 	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime}
 	if old != nil {

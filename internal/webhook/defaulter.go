@@ -42,12 +42,21 @@ type Defaulter[T v2alpha1.Node] struct {
 // types do not model survive), or no patch when nothing changed. The target
 // hash is taken from the raw request, so those fields count as target too.
 func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
-	d.Orders.Apply(obj)
-
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return fmt.Errorf("reading admission request: %w", err)
 	}
+	var old v2alpha1.Node
+	if req.Operation != admissionv1.Create {
+		stored := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+		if err := d.Decoder.DecodeRaw(req.OldObject, stored); err != nil {
+			return fmt.Errorf("decoding the stored %s: %w", obj.NodeKind(), err)
+		}
+		old = stored
+	}
+	defaults.RestoreRecord(obj, old)
+	d.Orders.Apply(obj)
+
 	manager := fieldManager(req)
 	a := sequencer.Admission{FromSequencer: manager == v2alpha1.FieldManager && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now(), SettleTime: d.SettleTime}
 	if manager == v2alpha1.FieldManager && !a.FromSequencer {
@@ -56,11 +65,7 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	if a.Hash, err = sequencer.TargetHashOfObject(req.Object.Raw); err != nil {
 		return err
 	}
-	if req.Operation != admissionv1.Create {
-		old := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
-		if err := d.Decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return fmt.Errorf("decoding the stored %s: %w", obj.NodeKind(), err)
-		}
+	if old != nil {
 		a.Old = old
 		if a.OldHash, err = sequencer.TargetHashOfObject(req.OldObject.Raw); err != nil {
 			return err

@@ -195,3 +195,41 @@ func TestOnlyTheSequencerRemovesItsGate(t *testing.T) {
 	release(t, c, stored)
 	assert.False(t, get(t, n).NodeSpec().HasGate(v2alpha1.GateSequencer), "the sequencer's field manager removes it")
 }
+
+// A released node written back as kubectl get -o yaml printed it before its
+// release — gate and all — is not gated again for the target it was
+// released for (DESIGN §5: the webhook gates on a target change or up:
+// false → true only).
+func TestWritingBackAnOldCopyWithTheGateDoesNotGateAReleasedNodeAgain(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	n := seedNode(namespace(t), "fe1")
+	require.NoError(t, c.Create(ctx, n))
+	copyWithGate := get(t, n)
+	require.True(t, copyWithGate.NodeSpec().HasGate(v2alpha1.GateSequencer))
+	release(t, c, get(t, n))
+	released := get(t, n)
+	require.False(t, released.NodeSpec().HasGate(v2alpha1.GateSequencer))
+
+	copyWithGate.SetResourceVersion(released.GetResourceVersion())
+	require.NoError(t, c.Update(ctx, copyWithGate, client.FieldOwner("kubectl-client-side-apply")))
+	assert.False(t, get(t, n).NodeSpec().HasGate(v2alpha1.GateSequencer), "the gate the copy carried is dropped")
+}
+
+// A manifest copied with the webhook's record of injected lists (kubectl
+// get -o yaml of another tenant's node) is created with the user's lists:
+// the record is the webhook's, read from the stored node only.
+func TestARecordOfInjectedListsCopiedIntoANewNodeIsNotTrusted(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	n := seedNode(namespace(t), "fe1")
+	n.NodeSpec().DeploymentDependencies = &v2alpha1.DeploymentDependencies{
+		ProvisioningPrerequisites: []v2alpha1.Prerequisite{defaults.Prerequisite("acme", defaults.Backend)},
+	}
+	n.SetAnnotations(map[string]string{v2alpha1.AnnotationDefaultedPrerequisites: `{"provisioningPrerequisites":["acme-be"]}`})
+	require.NoError(t, c.Create(ctx, n))
+	stored := get(t, n)
+	assert.False(t, defaults.IsDefaulted(stored, defaults.ProvisioningList), "the user's list, though equal to the default")
+	assert.True(t, defaults.IsDefaulted(stored, defaults.UpgradeList), "the absent list is injected")
+	assert.JSONEq(t, `{"upgradePrerequisites":[]}`, stored.GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites])
+}
