@@ -32,6 +32,11 @@ test: manifests generate control-plane ## Build what is missing, then run every 
 fuzz: ## Fuzz the admission handlers briefly (FUZZTIME, default 10s).
 	$(GO) test ./internal/webhook -run '^$$' -fuzz FuzzAdmissionReview -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
+.PHONY: explore
+explore: ## Explore every interleaving of small tenants to depth 8 with 3 events of the world (a few minutes; make test explores 8 with 2).
+	EXPLORE_DEPTH=$(or $(EXPLORE_DEPTH),8) EXPLORE_EVENTS=$(or $(EXPLORE_EVENTS),3) $(GO) test ./internal/sequencer -run '^TestEveryInterleavingOfSmallTenantsKeepsTheOrder$$' -count=1 -v -timeout 60m \
+		| grep -E '^(=== RUN|--- |    explorer_test.go|ok|FAIL)'
+
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/k8s (once).
 	@hack/control-plane.sh >/dev/null

@@ -1,0 +1,337 @@
+package sequencer
+
+// Exhaustive exploration of small tenants: every interleaving of the
+// sequencer's pass, the operator's step and the world's events, up to a
+// depth, deduplicating states. Every release of a node and of a pod on the
+// way is held against the oracle (oracle_test.go), which reads the world's
+// truth (what crashed, what blips, what a StatefulSet still creates) and not
+// the planner's reading of pods; every state reached at the full depth is
+// then run to convergence (no deadlock).
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// explorerBudget is how deep an exploration goes: actions in all, and of
+// those the world's events (the rest are sequencer passes and operator
+// steps). EXPLORE_DEPTH and EXPLORE_EVENTS set them (make explore).
+func explorerBudget(t *testing.T) (depth, events int) {
+	depth, events = 8, 2
+	if testing.Short() {
+		depth, events = 6, 1
+	}
+	for name, v := range map[string]*int{"EXPLORE_DEPTH": &depth, "EXPLORE_EVENTS": &events} {
+		if s := os.Getenv(name); s != "" {
+			n, err := strconv.Atoi(s)
+			require.NoError(t, err, name)
+			*v = n
+		}
+	}
+	return depth, events
+}
+
+// An exploration is one tenant shape explored from its settled state.
+type exploration struct {
+	name string
+	size int
+	// oldChart: the tenant carries the old chart's explicit lists.
+	oldChart bool
+	// rolloutID: nodes carry rollout-id; renders land node by node.
+	rolloutID bool
+	// settle: changes are grouped by the default settle time.
+	settle bool
+}
+
+// action is one step of an interleaving: a sequencer pass, an operator
+// step, or an event of the world.
+type action struct {
+	name  string
+	event bool
+	do    func(w *world)
+}
+
+// actions lists what may happen next to a tenant of the exploration.
+func (e exploration) actions() []action {
+	keys := keysOf(e.size)
+	acts := []action{
+		{name: "sequencer", do: func(w *world) { w.tick++; w.sequence() }},
+		{name: "operator", do: func(w *world) { w.tick++; w.operate() }},
+		{name: "clock+11s", event: true, do: func(w *world) { w.now = w.now.Add(11 * time.Second) }},
+		{name: "change all", event: true, do: func(w *world) { w.setVersion(nextVersion(w), keys...) }},
+		{name: "config all", event: true, do: func(w *world) { w.setConfig(nextVersion(w), keys...) }},
+		{name: "evict all", event: true, do: func(w *world) { w.evict(keys...) }},
+	}
+	for _, k := range keys {
+		acts = append(acts,
+			action{name: "change " + k, event: true, do: func(w *world) { w.setVersion(nextVersion(w), k) }},
+			action{name: "crash " + k, event: true, do: func(w *world) { w.crash(k) }},
+			action{name: "evict " + k, event: true, do: func(w *world) { w.evict(k) }},
+			action{name: "blip " + k, event: true, do: func(w *world) { w.blip(k) }},
+			action{name: "scale up " + k, event: true, do: func(w *world) { w.scaleUp(k) }},
+			action{name: "toggle up " + k, event: true, do: func(w *world) {
+				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().Up = boolPtr(!n.NodeSpec().IsUp()) })
+			}},
+			action{name: "toggle pause " + k, event: true, do: func(w *world) {
+				n := w.nodes[w.name(k)]
+				if n == nil {
+					return // deleted
+				}
+				paused := annotated(n, v2alpha1.AnnotationPauseRollout)
+				w.annotate(k, v2alpha1.AnnotationPauseRollout, map[bool]string{false: "true"}[paused])
+			}},
+		)
+		if !e.oldChart {
+			// The old chart's lists name every node: a node deleted from
+			// them is waited for forever (PrerequisiteNotFound, documented).
+			acts = append(acts, action{name: "delete " + k, event: true, do: func(w *world) {
+				if n := w.nodes[w.name(k)]; n != nil && n.GetDeletionTimestamp() == nil {
+					w.remove(k)
+				}
+			}})
+		}
+		if e.rolloutID {
+			// A render lands at one node: the render after the newest one
+			// any node carries, or that one where it is not complete yet.
+			acts = append(acts, action{name: "render lands at " + k, event: true, do: func(w *world) { renderLands(w, k) }})
+		}
+	}
+	return acts
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// nextVersion returns a version no node carries yet.
+func nextVersion(w *world) string {
+	w.uidSeq++
+	return fmt.Sprintf("express-x%d", w.uidSeq)
+}
+
+// renderLands applies the newest render to node k: the render whose
+// rollout-id is the highest any node carries if k lacks it, a new render
+// otherwise. A render changes the version of every node.
+func renderLands(w *world, k string) {
+	newest := 0
+	for _, n := range w.nodes {
+		if id, err := strconv.Atoi(strings.TrimPrefix(n.GetAnnotations()[v2alpha1.AnnotationRolloutID], "r")); err == nil && id > newest {
+			newest = id
+		}
+	}
+	n := w.nodes[w.name(k)]
+	if n == nil {
+		return
+	}
+	if n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == fmt.Sprintf("r%d", newest) {
+		newest++
+	}
+	w.update(k, func(n v2alpha1.Node) {
+		n.NodeSpec().ExpressVersion = fmt.Sprintf("express-r%d", newest)
+		setAnnotation(n, v2alpha1.AnnotationRolloutID, fmt.Sprintf("r%d", newest))
+	})
+}
+
+// setup settles the exploration's tenant.
+func (e exploration) setup(t testing.TB) *world {
+	w := newWorld(t, "t")
+	if e.oldChart {
+		oldChart(e.size)(w)
+	} else {
+		w.tenant(e.size, v1)
+	}
+	if e.rolloutID {
+		w.setRolloutID("r1", keysOf(e.size)...)
+	}
+	if e.settle {
+		bySettleTime(w)
+	}
+	w.run(400)
+	w.log = nil
+	w.rollTicks = 1 // a rollout is Ready at the operator's next step: deeper in fewer actions
+	return w
+}
+
+// clone copies the world deeply enough that stepping the copy leaves the
+// original as it was.
+func (w *world) clone() *world {
+	c := *w
+	c.nodes = make(map[string]v2alpha1.Node, len(w.nodes))
+	for name, n := range w.nodes {
+		c.nodes[name] = n.DeepCopyObject().(v2alpha1.Node)
+	}
+	c.pods = make(map[string][]Pod, len(w.pods))
+	for name, pods := range w.pods {
+		out := make([]Pod, len(pods))
+		for i, p := range pods {
+			p.Conditions = maps.Clone(p.Conditions)
+			p.Gates = slices.Clone(p.Gates)
+			out[i] = p
+		}
+		c.pods[name] = out
+	}
+	c.rolling, c.crashed, c.blipped, c.scaling = maps.Clone(w.rolling), maps.Clone(w.crashed), maps.Clone(w.blipped), maps.Clone(w.scaling)
+	c.missing, c.stuck, c.lastHash = maps.Clone(w.missing), maps.Clone(w.stuck), maps.Clone(w.lastHash)
+	c.log, c.started, c.phases = slices.Clone(w.log), slices.Clone(w.started), slices.Clone(w.phases)
+	return &c
+}
+
+// stateKey is the world's state, for deduplication: what the planner, the
+// operator and the oracle read; not the log, the tick or what started.
+func (w *world) stateKey() string {
+	type nodeState struct {
+		Spec        any
+		Annotations map[string]string
+		Conditions  any
+		Generation  int64
+		Deleting    bool
+		Pods        []Pod
+		Rolling     int
+		Crashed     int
+		Blipped     int
+		Scaling     int
+		LastHash    string
+	}
+	state := map[string]nodeState{}
+	for name, n := range w.nodes {
+		state[name] = nodeState{
+			Spec: n.NodeSpec(), Annotations: n.GetAnnotations(), Conditions: n.NodeStatus().Conditions,
+			Generation: n.GetGeneration(), Deleting: n.GetDeletionTimestamp() != nil, Pods: w.pods[name],
+			Rolling: w.rolling[name], Crashed: w.crashed[name], Blipped: w.blipped[name], Scaling: w.scaling[name], LastHash: w.lastHash[name],
+		}
+	}
+	data, err := json.Marshal(struct {
+		Now   time.Time
+		Nodes map[string]nodeState
+	}{w.now, state})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return string(data)
+}
+
+// explored counts what an exploration did.
+type explored struct {
+	states, leaves, converged, transitions int
+}
+
+// explore runs every interleaving of e's actions from w, depth actions
+// deep, events of them events of the world; it checks every release on the
+// way (the world's oracle) and runs every state at the full depth to
+// convergence.
+func (e exploration) explore(t *testing.T, w *world, depth, events int) explored {
+	acts := e.actions()
+	var out explored
+	best := map[string]int{} // state and events left → most depth left it was explored with
+	var path []string
+	var walk func(w *world, depth, events int)
+	walk = func(w *world, depth, events int) {
+		k := w.stateKey() + "|" + strconv.Itoa(events)
+		if d, ok := best[k]; ok && d >= depth {
+			return
+		}
+		if _, ok := best[k]; !ok {
+			out.states++
+		}
+		best[k] = depth
+		if depth == 0 {
+			out.leaves++
+			e.converges(t, w, path)
+			out.converged++
+			return
+		}
+		for _, a := range acts {
+			if a.event && events == 0 {
+				continue
+			}
+			next := w.clone()
+			next.logf("explore: %s", a.name)
+			path = append(path, a.name)
+			a.do(next)
+			out.transitions++
+			left := events
+			if a.event {
+				left--
+			}
+			walk(next, depth-1, left)
+			path = path[:len(path)-1]
+		}
+	}
+	walk(w, depth, events)
+	return out
+}
+
+// converges lets the world run from w, once every pause is lifted, every
+// render has landed everywhere (the chart's apply finishes) and a deleted
+// Backend is created again (frontends wait for one, PrerequisiteNotFound),
+// and fails the test if it does not settle: a deadlock.
+func (e exploration) converges(t *testing.T, w *world, path []string) {
+	c := w.clone()
+	for range 3 { // the operator finishes deleting what is being deleted
+		c.operate()
+	}
+	if c.nodes[c.name("be")] == nil {
+		c.create("be", v1, nil)
+	}
+	for _, k := range keysOf(e.size) {
+		if n := c.nodes[c.name(k)]; n != nil && annotated(n, v2alpha1.AnnotationPauseRollout) {
+			c.annotate(k, v2alpha1.AnnotationPauseRollout, "")
+		}
+	}
+	if e.rolloutID {
+		newest := ""
+		for _, n := range c.nodes {
+			if id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]; len(id) > len(newest) || len(id) == len(newest) && id > newest {
+				newest = id
+			}
+		}
+		for _, k := range keysOf(e.size) {
+			if n := c.nodes[c.name(k)]; n != nil && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != newest {
+				renderLands(c, k)
+			}
+		}
+	}
+	for range 400 {
+		c.step()
+		if c.settled() {
+			return
+		}
+	}
+	t.Fatalf("%s: no convergence after %s:\n%s\n%s", e.name, strings.Join(path, ", "), strings.Join(c.log, "\n"), c.dump())
+}
+
+var explorations = []exploration{
+	{name: "3 nodes, default lists", size: 3},
+	{name: "3 nodes, default lists, settle time", size: 3, settle: true},
+	{name: "3 nodes, default lists, rollout-id", size: 3, rolloutID: true},
+	{name: "3 nodes, the old chart's lists", size: 3, oldChart: true},
+	{name: "4 nodes, default lists", size: 4},
+	{name: "4 nodes, the old chart's lists, rollout-id", size: 4, oldChart: true, rolloutID: true},
+}
+
+// TestEveryInterleavingOfSmallTenantsKeepsTheOrder explores every
+// interleaving of small tenants (explorations) up to explorerBudget: every
+// release of a node and of a pod is checked against the oracle, and every
+// state at the full depth converges.
+func TestEveryInterleavingOfSmallTenantsKeepsTheOrder(t *testing.T) {
+	depth, events := explorerBudget(t)
+	for _, e := range explorations {
+		t.Run(e.name, func(t *testing.T) {
+			start := time.Now()
+			w := e.setup(t)
+			got := e.explore(t, w, depth, events)
+			require.Positive(t, got.leaves, "explored something")
+			t.Logf("depth %d, %d events: %d states, %d transitions, %d leaves run to convergence, in %s",
+				depth, events, got.states, got.transitions, got.converged, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
