@@ -196,7 +196,7 @@ func listWaits(n v2alpha1.Node, l defaults.List, order defaults.Order, liveKeys 
 //
 //	release X  its release (a gated node)     → ready P or target P for each unmet requirement of it
 //	pods X     its held or coming pods start  → ready P for each unmet provisioning requirement
-//	                                             (of a rollout under way: only with letGo)
+//	                                             (of a rollout under way: only with rollingPods)
 //	ready X    X is Ready                      → release X, gated and needing it (needsRelease);
 //	                                             pods X, new pods of it coming under the pod rule
 //	target X   X is Ready on its target        → release X while gated, else ready X
@@ -224,9 +224,12 @@ func vertexNode(v string) string {
 // waitEdges builds the planner's waitGraph. releasing are the nodes
 // released in this pass (nil before releases are chosen). With letGo, a
 // gated node held by a pause or a change landing waits for its requirements
-// as it will once let go (what a node may yet wait for); without, it waits
-// for nothing (it is held, not in a loop).
-func (p *planner) waitEdges(releasing map[string]bool, letGo bool) waitGraph {
+// as it will once let go; without, it waits for nothing (it is held, not in
+// a loop). With rollingPods, the held pods of a rollout under way wait for
+// their predecessors too (what a node may yet wait for: PodsMayStart);
+// without, they wait for no loop, since PodsMayStart lets them go where
+// their predecessor waits for the rollout.
+func (p *planner) waitEdges(releasing map[string]bool, letGo, rollingPods bool) waitGraph {
 	g := waitGraph{}
 	add := func(from string, to string, upgrade bool) { g[from] = append(g[from], wait{to: to, upgrade: upgrade}) }
 	for _, name := range p.names {
@@ -253,11 +256,7 @@ func (p *planner) waitEdges(releasing map[string]bool, letGo bool) waitGraph {
 				}
 			}
 		}
-		// The held pods of a rollout under way wait for no loop: where
-		// their predecessor waits for the rollout, PodsMayStart lets them
-		// go (the half-done rollout finishes first). Only what a node may
-		// yet wait for (letGo) follows them.
-		if !ignored && (letGo || !p.inFlight(name)) {
+		if !ignored && (rollingPods || !p.inFlight(name)) {
 			podWaits, _ := p.wait(name, false, releasing)
 			for _, b := range podWaits {
 				if b.node != name {

@@ -202,10 +202,11 @@ func (o *oracle) podRuleDecides(m string) bool {
 }
 
 // waitsFor lists the states the state (m, what) waits for — what is
-// "release", "pods", "ready" or "target" — read from the world's truth.
-// With letGo, a node's held pods wait for its predecessors even while its
-// rollout is under way, and a paused node waits as if let go.
-func (o *oracle) waitsFor(m, what string, letGo bool) [][2]string {
+// "release", "pods", "ready" or "target" — read from the world's truth. A
+// paused node waits as if let go. With rollingPods, a node's held pods wait
+// for its predecessors even while its rollout is under way (what it may yet
+// wait for); without, they do not (they are let go where that is circular).
+func (o *oracle) waitsFor(m, what string, rollingPods bool) [][2]string {
 	n, ok := o.w.nodes[m]
 	if !ok || !o.live(m) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) {
 		return nil
@@ -213,7 +214,7 @@ func (o *oracle) waitsFor(m, what string, letGo bool) [][2]string {
 	var out [][2]string
 	switch what {
 	case "release":
-		if !o.gated(m) || !letGo && annotated(n, v2alpha1.AnnotationPauseRollout) {
+		if !o.gated(m) {
 			return nil
 		}
 		unmet, _ := o.unmet(m, o.upgradeMode(m))
@@ -225,7 +226,7 @@ func (o *oracle) waitsFor(m, what string, letGo bool) [][2]string {
 			}
 		}
 	case "pods":
-		if !letGo && o.inFlight(m) {
+		if !rollingPods && o.inFlight(m) {
 			return nil
 		}
 		unmet, _ := o.unmet(m, false)
@@ -343,8 +344,8 @@ func independentRequirementsHold(w *world, name string, releasing map[string]boo
 		return false, "a prerequisite does not exist"
 	}
 	if n.NodeKind() == v2alpha1.KindFrontend {
-		if _, ok := w.nodes[w.name("be")]; !ok {
-			return false, "no Backend"
+		if be, ok := w.nodes[w.name("be")]; !ok || be.GetDeletionTimestamp() != nil {
+			return false, "no Backend, or one being deleted"
 		}
 	}
 	if len(unmet) > 0 {
@@ -367,6 +368,9 @@ func podsMayStartOracle(w *world, name string, releasing map[string]bool) (bool,
 	unmet, ok := o.unmet(name, false)
 	if !ok {
 		return false, "a provisioning prerequisite does not exist"
+	}
+	if be, ok := w.nodes[w.name("be")]; n.NodeKind() == v2alpha1.KindFrontend && (!ok || be.GetDeletionTimestamp() != nil) {
+		return false, "its tenant has no Backend, or one being deleted"
 	}
 	if len(unmet) == 0 {
 		return true, ""

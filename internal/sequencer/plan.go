@@ -136,14 +136,18 @@ func (p *planner) findWaits() {
 		for _, name := range p.names {
 			p.evaluate(name)
 		}
-		edges := p.waitEdges(nil, false)
-		p.cycles = p.findCycles(edges)
+		p.cycles = p.findCycles(p.waitEdges(nil, false, false))
+		// A wait is circular whatever holds the nodes on its loop for now:
+		// a paused node, or one held by a change landing, waits for the
+		// same nodes once let go (a crashed Backend goes first even while
+		// fe1 is paused or its change still lands).
+		letGo := p.waitEdges(nil, true, false)
 		dropped := false
-		for name := range p.cycles {
-			if !gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
+		for _, name := range p.names {
+			if len(p.blockers[name]) == 0 || !gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
 				continue
 			}
-			for _, r := range p.circularUpgradeWaits(name, edges) {
+			for _, r := range p.circularUpgradeWaits(name, letGo) {
 				if !p.dropUpgrade[name][r] {
 					if p.dropUpgrade[name] == nil {
 						p.dropUpgrade[name] = map[string]bool{}
@@ -310,7 +314,7 @@ func (p *planner) readinessMayWaitFor(from, target string, releasing map[string]
 	after := releasing != nil
 	g, ok := p.letGo[after]
 	if !ok {
-		g = p.waitEdges(releasing, true)
+		g = p.waitEdges(releasing, true, true)
 		p.letGo[after] = g
 	}
 	return g.reachesNode(vertex(stateReady, from), target)

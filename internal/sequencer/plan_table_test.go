@@ -64,6 +64,10 @@ func TestPlanDecidesOneNode(t *testing.T) {
 			setup: then(settled(3), func(w *world) { w.remove("be"); w.step(); w.step(); w.setVersion(v2, "fe1") }),
 			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for acme-be (Backend): it does not exist", waitingFor: []string{"be"}},
 		},
+		"a frontend change waits for a backend being deleted, its pods running on": {
+			setup: then(settled(3), func(w *world) { w.setVersion(v2, "fe1", "fe2", "be"); w.remove("be") }),
+			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for acme-be (Backend): it is being deleted", waitingFor: []string{"be"}},
+		},
 		"a new tenant's first frontend waits for a backend whose pods are all Ready while its StatefulSet still creates one more": {
 			setup: func(w *world) {
 				w.missing = map[string]int{w.name("be"): 1}

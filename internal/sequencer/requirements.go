@@ -20,8 +20,9 @@ type requirement struct {
 	upToDate bool
 	// version and revision pin what the node must run, when set.
 	version, revision string
-	// missing: the named node does not exist (reason PrerequisiteNotFound).
-	missing bool
+	// missing: the named node does not exist (reason PrerequisiteNotFound);
+	// deleting: it is being deleted, and will not.
+	missing, deleting bool
 	kind    string
 	// via are the intentionally-down nodes this requirement was reached
 	// through, in the order walked.
@@ -82,8 +83,13 @@ func (s *Snapshot) requirements(name string, upgrade bool) []requirement {
 	n := s.Nodes[name]
 	if n.NodeKind() == v2alpha1.KindFrontend {
 		be := defaults.NodeName(s.Tenant.ClusterName, defaults.Backend)
-		if _, ok := s.Nodes[be]; !ok {
+		switch b, ok := s.Nodes[be]; {
+		case !ok:
 			reqs = append(reqs, requirement{node: be, kind: v2alpha1.KindBackend, missing: true})
+		case b.GetDeletionTimestamp() != nil:
+			// About to be missing: a release now would start pods the pod
+			// rule holds once it is gone.
+			reqs = append(reqs, requirement{node: be, kind: v2alpha1.KindBackend, missing: true, deleting: true})
 		}
 	}
 	return reqs
@@ -151,7 +157,11 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 		who += fmt.Sprintf(", through %s which is down", r.via[len(r.via)-1])
 	}
 	if r.missing {
-		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + ": it does not exist", upgrade: r.upToDate, via: r.via}, true
+		what := ": it does not exist"
+		if r.deleting {
+			what = ": it is being deleted"
+		}
+		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + what, upgrade: r.upToDate, via: r.via}, true
 	}
 	n := s.Nodes[r.node]
 	reason := v2alpha1.ReasonWaitingForPrerequisite

@@ -197,6 +197,7 @@ func oldChart(size int) step {
 	}
 }
 
+
 func remove(key string) step { return func(w *world) { w.remove(key) } }
 
 // up sets a node's up flag: false takes it down, nil brings it back up by
@@ -393,6 +394,14 @@ var scenarios = []scenario{
 		change: []step{render("r2", false, 0, "be"), crash("be"), evict("fe1"), untilStarted("fe1"), phase,
 			render("r2", false, 0, "fe1", "fe2", "fe3", "fe4")},
 		want: "be fe1 | fe1 fe2 fe3 fe4"},
+	{name: "a crashed backend gated for a change that has also reached fe1 recovers at once",
+		setup:  []step{settledByRolloutID(5, "r1")},
+		change: []step{render("r2", false, 0, "be", "fe1"), crash("be"), untilStarted("be"), phase, render("r2", false, 0, "fe2", "fe3", "fe4")},
+		want:   "be | fe1 fe2 fe3 fe4"},
+	{name: "a crashed backend gated for a change to all goes first while fe1 is paused",
+		setup:  []step{settled(5), paused("fe1", true)},
+		change: []step{crash("be"), version(v2, all5...), untilStarted("be"), phase, paused("fe1", false)},
+		want:   "be | fe1 fe2 fe3 fe4"},
 	{name: "a change applied node by node with long gaps is ordered as one by rollout-id",
 		setup:  []step{settledByRolloutID(5, "r1")},
 		change: []step{render("r2", false, 30, all5...)},

@@ -60,6 +60,8 @@ type world struct {
 	uidSeq   int
 	log      []string
 	started  []string
+	// startedAt is the tick each rollout of started began at.
+	startedAt []int
 	// phases are where each phase of a scenario's change began in started.
 	phases   []int
 	oracle   func(w *world, name string, releasing map[string]bool) (bool, string)
@@ -244,8 +246,8 @@ func (w *world) blip(keys ...string) {
 func (w *world) scaleUp(keys ...string) {
 	for _, k := range keys {
 		name := w.name(k)
-		if n := w.nodes[name]; n == nil || !live(n) || len(w.pods[name]) == 0 {
-			continue
+		if n := w.nodes[name]; n == nil || !live(n) || len(w.pods[name]) == 0 || w.crashed[name] > 0 {
+			continue // a crashed node is re-provisioned, not scaled
 		}
 		w.scaling[name]++
 		w.logf("StatefulSet of %s scaled up", k)
@@ -330,8 +332,14 @@ func (w *world) createPod(name, hash string, add bool) {
 		w.rolling[name] = 1 + w.rng.IntN(4)
 	}
 	if len(pod.Gates) == 0 {
-		w.started = append(w.started, w.key(name))
+		w.start(name)
 	}
+}
+
+// start records that node name's new pods became schedulable.
+func (w *world) start(name string) {
+	w.started = append(w.started, w.key(name))
+	w.startedAt = append(w.startedAt, w.tick)
 }
 
 func (w *world) gatedSuffix(name string) string {
@@ -399,7 +407,7 @@ func (w *world) apply(decisions []Decision) {
 				w.pods[d.Node][i].Gates = slices.DeleteFunc(slices.Clone(p.Gates), func(g string) bool { return g == v2alpha1.GateSequencer })
 				w.podsReleased++
 				if len(w.pods[d.Node][i].Gates) == 0 {
-					w.started = append(w.started, w.key(d.Node))
+					w.start(d.Node)
 				}
 			}
 		}

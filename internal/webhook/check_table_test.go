@@ -53,6 +53,14 @@ func TestCheckDeniesOrWarnsNamingTheFieldAndTheNodes(t *testing.T) {
 		denied     string // "" when admitted
 		warned     string // "" when no warning is expected
 	}{
+		"a list the old chart renders (only the predecessor, explicit) is admitted with a warning that it is followed literally": {
+			node: func() v2alpha1.Node {
+				n := checkNode(fe, "acme-fe3", "acme", []v2alpha1.Prerequisite{on("acme-fe2", fe)}, none)
+				delete(n.GetAnnotations(), v2alpha1.AnnotationDefaultedPrerequisites)
+				return n
+			}(),
+			warned: "spec.deploymentDependencies.provisioningPrerequisites: [acme-fe2] names only acme-fe3's predecessor in the operator's order, as the old chart's allNodeConfig renders it; an explicit list is followed literally (acme-fe3 waits for acme-fe2 alone",
+		},
 		"a node waiting for itself is denied": {
 			node:   checkNode(fe, "acme-fe3", "acme", []v2alpha1.Prerequisite{on("acme-fe3", fe)}, nil),
 			denied: `spec.deploymentDependencies.provisioningPrerequisites[0].expressNode: Invalid value: "acme-fe3": acme-fe3 cannot be its own prerequisite`,

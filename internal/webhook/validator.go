@@ -191,6 +191,7 @@ func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node, orders defaults.Or
 			}
 		}
 	}
+	warnings = append(warnings, literalPredecessorLists(obj, orders)...)
 	if len(errs) > 0 {
 		return warnings, errs
 	}
@@ -204,6 +205,34 @@ func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node, orders defaults.Or
 		warnings = append(warnings, cycleWarning(c))
 	}
 	return warnings, errs
+}
+
+// literalPredecessorLists warns about explicit lists that name only the
+// node's predecessor in the operator's order — the old chart's allNodeConfig
+// rendered as lists. The sequencer follows an explicit list literally (the
+// node waits for that one node), where the default waits for every live
+// node before it in the reduced order: such a tenant orders some changes
+// differently from the default (docs/migrating-from-allnodeconfig.md).
+func literalPredecessorLists(obj v2alpha1.Node, orders defaults.Orders) admission.Warnings {
+	k, ok := defaults.KeyOf(obj)
+	if !ok {
+		return nil
+	}
+	var warnings admission.Warnings
+	cluster := obj.NodeSpec().ClusterConfig.ClusterName
+	for _, l := range defaults.Lists {
+		list, want := l.Get(obj.NodeSpec()), orders.Prerequisites(l, cluster, k)
+		if defaults.IsDefaulted(obj, l) || len(list) != 1 || len(want) != 1 || list[0].ExpressNode != want[0].ExpressNode {
+			continue
+		}
+		warnings = append(warnings, fmt.Sprintf(
+			"spec.deploymentDependencies.%s: [%s] names only %s's predecessor in the operator's order, as the old chart's allNodeConfig renders it; "+
+				"an explicit list is followed literally (%s waits for %s alone, not for every live node before it), which orders some changes "+
+				"differently from the default (a frontends-only change rolls %s-fe3 together with %s-fe1; see docs/migrating-from-allnodeconfig.md): "+
+				"leave deploymentDependencies out to follow the operator's order",
+			l, list[0].ExpressNode, obj.GetName(), obj.GetName(), list[0].ExpressNode, cluster, cluster))
+	}
+	return warnings
 }
 
 // cycleWarning spells out a cycle that may still be transient: it runs
