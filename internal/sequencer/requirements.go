@@ -23,7 +23,7 @@ type requirement struct {
 	// missing: the named node does not exist (reason PrerequisiteNotFound);
 	// deleting: it is being deleted, and will not.
 	missing, deleting bool
-	kind    string
+	kind              string
 	// via are the intentionally-down nodes this requirement was reached
 	// through, in the order walked.
 	via []string

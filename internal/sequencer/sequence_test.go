@@ -197,7 +197,6 @@ func oldChart(size int) step {
 	}
 }
 
-
 func remove(key string) step { return func(w *world) { w.remove(key) } }
 
 // up sets a node's up flag: false takes it down, nil brings it back up by
