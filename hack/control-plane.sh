@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# Prints a directory holding kube-apiserver, etcd and kubectl, building what
-# is missing from source (hack/tools) into bin/k8s. Idempotent: binaries are
-# rebuilt only when hack/tools/go.mod or go.sum changed. An existing
-# KUBEBUILDER_ASSETS with kube-apiserver and etcd is used as it is.
+# Prints a directory holding the control plane the tests and the demo run —
+# kube-apiserver, etcd and kubectl, and Kubernetes' own control loops:
+# kube-controller-manager, kube-scheduler and KWOK (the kubelet of fake
+# Nodes) with its stages in kwok-stages.yaml — building what is missing from
+# source (hack/tools, hack/kwok) into bin/k8s. Idempotent: binaries are
+# rebuilt only when a tools module or this script changed. An existing
+# KUBEBUILDER_ASSETS with all of them is used as it is.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+binaries=(kube-apiserver etcd kubectl kube-controller-manager kube-scheduler kwok kwok-stages.yaml)
+
+complete() {
+  local dir=$1 b
+  for b in "${binaries[@]}"; do
+    [ -e "$dir/$b" ] || return 1
+  done
+}
 
 if [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/kube-apiserver" ] && [ -x "$KUBEBUILDER_ASSETS/etcd" ]; then
-  if [ -x "$KUBEBUILDER_ASSETS/kubectl" ]; then
+  if complete "$KUBEBUILDER_ASSETS"; then
     echo "$KUBEBUILDER_ASSETS"
     exit 0
   fi
-  echo "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS has no kubectl; building the whole set into bin/k8s" >&2
+  echo "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS lacks some of ${binaries[*]}; building the whole set into bin/k8s" >&2
 fi
 
 out="$root/bin/k8s"
 stamp="$out/.stamp"
-want=$(cat "$root/hack/tools/go.mod" "$root/hack/tools/go.sum" "$0" | sha256sum | cut -d' ' -f1)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ -x "$out/kubectl" ]; then
+want=$(cat "$root/hack/tools/go.mod" "$root/hack/tools/go.sum" "$root/hack/kwok/go.mod" "$root/hack/kwok/go.sum" "$0" | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && complete "$out"; then
   echo "$out"
   exit 0
 fi
@@ -25,9 +36,24 @@ fi
 mkdir -p "$out"
 version=v1.36.3
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/client-go/pkg/version.gitVersion=$version -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=36"
-echo "Building kube-apiserver $version, etcd and kubectl from source into bin/k8s (first time only: about 6 minutes on 2 cores)..." >&2
+echo "Building kube-apiserver, kube-controller-manager, kube-scheduler $version, etcd, kubectl and KWOK from source into bin/k8s (first time only: about 12 minutes on 2 cores)..." >&2
 start=$(date +%s)
-(cd "$root/hack/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/" ./kube-apiserver ./etcd ./kubectl) >&2
+(cd "$root/hack/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/" ./kube-apiserver ./etcd ./kubectl ./kube-controller-manager ./kube-scheduler) >&2
+(cd "$root/hack/kwok" && go build -trimpath -o "$out/kwok" sigs.k8s.io/kwok/cmd/kwok) >&2
+# KWOK's own stages: nodes become Ready and keep a heartbeat; pods are
+# created, become Ready and are deleted after their grace period, each
+# after the delay a pod's annotations ask for (pod-ready.stage.kwok.x-k8s.io/delay, ...).
+stages=$(cd "$root/hack/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+for f in "$stages"/node/fast/node-initialize.yaml "$stages"/node/heartbeat/node-heartbeat.yaml "$stages"/pod/general/*.yaml; do
+  printf -- '---\n'
+  cat "$f"
+done | {
+  # A heartbeat every 1–2 s, not KWOK's 20–45 s: kube-controller-manager
+  # runs with --node-monitor-grace-period=10s (a lost Node is noticed in
+  # seconds), and a Node it marks NotReady has every pod on it marked not
+  # Ready, which KWOK's stages never undo.
+  sed -e '/name: node-heartbeat$/,/^---/{s/durationMilliseconds: 20000/durationMilliseconds: 1000/;s/jitterDurationMilliseconds: 25000/jitterDurationMilliseconds: 2000/}'
+} > "$out/kwok-stages.yaml"
 echo "$want" > "$stamp"
 echo "Built the control plane in $(( $(date +%s) - start ))s" >&2
 echo "$out"

@@ -1,0 +1,185 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// KWOK's annotation of the Nodes it plays the kubelet of.
+const (
+	kwokNodeAnnotation = "kwok.x-k8s.io/node"
+	kwokNodeFake       = "fake"
+)
+
+// Cluster is Kubernetes' own control loops running beside a control plane:
+// kube-controller-manager (the StatefulSet controller, the garbage
+// collector, node lifecycle, disruption), kube-scheduler, and KWOK as the
+// kubelet of a few fake Nodes — pods are scheduled, started, made Ready
+// and deleted after their grace period by Kubernetes, not by test code.
+type Cluster struct {
+	// Nodes are the fake Nodes' names.
+	Nodes []string
+	// LogDir holds each process's log (kube-controller-manager.log, ...).
+	LogDir string
+	cp     *ControlPlane
+	procs  []*exec.Cmd
+}
+
+// StartCluster starts kube-controller-manager, kube-scheduler and KWOK
+// managing nodes fake Nodes, and waits until the Nodes are Ready. The
+// binaries and KWOK's stages are read from KUBEBUILDER_ASSETS
+// (hack/control-plane.sh builds them).
+func (cp *ControlPlane) StartCluster(nodes int) (*Cluster, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	for _, b := range []string{"kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
+			return nil, fmt.Errorf("KUBEBUILDER_ASSETS=%s has no %s: run `make test`, which builds it (hack/control-plane.sh)", assets, b)
+		}
+	}
+	dir, err := os.MkdirTemp("", "express-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{LogDir: dir, cp: cp}
+	admin, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "cluster-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding the control loops' identity: %w", err)
+	}
+	kubeconfig, err := admin.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	auth := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc, "--leader-elect=false", "--secure-port=0"}
+	for _, p := range []struct {
+		name string
+		args []string
+	}{
+		{"kube-controller-manager", append(auth,
+			"--controllers=*,-serviceaccount-token,-csrsigning,-bootstrapsigner,-tokencleaner",
+			"--use-service-account-credentials=false",
+			// A Node that stops answering is NotReady after 10 s (not 50 s).
+			"--node-monitor-grace-period=10s", "--node-monitor-period=1s",
+		)},
+		{"kube-scheduler", auth},
+		{"kwok", []string{"--kubeconfig=" + kc, "--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=" + kwokNodeFake,
+			"--cidr=10.0.0.1/24", "--node-ip=10.0.0.1", "--config=" + filepath.Join(assets, "kwok-stages.yaml"),
+		}},
+	} {
+		if err := c.start(filepath.Join(assets, p.name), p.args); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
+	}
+	ctx := context.Background()
+	for i := range nodes {
+		name := "kwok-node-" + strconv.Itoa(i)
+		if err := c.AddNode(ctx, name); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(bin string, args []string) error {
+	log, err := os.Create(filepath.Join(c.LogDir, filepath.Base(bin)+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", filepath.Base(bin), err)
+	}
+	c.procs = append(c.procs, cmd)
+	return nil
+}
+
+// AddNode creates a fake Node KWOK plays the kubelet of, and waits until
+// it is Ready and schedulable.
+func (c *Cluster) AddNode(ctx context.Context, name string) error {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{kwokNodeAnnotation: kwokNodeFake},
+			Labels:      map[string]string{"type": "kwok", corev1.LabelHostname: name},
+		},
+	}
+	if err := c.cp.Client.Create(ctx, n); err != nil {
+		return fmt.Errorf("creating Node %s: %w", name, err)
+	}
+	c.Nodes = append(c.Nodes, name)
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.cp.Client.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+			return false, nil
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// DeleteNode deletes a fake Node, as a machine that is gone: the pod
+// garbage collector deletes the pods bound to it.
+func (c *Cluster) DeleteNode(ctx context.Context, name string) error {
+	err := c.cp.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// Stop stops the control loops (the control plane goes on) and removes
+// their logs unless KEEP_CLUSTER_LOGS is set.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for _, p := range c.procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range c.procs {
+		done := make(chan struct{})
+		go func() { _ = p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			errs = append(errs, p.Process.Kill())
+		}
+	}
+	if os.Getenv("KEEP_CLUSTER_LOGS") == "" {
+		errs = append(errs, os.RemoveAll(c.LogDir))
+	}
+	return errors.Join(errs...)
+}
+
+// PodDelays are the annotations that set how long KWOK takes to start a
+// pod and make it Ready (KWOK's pod/general stages read them): what the pod
+// template of an Express pod run on a Cluster carries.
+func PodDelays(start, ready time.Duration) map[string]string {
+	return map[string]string{
+		"pod-create.stage.kwok.x-k8s.io/delay": start.String(), "pod-create.stage.kwok.x-k8s.io/jitter-delay": start.String(),
+		"pod-ready.stage.kwok.x-k8s.io/delay": ready.String(), "pod-ready.stage.kwok.x-k8s.io/jitter-delay": ready.String(),
+		"pod-init-container-running.stage.kwok.x-k8s.io/delay": "0s", "pod-init-container-running.stage.kwok.x-k8s.io/jitter-delay": "0s",
+		"pod-init-container-completed.stage.kwok.x-k8s.io/delay": "0s", "pod-init-container-completed.stage.kwok.x-k8s.io/jitter-delay": "0s",
+	}
+}

@@ -1,0 +1,115 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// PodEvent is one step of an Express pod's life as Kubernetes ran it: bound
+// to a Node by the scheduler (its start: it was admitted schedulable, or
+// its scheduling gates went) or Ready (KWOK).
+type PodEvent struct {
+	Namespace, Node, Pod string
+	UID                  types.UID
+	// Hash is the pod's target-hash label.
+	Hash string
+	// Ready: the pod became Ready; otherwise it was bound to a Node.
+	Ready bool
+	At    time.Time
+}
+
+// PodLog records, from a watch of Express pods, when each pod was bound to
+// a Node and when it became Ready, each once per pod.
+type PodLog struct {
+	mu     sync.Mutex
+	events []PodEvent
+	seen   map[types.UID][2]bool
+}
+
+// WatchPods records the Express pods of the API server cfg names until ctx
+// ends.
+func WatchPods(ctx context.Context, cfg *rest.Config) (*PodLog, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	l := &PodLog{seen: map[types.UID][2]bool{}}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = v2alpha1.LabelNode
+	}))
+	inf := factory.Core().V1().Pods().Informer()
+	record := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			l.observe(p)
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("the pod watch did not sync")
+	}
+	return l, nil
+}
+
+func (l *PodLog) observe(p *corev1.Pod) {
+	now := time.Now()
+	bound := p.Spec.NodeName != ""
+	ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := l.seen[p.UID]
+	event := PodEvent{Namespace: p.Namespace, Node: p.Labels[v2alpha1.LabelNode], Pod: p.Name, UID: p.UID, Hash: p.Labels[v2alpha1.LabelTargetHash], At: now}
+	if bound && !seen[0] {
+		seen[0] = true
+		l.events = append(l.events, event)
+	}
+	if ready && p.DeletionTimestamp == nil && !seen[1] {
+		seen[1] = true
+		event.Ready = true
+		l.events = append(l.events, event)
+	}
+	l.seen[p.UID] = seen
+}
+
+// Since returns the events of namespace ns at or after since, in order.
+func (l *PodLog) Since(ns string, since time.Time) []PodEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []PodEvent
+	for _, e := range l.events {
+		if e.Namespace == ns && !e.At.Before(since) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Starts returns the nodes of ns whose pods were bound to a Node at or
+// after since, in the order their first pod was: a node is listed again
+// when its pods start again after another node's did.
+func (l *PodLog) Starts(ns string, since time.Time) []string {
+	var out []string
+	for _, e := range l.Since(ns, since) {
+		if !e.Ready && (len(out) == 0 || out[len(out)-1] != e.Node) {
+			out = append(out, e.Node)
+		}
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+// Package expressoperator does the Express operator's job and nothing
+// more, for a control plane that runs Kubernetes' own control loops
+// (controlplane.Cluster): per node CR one StatefulSet named after the node
+// and owned by it, its pod template labelled with the node's name, target
+// hash, version and revision (docs/express-operator-contract.md). It honours
+// the CR gates — while a node carries any gate it neither rolls it out nor
+// (re)provisions it — updates the StatefulSet's template on a target change,
+// and scales it to 0 for a node that is down or being deleted. Pods are
+// created and replaced by the StatefulSet controller, scheduled by
+// kube-scheduler and made Ready by KWOK; nothing here touches a pod.
+package expressoperator
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+)
+
+// Operator is the Express operator's job on StatefulSets.
+type Operator struct {
+	// Client reads from the operator's cache and writes to the API server.
+	Client client.Client
+	// Replicas is how many pods a node runs (1 when nil or 0).
+	Replicas func(v2alpha1.Node) int32
+	// StartAfter and ReadyAfter are how long KWOK takes to start a pod and
+	// then to make it Ready (annotations of the pod template).
+	StartAfter, ReadyAfter time.Duration
+}
+
+// nodeRef is the operator's work item: one node of either kind.
+type nodeRef struct {
+	Kind string
+	types.NamespacedName
+}
+
+// SetupWithManager runs the operator on mgr.
+func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
+	byKind := func(kind string) handler.TypedEventHandler[client.Object, nodeRef] {
+		return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []nodeRef {
+			return []nodeRef{{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}}
+		})
+	}
+	ownerNode := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []nodeRef {
+		for _, ref := range obj.GetOwnerReferences() {
+			if ref.APIVersion == v2alpha1.GroupVersion.String() {
+				return []nodeRef{{Kind: ref.Kind, NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}}
+			}
+		}
+		return nil
+	})
+	return builder.TypedControllerManagedBy[nodeRef](mgr).
+		Named("express-operator").
+		Watches(&v2alpha1.Backend{}, byKind(v2alpha1.KindBackend)).
+		Watches(&v2alpha1.Frontend{}, byKind(v2alpha1.KindFrontend)).
+		Watches(&appsv1.StatefulSet{}, ownerNode).
+		Complete(reconcile.TypedFunc[nodeRef](o.reconcile))
+}
+
+func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result, error) {
+	n := v2alpha1.NewNode(ref.Kind)
+	if err := o.Client.Get(ctx, ref.NamespacedName, n); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err) // its StatefulSet goes with it (garbage collector)
+	}
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: n.GetName(), Namespace: n.GetNamespace()}}
+	err := o.Client.Get(ctx, client.ObjectKeyFromObject(set), set)
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	switch {
+	case !n.NodeSpec().IsUp() || n.GetDeletionTimestamp() != nil:
+		if exists && ptr.Deref(set.Spec.Replicas, 1) != 0 {
+			set.Spec.Replicas = ptr.To[int32](0)
+			return reconcile.Result{}, o.Client.Update(ctx, set)
+		}
+		return reconcile.Result{}, nil
+	case v2alpha1.IsGated(n):
+		return reconcile.Result{}, nil // neither rolled out nor (re)provisioned
+	}
+	want := o.statefulSet(n)
+	if !exists {
+		if err := controllerutil.SetControllerReference(n, want, o.Client.Scheme()); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, o.Client.Create(ctx, want)
+	}
+	if ptr.Deref(set.Spec.Replicas, 1) == *want.Spec.Replicas && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) {
+		return reconcile.Result{}, nil
+	}
+	set.Spec.Replicas = want.Spec.Replicas
+	set.Spec.Template = want.Spec.Template // a new target rolls the pods (the StatefulSet's rolling update)
+	return reconcile.Result{}, o.Client.Update(ctx, set)
+}
+
+// statefulSet is the StatefulSet node n runs on at its current target.
+func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
+	replicas := int32(1)
+	if o.Replicas != nil && o.Replicas(n) > 0 {
+		replicas = o.Replicas(n)
+	}
+	spec := n.NodeSpec()
+	selector := map[string]string{v2alpha1.LabelNode: n.GetName()}
+	labels := map[string]string{
+		v2alpha1.LabelNode:               n.GetName(),
+		v2alpha1.LabelTargetHash:         n.GetAnnotations()[v2alpha1.AnnotationTargetHash],
+		v2alpha1.LabelExpressVersion:     spec.ExpressVersion,
+		v2alpha1.LabelDeploymentRevision: spec.DeploymentRevision,
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: n.GetName(), Namespace: n.GetNamespace(), Labels: selector},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: controlplane.PodDelays(o.StartAfter, o.ReadyAfter)},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "express", Image: fmt.Sprintf("express:%s", spec.ExpressVersion)}},
+					// Pods are gone at once when deleted, unless a test asks for a grace period.
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+				},
+			},
+		},
+	}
+}

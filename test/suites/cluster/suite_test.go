@@ -1,0 +1,231 @@
+// Package cluster runs rollouts on Kubernetes' own control loops: the real
+// webhooks and the sequencer on kube-apiserver + etcd, beside
+// kube-controller-manager (the StatefulSet controller, the garbage
+// collector), kube-scheduler and KWOK as the kubelet of fake Nodes. The
+// Express operator's part is played by expressoperator: one StatefulSet per
+// node, honouring the gates; every pod is created by a StatefulSet,
+// scheduled by the scheduler and made Ready by KWOK.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+)
+
+const (
+	v1 = "express-e689.151"
+	v2 = "express-e689.154"
+)
+
+var (
+	harness *controlplane.Harness
+	cluster *controlplane.Cluster
+	pods    *controlplane.PodLog
+	// replicas are the pods each node of a namespace runs (1 by default).
+	replicas = map[string]int32{}
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	var err error
+	if harness, err = controlplane.NewHarness(logr.Discard(), func(o *app.Options) {
+		o.Grouping.SettleTime = 300 * time.Millisecond // a tenant's updates here land within milliseconds
+		o.ProgressDeadline = time.Minute
+	}); err != nil {
+		return 0, err
+	}
+	defer func() { _ = harness.Stop() }()
+	if cluster, err = harness.StartCluster(2); err != nil {
+		return 0, err
+	}
+	defer func() { _ = cluster.Stop() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if pods, err = controlplane.WatchPods(ctx, harness.Config); err != nil {
+		return 0, err
+	}
+	mgr, err := ctrl.NewManager(harness.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		return 0, err
+	}
+	op := &expressoperator.Operator{Client: mgr.GetClient(), StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
+		Replicas: func(n v2alpha1.Node) int32 { return replicas[n.GetNamespace()] }}
+	if err := op.SetupWithManager(mgr); err != nil {
+		return 0, err
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	return m.Run(), nil
+}
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cluster-"}}
+	require.NoError(t, harness.Client.Create(context.Background(), ns))
+	return ns.Name
+}
+
+func key(i int) string {
+	if i == 0 {
+		return "be"
+	}
+	return fmt.Sprintf("fe%d", i)
+}
+
+func keys(size int) []string {
+	out := make([]string, size)
+	for i := range out {
+		out[i] = key(i)
+	}
+	return out
+}
+
+func node(ns, k string) v2alpha1.Node {
+	kind := v2alpha1.KindFrontend
+	if k == "be" {
+		kind = v2alpha1.KindBackend
+	}
+	n := v2alpha1.NewNode(kind)
+	n.SetName("acme-" + k)
+	n.SetNamespace(ns)
+	return n
+}
+
+// settledTenant creates a tenant of size nodes at v1 in a new namespace,
+// each node running n pods, and waits until it is provisioned.
+func settledTenant(t *testing.T, size int, n int32) string {
+	t.Helper()
+	ns := namespace(t)
+	replicas[ns] = n
+	for _, k := range keys(size) {
+		nd := node(ns, k)
+		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1}
+		require.NoError(t, harness.Client.Create(context.Background(), nd))
+	}
+	waitSettled(t, ns)
+	return ns
+}
+
+// update changes nodes through the API server and the webhooks, retrying
+// on conflicts as kubectl does.
+func update(t *testing.T, ns string, edit func(v2alpha1.Node), ks ...string) {
+	t.Helper()
+	for _, k := range ks {
+		require.Eventually(t, func() bool {
+			n := node(ns, k)
+			if err := harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n); err != nil {
+				return false
+			}
+			edit(n)
+			return harness.Client.Update(context.Background(), n) == nil
+		}, 10*time.Second, 10*time.Millisecond)
+	}
+}
+
+func setVersion(t *testing.T, ns, version string, ks ...string) {
+	t.Helper()
+	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = version }, ks...)
+}
+
+// waitSettled waits until every node of ns is ungated, RolloutComplete and
+// Ready on its target, every pod it should have there.
+func waitSettled(t *testing.T, ns string) {
+	t.Helper()
+	var why string
+	ok := waitFor(2*time.Minute, func() bool {
+		done, w, err := controlplane.Settled(context.Background(), harness.Client, ns)
+		why = w
+		return err == nil && done && allPods(ns)
+	})
+	if !ok {
+		dump(t, ns)
+	}
+	require.True(t, ok, "tenant %s did not settle: %s; pods started: %v", ns, why, starts(ns, time.Time{}))
+}
+
+// dump logs what the tenant's nodes, StatefulSets and pods say, for a
+// tenant that did not settle.
+func dump(t *testing.T, ns string) {
+	t.Helper()
+	nodes, _ := controlplane.Nodes(context.Background(), harness.Client, ns)
+	for _, n := range nodes {
+		t.Logf("node %s gated=%v target=%s released=%s conditions=%+v", n.GetName(), v2alpha1.IsGated(n),
+			n.GetAnnotations()[v2alpha1.AnnotationTargetHash], n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget], n.NodeStatus().Conditions)
+	}
+	var sets appsv1.StatefulSetList
+	_ = harness.Client.List(context.Background(), &sets, client.InNamespace(ns))
+	for _, s := range sets.Items {
+		t.Logf("statefulset %s replicas=%d status=%+v", s.Name, *s.Spec.Replicas, s.Status)
+	}
+	var list corev1.PodList
+	_ = harness.Client.List(context.Background(), &list, client.InNamespace(ns))
+	for _, p := range list.Items {
+		t.Logf("pod %s node=%q hash=%s gates=%v deleting=%v conditions=%v", p.Name, p.Spec.NodeName, p.Labels[v2alpha1.LabelTargetHash],
+			p.Spec.SchedulingGates, p.DeletionTimestamp != nil, p.Status.Conditions)
+	}
+	for _, e := range pods.Since(ns, time.Time{}) {
+		t.Logf("event %s %s ready=%v hash=%s %s", e.At.Format(time.StampMilli), e.Pod, e.Ready, e.Hash, e.UID)
+	}
+}
+
+// allPods reports whether every StatefulSet of ns has as many pods Ready
+// as it wants.
+func allPods(ns string) bool {
+	var sets appsv1.StatefulSetList
+	if err := harness.Client.List(context.Background(), &sets, client.InNamespace(ns)); err != nil {
+		return false
+	}
+	for _, s := range sets.Items {
+		if s.Spec.Replicas != nil && s.Status.ReadyReplicas != *s.Spec.Replicas {
+			return false
+		}
+	}
+	return true
+}
+
+// starts returns the node keys of ns whose pods were bound to a Node since
+// mark, in order (a node again when it starts again after another).
+func starts(ns string, mark time.Time) string {
+	var out []string
+	for _, n := range pods.Starts(ns, mark) {
+		out = append(out, strings.TrimPrefix(n, "acme-"))
+	}
+	return strings.Join(out, " ")
+}
+
+func waitFor(timeout time.Duration, f func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if f() {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
