@@ -36,7 +36,7 @@ fi
 mkdir -p "$out"
 version=v1.36.3
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/client-go/pkg/version.gitVersion=$version -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=36"
-echo "Building kube-apiserver, kube-controller-manager, kube-scheduler $version, etcd, kubectl and KWOK from source into bin/k8s (first time only: about 12 minutes on 2 cores)..." >&2
+echo "Building kube-apiserver, kube-controller-manager, kube-scheduler $version, etcd, kubectl and KWOK from source into bin/k8s (first time only: about 7 minutes on 2 cores)..." >&2
 start=$(date +%s)
 (cd "$root/hack/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/" ./kube-apiserver ./etcd ./kubectl ./kube-controller-manager ./kube-scheduler) >&2
 (cd "$root/hack/kwok" && go build -trimpath -o "$out/kwok" sigs.k8s.io/kwok/cmd/kwok) >&2
