@@ -312,20 +312,44 @@ func (s *Snapshot) newPodsComing(name string, held bool) bool {
 
 // circularUpgradeWaits returns the upgrade prerequisites of x whose wait
 // can never be met while x waits for them, so that the provisioning order
-// wins (DESIGN §4): the prerequisite is provisioned after x (it needs x
-// Ready, directly or through others), and its state leads, through at least
-// one wait for readiness, back to x's release. Only those are dropped: x
-// still waits for its other upgrade prerequisites, such as a node whose
-// half-done rollout must finish first, and a node on the same loop whose
-// wait follows the provisioning order (fe2 waiting for fe1 while be waits
-// for fe2) keeps it.
-func (p *planner) circularUpgradeWaits(x string, g waitGraph) []string {
+// wins (DESIGN §4): the prerequisite's state leads, through at least one
+// wait for readiness, back to x's release. Of those, only the ones that
+// tier admits are dropped, tier by tier as long as a loop is left (see
+// findWaits):
+//
+//   - tier 0: the prerequisite is provisioned after x (it needs x Ready,
+//     directly or through others): the backend crashed with a new target
+//     while the frontends before it in the upgrade order wait for it;
+//   - tier 1: x cannot become Ready without its release (needsRelease) and
+//     its wait does not follow the provisioning order (x is not
+//     provisioned after the prerequisite): the crashed node on the loop goes
+//     first;
+//   - tier 2: the wait does not follow the provisioning order.
+//
+// A wait that follows the provisioning order is never dropped (fe2 waiting
+// for fe1 while be waits for fe2), nor is one on a node whose half-done
+// rollout must finish first (it does not lead back).
+func (p *planner) circularUpgradeWaits(x string, g waitGraph, tier int) []string {
 	rel := vertex(stateRelease, x)
 	var out []string
 	for _, w := range g[rel] {
 		b := vertexNode(w.to)
-		if !w.upgrade || slices.Contains(out, b) || !p.provisionedAfter(b, x) {
+		if !w.upgrade || slices.Contains(out, b) {
 			continue
+		}
+		switch tier {
+		case 0:
+			if !p.provisionedAfter(b, x) {
+				continue
+			}
+		case 1:
+			if !p.needsRelease(x) || p.provisionedAfter(x, b) {
+				continue
+			}
+		default:
+			if p.provisionedAfter(x, b) {
+				continue
+			}
 		}
 		if g.pathThrough(w.to, rel, func(v string) bool { return strings.HasPrefix(v, stateReady+" ") }) {
 			out = append(out, b)

@@ -78,6 +78,7 @@ func (e exploration) actions() []action {
 			action{name: "change " + k, event: true, do: func(w *world) { w.setVersion(nextVersion(w), k) }},
 			action{name: "crash " + k, event: true, do: func(w *world) { w.crash(k) }},
 			action{name: "evict " + k, event: true, do: func(w *world) { w.evict(k) }},
+			action{name: "lose pods of " + k, event: true, do: func(w *world) { w.lose(k) }},
 			action{name: "blip " + k, event: true, do: func(w *world) { w.blip(k) }},
 			action{name: "scale up " + k, event: true, do: func(w *world) { w.scaleUp(k) }},
 			action{name: "toggle up " + k, event: true, do: func(w *world) {

@@ -182,10 +182,11 @@ func (o *oracle) upgradeMode(m string) bool {
 
 // needsReleaseToBeReady: the world's truth (not the pods' looks) that a
 // gated m's readiness waits for its release: it crashed (the operator
-// re-provisions only once it is let go) or has no pod. A blip, a rollout or
-// a StatefulSet still creating a pod ends by itself.
+// re-provisions only once it is let go) or has no pod and no StatefulSet
+// creating one. A blip, a rollout or a StatefulSet still creating a pod
+// ends by itself.
 func (o *oracle) needsReleaseToBeReady(m string) bool {
-	return o.w.crashed[m] > 0 || len(o.w.pods[m]) == 0
+	return o.w.crashed[m] > 0 || len(o.w.pods[m]) == 0 && o.w.scaling[m] == 0 && o.w.missing[m] == 0
 }
 
 // podRuleDecides: m's readiness waits for pods the pod rule decides on:
@@ -275,9 +276,11 @@ func (o *oracle) provisionedAfter(y, x string) bool {
 	return false
 }
 
-// circularNeeds: x's unmet upgrade needs on nodes provisioned after x whose
-// state waits, through at least one wait for readiness, for x's release.
-// Only those are dropped (the provisioning order wins).
+// circularNeeds: x's unmet upgrade needs whose state waits, through at
+// least one wait for readiness, for x's release, and that do not follow the
+// provisioning order (x does not need the node for its own provisioning).
+// Only those may be dropped (the provisioning order wins); the planner
+// drops the narrowest of them that break the loop.
 func (o *oracle) circularNeeds(x string) map[string]bool {
 	type state struct {
 		node, what string
@@ -286,7 +289,7 @@ func (o *oracle) circularNeeds(x string) map[string]bool {
 	first, _ := o.unmet(x, true)
 	out := map[string]bool{}
 	for _, start := range first {
-		if !start.upgrade || out[start.node] || !o.provisionedAfter(start.node, x) {
+		if !start.upgrade || out[start.node] || o.provisionedAfter(x, start.node) {
 			continue
 		}
 		queue := []state{{start.node, "target", false}}

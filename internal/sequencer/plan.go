@@ -143,17 +143,19 @@ func (p *planner) findWaits() {
 		// fe1 is paused or its change still lands).
 		letGo := p.waitEdges(nil, true, false)
 		dropped := false
-		for _, name := range p.names {
-			if len(p.blockers[name]) == 0 || !gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
-				continue
-			}
-			for _, r := range p.circularUpgradeWaits(name, letGo) {
-				if !p.dropUpgrade[name][r] {
-					if p.dropUpgrade[name] == nil {
-						p.dropUpgrade[name] = map[string]bool{}
+		for tier := 0; tier < 3 && !dropped; tier++ { // the narrowest drops that leave a loop to break
+			for _, name := range p.names {
+				if len(p.blockers[name]) == 0 || !gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
+					continue
+				}
+				for _, r := range p.circularUpgradeWaits(name, letGo, tier) {
+					if !p.dropUpgrade[name][r] {
+						if p.dropUpgrade[name] == nil {
+							p.dropUpgrade[name] = map[string]bool{}
+						}
+						p.dropUpgrade[name][r] = true
+						dropped = true
 					}
-					p.dropUpgrade[name][r] = true
-					dropped = true
 				}
 			}
 		}

@@ -19,8 +19,12 @@ import (
 // up as it goes. So are pods of a StatefulSet not in sets (one deleted, or
 // created again under another UID: its pods are being deleted or adopted).
 // A StatefulSet owning pods of several nodes lacks, for each of them, what
-// it lacks in all.
-func missingPods(pods []*corev1.Pod, sets []appsv1.StatefulSet) map[string]int {
+// it lacks in all. A StatefulSet that owns none of the pods but whose pod
+// template names a node of nodes (express.medallia.com/node) wants all its
+// replicas: its pods are gone for a moment (deleted, their successors not
+// created yet) or not created yet — the node comes back by itself, it does
+// not need a release to.
+func missingPods(pods []*corev1.Pod, sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map[string]int {
 	want := make(map[types.UID]int, len(sets))
 	for _, sts := range sets {
 		want[sts.UID] = int(ptr.Deref(sts.Spec.Replicas, 1))
@@ -41,15 +45,24 @@ func missingPods(pods []*corev1.Pod, sets []appsv1.StatefulSet) map[string]int {
 		have[ref.UID][node]++
 	}
 	missing := map[string]int{}
-	for uid, nodes := range have {
+	for uid, owned := range have {
 		total := 0
-		for _, n := range nodes {
+		for _, n := range owned {
 			total += n
 		}
 		if short := want[uid] - total; short > 0 {
-			for node := range nodes {
+			for node := range owned {
 				missing[node] += short
 			}
+		}
+	}
+	for _, sts := range sets {
+		node := sts.Spec.Template.Labels[v2alpha1.LabelNode]
+		if _, ours := nodes[node]; !ours || have[sts.UID] != nil || sts.DeletionTimestamp != nil {
+			continue
+		}
+		if want := want[sts.UID]; want > 0 {
+			missing[node] += want
 		}
 	}
 	return missing

@@ -67,11 +67,13 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		w.run(1000)
 		for step := 0; step < 1+rng.IntN(4); step++ {
 			version := fmt.Sprintf("express-%d", step+2)
-			switch op := rng.IntN(10); {
+			switch op := rng.IntN(11); {
 			case op == 8:
 				w.blip(randomSubset(rng, liveKeys(w, keys))...)
 			case op == 9:
 				w.scaleUp(randomSubset(rng, liveKeys(w, keys))...)
+			case op == 10:
+				w.lose(randomSubset(rng, liveKeys(w, keys))...)
 			case op == 0 && !withID:
 				w.setVersion(version, randomSubset(rng, keys)...)
 			case op == 1:

@@ -160,6 +160,8 @@ func blip(keys ...string) step { return func(w *world) { w.blip(keys...) } }
 
 func scaleUp(keys ...string) step { return func(w *world) { w.scaleUp(keys...) } }
 
+func lose(keys ...string) step { return func(w *world) { w.lose(keys...) } }
+
 // untilReady runs until key is Ready on its target and not gated.
 func untilReady(key string) step {
 	return func(w *world) {
@@ -380,6 +382,8 @@ var scenarios = []scenario{
 		setup: []step{settled(5)}, change: []step{version(v2, all5...), untilReady("fe1"), blip("be")}, want: "fe1 fe2 be fe3 fe4"},
 	{name: "the backend's StatefulSet scaled up as a change to all lands keeps the upgrade order",
 		setup: []step{settled(5)}, change: []step{scaleUp("be"), version(v2, all5...)}, want: "be fe1 fe2 be fe3 fe4"},
+	{name: "the backend's pods lost and not yet recreated by its StatefulSet as a change to all lands keep the upgrade order",
+		setup: []step{settled(5)}, change: []step{lose("be"), version(v2, all5...)}, want: "be fe1 fe2 be fe3 fe4"},
 	{name: "the backend's pods recreated as a change to all lands keep the upgrade order",
 		setup: []step{settled(5)}, change: []step{evict("be"), version(v2, all5...)}, want: "be fe1 fe2 be fe3 fe4"},
 	{name: "every pod lost while fe2 rolls a change to all recovers be, fe1, fe2 in order",

@@ -345,6 +345,6 @@ func freshSnapshot(read fresh, tenant Tenant, orders defaults.Orders, now time.T
 			own = append(own, &read.pods[i])
 		}
 	}
-	s.MissingPods = missingPods(own, read.statefulSets)
+	s.MissingPods = missingPods(own, read.statefulSets, s.Nodes)
 	return s
 }

@@ -254,6 +254,24 @@ func (w *world) scaleUp(keys ...string) {
 	}
 }
 
+// lose deletes every pod of the nodes, and their StatefulSet creates them
+// again only at its next look (evict recreates them at once): until then
+// the node has no pod, and its StatefulSet wants one (MissingPods).
+func (w *world) lose(keys ...string) {
+	for _, k := range keys {
+		name := w.name(k)
+		if n := w.nodes[name]; n == nil || !live(n) || len(w.pods[name]) == 0 {
+			continue
+		}
+		delete(w.pods, name)
+		delete(w.rolling, name)
+		delete(w.blipped, name)
+		delete(w.crashed, name)
+		w.scaling[name] = 1
+		w.logf("pods of %s lost", k)
+	}
+}
+
 // evict deletes every pod of the nodes and recreates them at once, as a
 // StatefulSet does after a node failure: no delay anywhere.
 func (w *world) evict(keys ...string) {
@@ -452,7 +470,7 @@ func (w *world) operate() {
 				w.logf("%s Ready again", key)
 			}
 		}
-		if w.scaling[name] > 0 && live(n) && len(w.pods[name]) > 0 {
+		if w.scaling[name] > 0 && live(n) {
 			w.scaling[name]--
 			w.createPod(name, w.lastHash[name], true)
 			w.logf("StatefulSet of %s creates a pod%s", key, w.gatedSuffix(name))
@@ -551,7 +569,7 @@ func (w *world) run(maxTicks int) {
 			return
 		}
 	}
-	w.t.Fatalf("the tenant did not settle in %d ticks:\n%s", maxTicks, strings.Join(w.log, "\n"))
+	w.t.Fatalf("the tenant did not settle in %d ticks:\n%s\n%s", maxTicks, strings.Join(w.log, "\n"), w.dump())
 }
 
 // sinceThisPhase returns the rollouts started in the current phase of a
