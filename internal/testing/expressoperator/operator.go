@@ -42,6 +42,9 @@ type Operator struct {
 	// StartAfter and ReadyAfter are how long KWOK takes to start a pod and
 	// then to make it Ready (annotations of the pod template).
 	StartAfter, ReadyAfter time.Duration
+	// GracePeriod is how long a node's deleted pods stay Terminating (0 when
+	// nil: gone at once).
+	GracePeriod func(v2alpha1.Node) time.Duration
 }
 
 // nodeRef is the operator's work item: one node of either kind.
@@ -115,6 +118,10 @@ func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
 	if o.Replicas != nil && o.Replicas(n) > 0 {
 		replicas = o.Replicas(n)
 	}
+	var grace time.Duration
+	if o.GracePeriod != nil {
+		grace = o.GracePeriod(n)
+	}
 	spec := n.NodeSpec()
 	selector := map[string]string{v2alpha1.LabelNode: n.GetName()}
 	labels := map[string]string{
@@ -132,8 +139,8 @@ func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: controlplane.PodDelays(o.StartAfter, o.ReadyAfter)},
 				Spec: corev1.PodSpec{
 					Containers: []corev1.Container{{Name: "express", Image: fmt.Sprintf("express:%s", spec.ExpressVersion)}},
-					// Pods are gone at once when deleted, unless a test asks for a grace period.
-					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					// KWOK deletes a deleted pod once its grace period is over.
+					TerminationGracePeriodSeconds: ptr.To(int64(grace.Seconds())),
 				},
 			},
 		},

@@ -172,8 +172,9 @@ func (o *Operator) StartedIn(namespace string) []string {
 	return out
 }
 
-// Crash turns every pod of the node not Ready, as a crash loop does; the
-// operator re-provisions it RecoverAfter later unless it is gated then.
+// Crash turns every pod of the node not Ready with its containers waiting
+// in CrashLoopBackOff, as the kubelet reports a crash loop; the operator
+// re-provisions it RecoverAfter later unless it is gated then.
 func (o *Operator) Crash(ctx context.Context, c client.Client, namespace, node string) error {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: node}); err != nil {
@@ -183,7 +184,15 @@ func (o *Operator) Crash(ctx context.Context, c client.Client, namespace, node s
 	o.crashedAt[types.NamespacedName{Namespace: namespace, Name: node}] = time.Now()
 	o.mu.Unlock()
 	for i := range pods.Items {
-		if err := setReady(ctx, c, &pods.Items[i], corev1.ConditionFalse); err != nil {
+		p := &pods.Items[i]
+		p.Status.ContainerStatuses = nil
+		for _, ctr := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+				Name: ctr.Name, Image: ctr.Image, RestartCount: 3,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting failed container"}},
+			})
+		}
+		if err := setReady(ctx, c, p, corev1.ConditionFalse); err != nil {
 			return err
 		}
 	}

@@ -109,3 +109,63 @@ func TestANodeDeletedMidRolloutLeavesTheOrderAndItsPodsGoWithIt(t *testing.T) {
 		return harness.Client.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe2"}) == nil && len(list.Items) == 0
 	}), "fe2's pods are garbage-collected with it")
 }
+
+func TestAChangeToFrontendsOnlyRollsThemInNumberOrder(t *testing.T) {
+	ns := settledTenant(t, 4, 1)
+	mark := time.Now()
+	setVersion(t, ns, v2, "fe1", "fe2", "fe3")
+	waitSettled(t, ns)
+	assert.Equal(t, "fe1 fe2 fe3", starts(ns, mark))
+	eachAfterTheLast(t, ns, mark, "fe1", "fe2", "fe3")
+}
+
+func TestAChangeToTheBackendOnlyRollsTheBackendAlone(t *testing.T) {
+	ns := settledTenant(t, 4, 1)
+	mark := time.Now()
+	setVersion(t, ns, v2, "be")
+	waitSettled(t, ns)
+	assert.Equal(t, "be", starts(ns, mark))
+}
+
+// fe2 up: false: its StatefulSet is scaled to 0 and the change to all
+// closes the gap: fe1, be, fe3.
+func TestWithFe2DownAChangeToAllSkipsIt(t *testing.T) {
+	ns := settledTenant(t, 4, 1)
+	update(t, ns, func(n v2alpha1.Node) { down := false; n.NodeSpec().Up = &down }, "fe2")
+	waitSettled(t, ns)
+	mark := time.Now()
+	setVersion(t, ns, v2, keys(4)...)
+	waitSettled(t, ns)
+	assert.Equal(t, "fe1 be fe3", starts(ns, mark))
+	eachAfterTheLast(t, ns, mark, "fe1", "be", "fe3")
+}
+
+// Deleted pods stay Terminating for their grace period (KWOK deletes them
+// once it is over, and the StatefulSet creates the successor only then):
+// a Terminating pod is not Ready, so the next node of a change to all waits
+// for the successor, not for the old pod.
+func TestATerminatingPodIsNotReadyForTheNextNode(t *testing.T) {
+	ns := namespace(t)
+	grace[ns] = 3 * time.Second
+	replicas[ns] = 1
+	for _, k := range keys(3) {
+		nd := node(ns, k)
+		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1}
+		require.NoError(t, harness.Client.Create(context.Background(), nd))
+	}
+	waitSettled(t, ns)
+	mark := time.Now()
+	setVersion(t, ns, v2, keys(3)...)
+	waitSettled(t, ns)
+	assert.Equal(t, "fe1 fe2 be", starts(ns, mark))
+	eachAfterTheLast(t, ns, mark, "fe1", "fe2", "be")
+	var fe1Ready time.Time
+	for _, e := range pods.Since(ns, mark) {
+		if e.Ready && e.Node == "acme-fe1" {
+			fe1Ready = e.At
+		}
+	}
+	// A deletionTimestamp is written to the second: the grace period ends
+	// up to a second before the delete plus its length.
+	assert.GreaterOrEqual(t, fe1Ready.Sub(mark), grace[ns]-time.Second, "fe1's successor pod came only after the old one's grace period")
+}

@@ -40,8 +40,10 @@ var (
 	harness *controlplane.Harness
 	cluster *controlplane.Cluster
 	pods    *controlplane.PodLog
-	// replicas are the pods each node of a namespace runs (1 by default).
+	// replicas are the pods each node of a namespace runs (1 by default),
+	// grace how long its deleted pods stay Terminating (0 by default).
 	replicas = map[string]int32{}
+	grace    = map[string]time.Duration{}
 )
 
 func TestMain(m *testing.M) {
@@ -76,7 +78,8 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	op := &expressoperator.Operator{Client: mgr.GetClient(), StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
-		Replicas: func(n v2alpha1.Node) int32 { return replicas[n.GetNamespace()] }}
+		Replicas:    func(n v2alpha1.Node) int32 { return replicas[n.GetNamespace()] },
+		GracePeriod: func(n v2alpha1.Node) time.Duration { return grace[n.GetNamespace()] }}
 	if err := op.SetupWithManager(mgr); err != nil {
 		return 0, err
 	}
