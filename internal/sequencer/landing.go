@@ -28,6 +28,9 @@ type landing struct {
 	// quietUntil: before then, a node newly held by a rollout-id landing
 	// keeps the condition it has (see landingQuiet).
 	quietUntil time.Time
+	// newest is the rollout-id a change still landing carries ("" when the
+	// hold is the settle time: what has landed cannot be known then).
+	newest string
 	// busyUntil: before then, a node that already explains the landing
 	// keeps that explanation: the apply is still going (a node took the
 	// newest rollout-id less than landingQuiet ago), and the list of
@@ -140,11 +143,11 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 			return landing{timedOut: fmt.Sprintf("the change did not fully land within the landing timeout (%s): proceeding with what landed; %s",
 				s.Grouping.LandingTimeout, what)}
 		}
-		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait, quietUntil: quietUntil, busyUntil: busyUntil,
+		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait, quietUntil: quietUntil, busyUntil: busyUntil, newest: newest,
 			message: fmt.Sprintf("a change is still landing: %s; held until they agree or the landing timeout (%s) passes at %s",
 				what, s.Grouping.LandingTimeout, newestAt.Add(s.Grouping.LandingTimeout).UTC().Format(time.RFC3339))}
 	}
-	return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, quietUntil: quietUntil, busyUntil: busyUntil,
+	return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, quietUntil: quietUntil, busyUntil: busyUntil, newest: newest,
 		message: fmt.Sprintf("a change is still landing: %s; held until they agree", what)}
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 // Decision is what the sequencer does about one node.
@@ -193,19 +194,35 @@ func (p *planner) evaluate(name string) {
 }
 
 // recoversAheadOfAnyChange reports whether gated node x goes first
-// whatever a change still landing turns out to be, so that its recovery
-// need not wait for the landing (DESIGN §4: crash recovery never waits): it
-// cannot become Ready without its release (needsRelease), and each of its
-// live upgrade prerequisites needs x Ready for its own provisioning and is
-// not rolling. Whatever lands, x's waits on those are circular with x's own
-// readiness (a changed prerequisite waits for x Ready to be released, an
-// unchanged one not Ready waits for it to recover) and the provisioning
-// order wins; an unchanged Ready one is met. The default order's Backend is
-// such a node; a node with an upgrade prerequisite provisioned before it
-// (fe3 after be) waits for the landing, as its turn may come after it.
+// whatever the change still landing turns out to be, so that its recovery
+// need not wait for the rest of the landing (DESIGN §4: crash recovery
+// never waits). It must not be released before what lands could put it
+// after another node ("as if applied at once"), so:
+//
+//   - x cannot become Ready without its release (needsRelease);
+//   - the hold is a rollout-id landing, and every node that could be one
+//     of x's upgrade prerequisites once it has landed — for a defaulted
+//     list every node before x in the whole upgrade order, down ones
+//     included (the render may bring them up); for an explicit list the
+//     nodes named and, through those that are down, what they name — has
+//     landed (carries the newest rollout-id): their lists, targets and up
+//     flags are final (a render may give a node lists that no longer need
+//     x, and x would then wait for it);
+//   - each of those that is live needs x Ready for its own provisioning
+//     and is not rolling: x's waits on them are circular with x's own
+//     readiness and the provisioning order wins.
+//
+// A settle hold (no rollout-id) cannot tell what has landed: it is short,
+// and recovery waits for it.
 func (p *planner) recoversAheadOfAnyChange(x string) bool {
-	if !p.needsRelease(x) {
+	if !p.needsRelease(x) || p.landing.newest == "" {
 		return false
+	}
+	for _, y := range p.mayUpgradeAfter(x) {
+		n, ok := p.Nodes[y]
+		if !ok || n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != p.landing.newest {
+			return false // missing, or not landed yet: what it will need is not known
+		}
 	}
 	for _, r := range p.requirements(x, true) {
 		if r.upToDate && (r.missing || p.inFlight(r.node) || !slices.Contains(p.provisioningOf(r.node), x)) {
@@ -213,6 +230,57 @@ func (p *planner) recoversAheadOfAnyChange(x string) bool {
 		}
 	}
 	return true
+}
+
+// mayUpgradeAfter returns the nodes that could be upgrade prerequisites of
+// x, whoever is up: for a defaulted list every node before x in the whole
+// upgrade order (not reduced: down nodes may come back), for an explicit
+// list the nodes it names and, through those that are down, what they may
+// name in turn.
+func (p *planner) mayUpgradeAfter(x string) []string {
+	var out []string
+	seen := map[string]bool{x: true}
+	var walk func(name string)
+	walk = func(name string) {
+		n := p.Nodes[name]
+		var next []string
+		if defaults.IsDefaulted(n, defaults.UpgradeList) {
+			k, ok := defaults.KeyOf(n)
+			if !ok {
+				return
+			}
+			byKey := map[defaults.Key]string{}
+			var keys []defaults.Key
+			for other, m := range p.Nodes {
+				if mk, ok := defaults.KeyOf(m); ok && m.GetDeletionTimestamp() == nil {
+					byKey[mk] = other
+					keys = append(keys, mk)
+				}
+			}
+			for _, prev := range defaults.UpgradeList.Order(p.Orders).Sequence(keys) {
+				if prev == k {
+					break
+				}
+				next = append(next, byKey[prev])
+			}
+		} else {
+			for _, pr := range defaults.UpgradeList.Get(n.NodeSpec()) {
+				next = append(next, pr.ExpressNode)
+			}
+		}
+		for _, y := range next {
+			if seen[y] {
+				continue
+			}
+			seen[y] = true
+			out = append(out, y)
+			if m, ok := p.Nodes[y]; ok && !live(m) {
+				walk(y)
+			}
+		}
+	}
+	walk(x)
+	return out
 }
 
 // wait checks node name's requirements and returns the unmet ones and every
@@ -412,7 +480,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.reliesOn[name]))
 		switch {
 		case p.landing.hold:
-			msg += "; it cannot become Ready without its release and goes first whatever the change still landing turns out to be, so its recovery does not wait for it"
+			msg += "; it cannot become Ready without its release, and the nodes that could come before it have landed: it goes first whatever the rest of the change turns out to be, so its recovery does not wait for it"
 		case p.landing.timedOut != "":
 			msg += "; " + p.landing.timedOut
 		}

@@ -20,23 +20,25 @@ import (
 
 // PodEvent is one step of an Express pod's life as Kubernetes ran it: bound
 // to a Node by the scheduler (its start: it was admitted schedulable, or
-// its scheduling gates went) or Ready (KWOK).
+// its scheduling gates went), Ready (KWOK), or Terminating (deleted, in its
+// grace period).
 type PodEvent struct {
 	Namespace, Node, Pod string
 	UID                  types.UID
 	// Hash is the pod's target-hash label.
 	Hash string
-	// Ready: the pod became Ready; otherwise it was bound to a Node.
-	Ready bool
-	At    time.Time
+	// Ready: the pod became Ready; Terminating: it was being deleted;
+	// otherwise it was bound to a Node.
+	Ready, Terminating bool
+	At                 time.Time
 }
 
 // PodLog records, from a watch of Express pods, when each pod was bound to
-// a Node and when it became Ready, each once per pod.
+// a Node, became Ready and began terminating, each once per pod.
 type PodLog struct {
 	mu     sync.Mutex
 	events []PodEvent
-	seen   map[types.UID][2]bool
+	seen   map[types.UID][3]bool
 }
 
 // WatchPods records the Express pods of the API server cfg names until ctx
@@ -46,7 +48,7 @@ func WatchPods(ctx context.Context, cfg *rest.Config) (*PodLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &PodLog{seen: map[types.UID][2]bool{}}
+	l := &PodLog{seen: map[types.UID][3]bool{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = v2alpha1.LabelNode
 	}))
@@ -82,8 +84,15 @@ func (l *PodLog) observe(p *corev1.Pod) {
 	}
 	if ready && p.DeletionTimestamp == nil && !seen[1] {
 		seen[1] = true
-		event.Ready = true
-		l.events = append(l.events, event)
+		ev := event
+		ev.Ready = true
+		l.events = append(l.events, ev)
+	}
+	if p.DeletionTimestamp != nil && !seen[2] {
+		seen[2] = true
+		ev := event
+		ev.Terminating = true
+		l.events = append(l.events, ev)
 	}
 	l.seen[p.UID] = seen
 }
@@ -107,7 +116,7 @@ func (l *PodLog) Since(ns string, since time.Time) []PodEvent {
 func (l *PodLog) Starts(ns string, since time.Time) []string {
 	var out []string
 	for _, e := range l.Since(ns, since) {
-		if !e.Ready && (len(out) == 0 || out[len(out)-1] != e.Node) {
+		if !e.Ready && !e.Terminating && (len(out) == 0 || out[len(out)-1] != e.Node) {
 			out = append(out, e.Node)
 		}
 	}

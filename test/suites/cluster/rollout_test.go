@@ -22,6 +22,7 @@ func eachAfterTheLast(t *testing.T, ns string, mark time.Time, order ...string) 
 	firstBound, lastReady := map[string]time.Time{}, map[string]time.Time{}
 	for _, e := range pods.Since(ns, mark) {
 		switch {
+		case e.Terminating:
 		case e.Ready:
 			lastReady[e.Node] = e.At
 		case firstBound[e.Node].IsZero():
@@ -159,13 +160,21 @@ func TestATerminatingPodIsNotReadyForTheNextNode(t *testing.T) {
 	waitSettled(t, ns)
 	assert.Equal(t, "fe1 fe2 be", starts(ns, mark))
 	eachAfterTheLast(t, ns, mark, "fe1", "fe2", "be")
-	var fe1Ready time.Time
+	// fe1's old pod was Terminating (and so not Ready) for a while: fe2
+	// started only after the successor that replaced it was Ready.
+	var terminating, successorReady, fe2Started time.Time
 	for _, e := range pods.Since(ns, mark) {
-		if e.Ready && e.Node == "acme-fe1" {
-			fe1Ready = e.At
+		switch {
+		case e.Node == "acme-fe1" && e.Terminating && terminating.IsZero():
+			terminating = e.At
+		case e.Node == "acme-fe1" && e.Ready && !terminating.IsZero():
+			successorReady = e.At
+		case e.Node == "acme-fe2" && !e.Ready && !e.Terminating && fe2Started.IsZero():
+			fe2Started = e.At
 		}
 	}
-	// A deletionTimestamp is written to the second: the grace period ends
-	// up to a second before the delete plus its length.
-	assert.GreaterOrEqual(t, fe1Ready.Sub(mark), grace[ns]-time.Second, "fe1's successor pod came only after the old one's grace period")
+	require.False(t, terminating.IsZero(), "fe1's old pod was seen Terminating")
+	require.False(t, successorReady.IsZero(), "fe1's successor became Ready after")
+	assert.True(t, fe2Started.After(successorReady), "fe2 started (%s) after fe1's successor was Ready (%s), not while fe1's old pod was Terminating (%s)",
+		fe2Started.Format(time.StampMilli), successorReady.Format(time.StampMilli), terminating.Format(time.StampMilli))
 }

@@ -1,0 +1,65 @@
+package sequencer
+
+// A change applied node by node lands as if applied at once (DESIGN §4),
+// also where a node crashed or came back up gated for it: no node goes
+// ahead of the landing before every node that could come before it has
+// landed — a render may bring a down node back up before it, or give
+// another node lists that no longer need it.
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/utils/ptr"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// renderLists renders rollout-id id on v2 to node key with explicit lists.
+func renderLists(id, key string, prov, upg []string) step {
+	return func(w *world) {
+		w.update(key, func(n v2alpha1.Node) {
+			n.NodeSpec().ExpressVersion = v2
+			setAnnotation(n, v2alpha1.AnnotationRolloutID, id)
+			explicitLists(w, prov, upg)(n.NodeSpec())
+		})
+	}
+}
+
+func TestAChangeLandingNodeByNodeOrdersAsIfAppliedAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		setup         []step
+		atOnce, split []step
+		want          string
+	}{
+		{
+			name:   "a render bringing fe1 and fe2 back up that reaches fe2 first",
+			setup:  []step{settledByRolloutID(5, "r1"), up("fe1", ptr.To(false)), up("fe2", ptr.To(false)), settle},
+			atOnce: []step{render("r2", true, 0, "fe2", "be", "fe1", "fe3", "fe4")},
+			split:  []step{render("r2", true, 0, "fe2"), ticks(10), render("r2", true, 0, "be", "fe1", "fe3", "fe4")},
+			want:   "fe1 fe2 be fe3 fe4",
+		},
+		{
+			name:   "a render bringing fe1 back up that reaches fe2 first, fe2 crashing",
+			setup:  []step{settledByRolloutID(5, "r1"), up("fe1", ptr.To(false)), settle},
+			atOnce: []step{render("r2", true, 0, "fe2", "be", "fe1", "fe3", "fe4"), crash("fe2")},
+			split:  []step{render("r2", true, 0, "fe2"), crash("fe2"), ticks(10), render("r2", true, 0, "be", "fe1", "fe3", "fe4")},
+			want:   "fe1 fe2 be fe3 fe4",
+		},
+		{
+			name:   "a render that gives fe1 empty lists reaching the crashed backend first",
+			setup:  []step{settledByRolloutID(5, "r1")},
+			atOnce: []step{render("r2", false, 0, "be"), renderLists("r2", "fe1", nil, nil), render("r2", false, 0, "fe2", "fe3", "fe4"), crash("be")},
+			split:  []step{render("r2", false, 0, "be"), crash("be"), ticks(10), renderLists("r2", "fe1", nil, nil), render("r2", false, 0, "fe2", "fe3", "fe4")},
+			want:   "fe1 be fe2 fe3 fe4",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			atOnce := scenario{setup: c.setup, change: c.atOnce}.play(newWorld(t, "acme"))
+			split := scenario{setup: c.setup, change: c.split}.play(newWorld(t, "acme"))
+			assert.Equal(t, c.want, atOnce, "applied at once")
+			assert.Equal(t, c.want, split, "applied node by node")
+		})
+	}
+}
