@@ -270,6 +270,10 @@ type fresh struct {
 	nodes        []v2alpha1.Node
 	pods         []corev1.Pod
 	statefulSets []appsv1.StatefulSet
+	// lostMachines are the Nodes (machines) Ready pods are bound to that
+	// no longer exist or are not Ready: their pods are not Ready, whatever
+	// their stale status says (no kubelet is left to say otherwise).
+	lostMachines map[string]bool
 }
 
 // freshReads lists, at the same time, the namespace's Backends, Frontends,
@@ -319,8 +323,68 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (fresh, 
 	if err := g.Wait(); err != nil {
 		return fresh{}, err
 	}
-	return fresh{nodes: nodesOf(bes.Items, fes.Items), pods: pods.Items, statefulSets: sets.Items}, nil
+	lost, err := lostMachines(ctx, r, pods.Items)
+	if err != nil {
+		return fresh{}, err
+	}
+	return fresh{nodes: nodesOf(bes.Items, fes.Items), pods: pods.Items, statefulSets: sets.Items, lostMachines: lost}, nil
 }
+
+// lostMachines reads, by name, the Nodes (machines) the Ready pods are
+// bound to, and returns those that no longer exist or are not Ready. A
+// machine that vanishes takes every pod on it, but the pods' status still
+// says Ready until the pod garbage collector deletes them (40 s after the
+// Node object is gone), or the node lifecycle controller marks them (its
+// grace period after the last heartbeat): a recreated pod of a later node
+// must not start before them. A sequencer that may not read Nodes (RBAC
+// get on nodes) logs it once and takes the pods as they are.
+func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod) (map[string]bool, error) {
+	var names []string
+	for i := range pods {
+		if m := pods[i].Spec.NodeName; m != "" && !slices.Contains(names, m) && PodOf(&pods[i]).Conditions[string(corev1.PodReady)] == string(corev1.ConditionTrue) {
+			names = append(names, m)
+		}
+	}
+	lost := make([]bool, len(names))
+	var g errgroup.Group
+	for i, name := range names {
+		g.Go(func() error {
+			var m corev1.Node
+			err := r.Get(ctx, client.ObjectKey{Name: name}, &m)
+			switch {
+			case apierrors.IsNotFound(err):
+				lost[i] = true
+			case apierrors.IsForbidden(err):
+				nodesForbidden.Do(func() {
+					log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: the sequencer may not read Nodes (RBAC get on nodes)")
+				})
+			case err != nil:
+				return fmt.Errorf("reading Node %s: %w", name, err)
+			default:
+				lost[i] = !slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
+					return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+				})
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var out map[string]bool
+	for i, name := range names {
+		if lost[i] {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = true
+		}
+	}
+	return out, nil
+}
+
+// nodesForbidden logs once per process that Nodes may not be read.
+var nodesForbidden sync.Once
 
 // statefulSetsForbidden logs once per process that StatefulSets may not be
 // listed: every release and every pod admission would log it again.
@@ -341,7 +405,11 @@ func freshSnapshot(read fresh, tenant Tenant, orders defaults.Orders, now time.T
 	for i := range read.pods {
 		name := read.pods[i].Labels[v2alpha1.LabelNode]
 		if _, ok := s.Nodes[name]; ok {
-			s.Pods[name] = append(s.Pods[name], PodOf(&read.pods[i]))
+			pod := PodOf(&read.pods[i])
+			if read.lostMachines[read.pods[i].Spec.NodeName] {
+				pod.Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
+			}
+			s.Pods[name] = append(s.Pods[name], pod)
 			own = append(own, &read.pods[i])
 		}
 	}

@@ -140,8 +140,20 @@ func (c *Cluster) AddNode(ctx context.Context, name string) error {
 	})
 }
 
+// Cordon marks a fake Node unschedulable, or schedulable again.
+func (c *Cluster) Cordon(ctx context.Context, name string, cordon bool) error {
+	n := &corev1.Node{}
+	if err := c.cp.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Spec.Unschedulable = cordon
+	return c.cp.Client.Patch(ctx, n, patch)
+}
+
 // DeleteNode deletes a fake Node, as a machine that is gone: the pod
-// garbage collector deletes the pods bound to it.
+// garbage collector deletes the pods bound to it (after its quarantine of
+// orphaned pods, 40 s).
 func (c *Cluster) DeleteNode(ctx context.Context, name string) error {
 	err := c.cp.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if apierrors.IsNotFound(err) {

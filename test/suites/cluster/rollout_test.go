@@ -178,3 +178,39 @@ func TestATerminatingPodIsNotReadyForTheNextNode(t *testing.T) {
 	assert.True(t, fe2Started.After(successorReady), "fe2 started (%s) after fe1's successor was Ready (%s), not while fe1's old pod was Terminating (%s)",
 		fe2Started.Format(time.StampMilli), successorReady.Format(time.StampMilli), terminating.Format(time.StampMilli))
 }
+
+// A machine lost with every pod of the tenant on it: the Node is deleted,
+// the pod garbage collector deletes the pods bound to it, the StatefulSets
+// recreate them on the other Node, and they start backend first, each
+// after the one before it is Ready — though be's orphaned pod still says
+// Ready until it is deleted (a pod on a machine that is gone is not Ready).
+func TestANodeLostWithEveryPodOfATenantComesBackBackendFirst(t *testing.T) {
+	ctx := context.Background()
+	other := cluster.Nodes[len(cluster.Nodes)-1]
+	lost := cluster.Nodes[0]
+	require.NoError(t, cluster.Cordon(ctx, other, true))
+	ns := settledTenant(t, 4, 1)
+	require.NoError(t, cluster.Cordon(ctx, other, false))
+	var list corev1.PodList
+	require.NoError(t, harness.Client.List(ctx, &list, client.InNamespace(ns)))
+	for _, p := range list.Items {
+		require.Equal(t, lost, p.Spec.NodeName, "every pod of the tenant runs on %s", lost)
+	}
+	t.Cleanup(func() { require.NoError(t, cluster.AddNode(ctx, lost+"-again")) })
+	mark := time.Now()
+	require.NoError(t, cluster.DeleteNode(ctx, lost))
+	// The later nodes' orphaned pods go first (deleted by hand, as an
+	// on-call engineer might), while be's stays, still saying Ready, until
+	// the pod garbage collector takes it: no kubelet is left to say it is
+	// not. fe1's new pod must not start before be's.
+	for _, k := range []string{"fe3", "fe2", "fe1"} {
+		require.NoError(t, harness.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-" + k}))
+	}
+	require.True(t, waitFor(3*time.Minute, func() bool { return starts(ns, mark) == "be fe1 fe2 fe3" && allPods(ns) }),
+		"recovery order %q", starts(ns, mark))
+	eachAfterTheLast(t, ns, mark, "be", "fe1", "fe2", "fe3")
+	require.NoError(t, harness.Client.List(ctx, &list, client.InNamespace(ns)))
+	for _, p := range list.Items {
+		assert.Equal(t, other, p.Spec.NodeName, "%s recreated on the Node left", p.Name)
+	}
+}
