@@ -63,3 +63,17 @@ func TestAChangeLandingNodeByNodeOrdersAsIfAppliedAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// A crashed backend the newest render has not reached yet is not released
+// for the target it has: that target is about to change.
+func TestACrashedBackendTheNewestRenderHasNotReachedWaitsForIt(t *testing.T) {
+	w := newWorld(t, "acme")
+	settledByRolloutID(5, "r1")(w)
+	mark := len(w.started)
+	render("r2", false, 0, "fe1", "fe2")(w)
+	w.update("be", func(n v2alpha1.Node) { n.NodeSpec().ConfigChangeset = "not-from-a-render" })
+	w.crash("be")
+	ticks(10)(w)
+	assert.Empty(t, w.startedSince(mark), "nothing starts while the render has not reached be")
+	assert.True(t, gated(w.nodes[w.name("be")]), "be is held: %s", w.condition("be").Message)
+}

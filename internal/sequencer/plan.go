@@ -200,10 +200,10 @@ func (p *planner) evaluate(name string) {
 // after another node ("as if applied at once"), so:
 //
 //   - x cannot become Ready without its release (needsRelease);
-//   - the hold is a rollout-id landing, and every node that could be one
-//     of x's upgrade prerequisites once it has landed — for a defaulted
-//     list every node before x in the whole upgrade order, down ones
-//     included (the render may bring them up); for an explicit list the
+//   - the hold is a rollout-id landing that has reached x, and every node
+//     that could be one of x's upgrade prerequisites once it has landed —
+//     for a defaulted list every node before x in the whole upgrade order,
+//     down ones included (the render may bring them up); for an explicit list the
 //     nodes named and, through those that are down, what they name — has
 //     landed (carries the newest rollout-id): their lists, targets and up
 //     flags are final (a render may give a node lists that no longer need
@@ -215,8 +215,8 @@ func (p *planner) evaluate(name string) {
 // A settle hold (no rollout-id) cannot tell what has landed: it is short,
 // and recovery waits for it.
 func (p *planner) recoversAheadOfAnyChange(x string) bool {
-	if !p.needsRelease(x) || p.landing.newest == "" {
-		return false
+	if !p.needsRelease(x) || p.landing.newest == "" || p.Nodes[x].GetAnnotations()[v2alpha1.AnnotationRolloutID] != p.landing.newest {
+		return false // x's own change may be still to land
 	}
 	for _, y := range p.mayUpgradeAfter(x) {
 		n, ok := p.Nodes[y]
