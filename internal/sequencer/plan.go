@@ -99,6 +99,9 @@ type planner struct {
 	// letGo memoises the waitGraph with held nodes let go, before (false)
 	// and after (true) the releases of the pass are chosen.
 	letGo map[bool]waitGraph
+	// ahead memoises recoversAheadOfAnyChange: it depends on the snapshot
+	// alone, and every round of findWaits and decideGated asks it.
+	ahead map[string]bool
 }
 
 // Plan decides, for every node of the snapshot's tenant, whether it is gated,
@@ -120,7 +123,7 @@ func Plan(s *Snapshot) []Decision {
 
 func newPlanner(s *Snapshot) *planner {
 	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]map[string]bool{},
-		provisioning: map[string][]string{}, letGo: map[bool]waitGraph{}}
+		provisioning: map[string][]string{}, letGo: map[bool]waitGraph{}, ahead: map[string]bool{}}
 	for name := range s.Nodes {
 		p.names = append(p.names, name)
 	}
@@ -215,6 +218,15 @@ func (p *planner) evaluate(name string) {
 // A settle hold (no rollout-id) cannot tell what has landed: it is short,
 // and recovery waits for it.
 func (p *planner) recoversAheadOfAnyChange(x string) bool {
+	ahead, ok := p.ahead[x]
+	if !ok {
+		ahead = p.goesAheadOfTheLanding(x)
+		p.ahead[x] = ahead
+	}
+	return ahead
+}
+
+func (p *planner) goesAheadOfTheLanding(x string) bool {
 	if !p.needsRelease(x) || p.landing.newest == "" || p.Nodes[x].GetAnnotations()[v2alpha1.AnnotationRolloutID] != p.landing.newest {
 		return false // x's own change may be still to land
 	}

@@ -341,7 +341,10 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (fresh, 
 func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod) (map[string]bool, error) {
 	var names []string
 	for i := range pods {
-		if m := pods[i].Spec.NodeName; m != "" && !slices.Contains(names, m) && PodOf(&pods[i]).Conditions[string(corev1.PodReady)] == string(corev1.ConditionTrue) {
+		ready := pods[i].DeletionTimestamp == nil && slices.ContainsFunc(pods[i].Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		})
+		if m := pods[i].Spec.NodeName; m != "" && ready && !slices.Contains(names, m) {
 			names = append(names, m)
 		}
 	}
