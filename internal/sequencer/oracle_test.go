@@ -423,6 +423,9 @@ func (o *oracle) inFlight(m string) bool {
 	if o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) && p.Conditions["Ready"] == "True" }) {
 		return false
 	}
+	if o.w.setRecord[m] == o.hash(m) {
+		return false // its StatefulSet saw every pod Ready on this target at once
+	}
 	gen, _ := strconv.ParseInt(ann[v2alpha1.AnnotationReleasedGeneration], 10, 64)
 	for _, other := range o.w.nodes {
 		var after map[string]string

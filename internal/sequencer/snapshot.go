@@ -117,6 +117,11 @@ type Snapshot struct {
 	// for the fresh snapshots every release is planned on; nil in a
 	// snapshot of the cache, which then takes the pods as they are.
 	MissingPods map[string]int
+	// SetsConverged are the nodes in flight whose StatefulSet records that
+	// their rollout converged on their current target (DESIGN §2): every
+	// replica updated and Ready at once, whatever happened to the pods
+	// since. Read for the fresh snapshots; nil in a snapshot of the cache.
+	SetsConverged map[string]bool
 	// Now is when the snapshot was taken.
 	Now time.Time
 	// ProgressDeadline is how long a released node may take to become
@@ -244,6 +249,9 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders def
 	}
 	s := freshSnapshot(read, tenant, orders, now)
 	s.ProgressDeadline, s.Grouping = deadline, grouping
+	if s.SetsConverged, err = setsConverged(ctx, r, s, read.statefulSets); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -262,6 +270,9 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	}
 	s := freshSnapshot(read, Tenant{Namespace: namespace, ClusterName: read.nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now)
 	s.Grouping = grouping
+	if s.SetsConverged, err = setsConverged(ctx, r, s, read.statefulSets); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

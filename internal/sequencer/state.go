@@ -175,13 +175,13 @@ func (s *Snapshot) recordedConverged(name string) bool {
 
 // inFlight reports whether the node is in a released rollout that has not
 // converged yet: ungated, released for its current target, not Ready on it,
-// and neither a condition since the release nor a dependent's release
-// (released-after) says it converged. Such a rollout is
+// and neither a condition since the release, a dependent's release
+// (released-after) nor its StatefulSet (SetsConverged) says it converged. Such a rollout is
 // finished before a predecessor that waits for it (see PodsMayStart), and
 // the node is Ready for no one.
 func (s *Snapshot) inFlight(name string) bool {
 	n := s.Nodes[name]
-	if !live(n) || gated(n) || targetHash(n) == "" || newTarget(n) || s.converged(name) {
+	if !live(n) || gated(n) || targetHash(n) == "" || newTarget(n) || s.converged(name) || s.SetsConverged[name] {
 		return false
 	}
 	c := condition(n)

@@ -56,10 +56,14 @@ type world struct {
 	blipped  map[string]int    // ticks left until pods not Ready for a moment are Ready again
 	scaling  map[string]int    // pods a StatefulSet scaled up creates at its next look
 	lastHash map[string]string // the target of the pods the operator last created
-	podSeq   int
-	uidSeq   int
-	log      []string
-	started  []string
+	// firstHash is the target of each node's first pods; setRecord the
+	// target its StatefulSet records it converged on after a change of
+	// template (currentRevision = updateRevision: every pod Ready at once).
+	firstHash, setRecord map[string]string
+	podSeq               int
+	uidSeq               int
+	log                  []string
+	started              []string
 	// startedAt is the tick each rollout of started began at.
 	startedAt []int
 	// phases are where each phase of a scenario's change began in started.
@@ -77,7 +81,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		now:       time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC),
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
 		scaling:  map[string]int{},
-		lastHash: map[string]string{}, oracle: independentRequirementsHold,
+		lastHash: map[string]string{}, firstHash: map[string]string{}, setRecord: map[string]string{}, oracle: independentRequirementsHold,
 	}
 }
 
@@ -299,10 +303,21 @@ func (w *world) evict(keys ...string) {
 }
 
 func (w *world) snapshot() *Snapshot {
-	return &Snapshot{
+	s := &Snapshot{
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
 		Nodes: w.nodes, Pods: w.pods, MissingPods: w.missingPods(), Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
 	}
+	// As the fresh reads do (setsConverged): the StatefulSet's record of
+	// the nodes in flight.
+	for name, hash := range w.setRecord {
+		if n, ok := w.nodes[name]; ok && hash == targetHash(n) && s.inFlight(name) {
+			if s.SetsConverged == nil {
+				s.SetsConverged = map[string]bool{}
+			}
+			s.SetsConverged[name] = true
+		}
+	}
+	return s
 }
 
 // missingPods are the pods the fresh reads find missing: those a test says
@@ -345,6 +360,9 @@ func (w *world) createPod(name, hash string, add bool) {
 		delete(w.blipped, name)
 	}
 	w.lastHash[name] = hash
+	if w.firstHash[name] == "" {
+		w.firstHash[name] = hash
+	}
 	w.rolling[name] = w.rollTicks
 	if w.rng != nil {
 		w.rolling[name] = 1 + w.rng.IntN(4)
@@ -478,6 +496,7 @@ func (w *world) operate() {
 		schedulable := len(w.pods[name]) > 0 && !slices.ContainsFunc(w.pods[name], func(p Pod) bool { return len(p.Gates) > 0 })
 		switch {
 		case !live(n):
+			delete(w.setRecord, name) // scaled to 0: a StatefulSet of no replica records nothing
 			delete(w.crashed, name)
 			delete(w.rolling, name)
 			delete(w.blipped, name)
@@ -510,7 +529,9 @@ func (w *world) operate() {
 				for i := range w.pods[name] {
 					w.pods[name][i].Conditions[string(corev1.PodReady)] = string(corev1.ConditionTrue)
 				}
-
+				if w.lastHash[name] != w.firstHash[name] && w.missing[name] == 0 && w.scaling[name] == 0 {
+					w.setRecord[name] = w.lastHash[name]
+				}
 				w.logf("operator: %s Ready on %s", key, spec.ExpressVersion)
 			}
 		case w.rolling[name] > 0, v2alpha1.IsGated(n):

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // KWOK's annotation of the Nodes it plays the kubelet of.
@@ -25,13 +28,18 @@ const (
 	kwokNodeFake       = "fake"
 )
 
+// CrashLoop is the fake Node whose pods never become Ready: KWOK leaves
+// their container waiting in CrashLoopBackOff (hack/kwok/stage-crash-loop.yaml).
+// It is cordoned but while Crash sends pods there.
+const CrashLoop = "crash-loop"
+
 // Cluster is Kubernetes' own control loops running beside a control plane:
 // kube-controller-manager (the StatefulSet controller, the garbage
 // collector, node lifecycle, disruption), kube-scheduler, and KWOK as the
 // kubelet of a few fake Nodes — pods are scheduled, started, made Ready
 // and deleted after their grace period by Kubernetes, not by test code.
 type Cluster struct {
-	// Nodes are the fake Nodes' names.
+	// Nodes are the fake Nodes' names, CrashLoop aside.
 	Nodes []string
 	// LogDir holds each process's log (kube-controller-manager.log, ...).
 	LogDir string
@@ -95,7 +103,55 @@ func (cp *ControlPlane) StartCluster(nodes int) (*Cluster, error) {
 			return nil, errors.Join(err, c.Stop())
 		}
 	}
+	if err := c.addNode(ctx, CrashLoop, true); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
 	return c, nil
+}
+
+// Crash makes the Express nodes named crash of namespace fail, as a bad
+// configuration or a lost dependency does: their pods are deleted, and their
+// StatefulSets recreate them on CrashLoop — the only schedulable Node
+// meanwhile — where their container keeps failing. It returns once every
+// pod of each of them fails, the other Nodes schedulable again and
+// CrashLoop not. A node whose recreated pods stay scheduling-gated never
+// fails: Crash gives up after a minute.
+func (c *Cluster) Crash(ctx context.Context, namespace string, crash ...string) (err error) {
+	if err := c.Cordon(ctx, CrashLoop, false); err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if err := c.Cordon(ctx, n, true); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		for _, n := range c.Nodes {
+			err = errors.Join(err, c.Cordon(ctx, n, false))
+		}
+		err = errors.Join(err, c.Cordon(ctx, CrashLoop, true))
+	}()
+	for _, name := range crash {
+		if err := c.cp.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: name}); err != nil {
+			return err
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, name := range crash {
+			var pods corev1.PodList
+			if err := c.cp.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: name}); err != nil || len(pods.Items) == 0 {
+				return false, nil
+			}
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != CrashLoop || p.DeletionTimestamp != nil || !slices.ContainsFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool {
+					return s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff"
+				}) {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
 }
 
 func (c *Cluster) start(bin string, args []string) error {
@@ -116,7 +172,12 @@ func (c *Cluster) start(bin string, args []string) error {
 // AddNode creates a fake Node KWOK plays the kubelet of, and waits until
 // it is Ready and schedulable.
 func (c *Cluster) AddNode(ctx context.Context, name string) error {
+	return c.addNode(ctx, name, false)
+}
+
+func (c *Cluster) addNode(ctx context.Context, name string, cordoned bool) error {
 	n := &corev1.Node{
+		Spec: corev1.NodeSpec{Unschedulable: cordoned},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Annotations: map[string]string{kwokNodeAnnotation: kwokNodeFake},
@@ -126,7 +187,9 @@ func (c *Cluster) AddNode(ctx context.Context, name string) error {
 	if err := c.cp.Client.Create(ctx, n); err != nil {
 		return fmt.Errorf("creating Node %s: %w", name, err)
 	}
-	c.Nodes = append(c.Nodes, name)
+	if !cordoned {
+		c.Nodes = append(c.Nodes, name)
+	}
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.cp.Client.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
 			return false, nil

@@ -34,7 +34,8 @@ type PodEvent struct {
 }
 
 // PodLog records, from a watch of Express pods, when each pod was bound to
-// a Node, became Ready and began terminating, each once per pod.
+// a Node, became Ready and began terminating (or was deleted, if no
+// Terminating state was seen), each once per pod.
 type PodLog struct {
 	mu     sync.Mutex
 	events []PodEvent
@@ -58,7 +59,19 @@ func WatchPods(ctx context.Context, cfg *rest.Config) (*PodLog, error) {
 			l.observe(p)
 		}
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }}); err != nil {
+	gone := func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			p = p.DeepCopy()
+			if p.DeletionTimestamp == nil { // deleted at once: no Terminating update was seen
+				p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			}
+			l.observe(p)
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }, DeleteFunc: gone}); err != nil {
 		return nil, err
 	}
 	factory.Start(ctx.Done())

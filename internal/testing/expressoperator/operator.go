@@ -7,13 +7,18 @@
 // (re)provisions it — updates the StatefulSet's template on a target change,
 // and scales it to 0 for a node that is down or being deleted. Pods are
 // created and replaced by the StatefulSet controller, scheduled by
-// kube-scheduler and made Ready by KWOK; nothing here touches a pod.
+// kube-scheduler and made Ready by KWOK. The one pod the operator touches
+// is a failing one left on an old template once the new one is out: the
+// StatefulSet controller's rolling update (OrderedReady) waits for it to
+// become Ready, forever (kubernetes/kubernetes#67250), so an operator that
+// rolls a crashed node out deletes it.
 package expressoperator
 
 import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,6 +78,15 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v2alpha1.Backend{}, byKind(v2alpha1.KindBackend)).
 		Watches(&v2alpha1.Frontend{}, byKind(v2alpha1.KindFrontend)).
 		Watches(&appsv1.StatefulSet{}, ownerNode).
+		Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []nodeRef {
+			name := obj.GetLabels()[v2alpha1.LabelNode]
+			if name == "" {
+				return nil
+			}
+			// Whichever kind the node is, the other finds nothing.
+			key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
+			return []nodeRef{{Kind: v2alpha1.KindBackend, NamespacedName: key}, {Kind: v2alpha1.KindFrontend, NamespacedName: key}}
+		})).
 		Complete(reconcile.TypedFunc[nodeRef](o.reconcile))
 }
 
@@ -105,11 +119,32 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 		return reconcile.Result{}, o.Client.Create(ctx, want)
 	}
 	if ptr.Deref(set.Spec.Replicas, 1) == *want.Spec.Replicas && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, o.deleteFailingOldPods(ctx, n)
 	}
 	set.Spec.Replicas = want.Spec.Replicas
 	set.Spec.Template = want.Spec.Template // a new target rolls the pods (the StatefulSet's rolling update)
 	return reconcile.Result{}, o.Client.Update(ctx, set)
+}
+
+// deleteFailingOldPods deletes node n's pods that fail (a container waiting
+// in CrashLoopBackOff, or phase Failed) and are not on its target.
+func (o *Operator) deleteFailingOldPods(ctx context.Context, n v2alpha1.Node) error {
+	var pods corev1.PodList
+	if err := o.Client.List(ctx, &pods, client.InNamespace(n.GetNamespace()), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		failing := p.Status.Phase == corev1.PodFailed || slices.ContainsFunc(p.Status.ContainerStatuses, func(c corev1.ContainerStatus) bool {
+			return c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff"
+		})
+		if failing && p.DeletionTimestamp == nil && p.Labels[v2alpha1.LabelTargetHash] != n.GetAnnotations()[v2alpha1.AnnotationTargetHash] {
+			if err := o.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // statefulSet is the StatefulSet node n runs on at its current target.

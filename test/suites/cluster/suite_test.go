@@ -57,13 +57,19 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) (int, error) {
 	var err error
+	// The harness serves the webhooks; the sequencer runs in a manager of
+	// its own, so that a test can stop it and start it again.
 	if harness, err = controlplane.NewHarness(logr.Discard(), func(o *app.Options) {
-		o.Grouping.SettleTime = 300 * time.Millisecond // a tenant's updates here land within milliseconds
-		o.ProgressDeadline = time.Minute
+		settings(o)
+		o.Sequencer = false
 	}); err != nil {
 		return 0, err
 	}
 	defer func() { _ = harness.Stop() }()
+	if err := startSequencer(); err != nil {
+		return 0, err
+	}
+	defer func() { stopSequencer() }()
 	if cluster, err = harness.StartCluster(2); err != nil {
 		return 0, err
 	}
@@ -85,6 +91,30 @@ func run(m *testing.M) (int, error) {
 	}
 	go func() { _ = mgr.Start(ctx) }()
 	return m.Run(), nil
+}
+
+// settings are the suite's: a tenant's updates here land within
+// milliseconds of each other.
+func settings(o *app.Options) {
+	o.Grouping.SettleTime = 300 * time.Millisecond
+	o.ProgressDeadline = time.Minute
+}
+
+// stopSequencer stops the suite's sequencer.
+var stopSequencer = func() {}
+
+// startSequencer starts the suite's sequencer (a sequencer-only
+// express-sequencer).
+func startSequencer() error {
+	o := harness.ManagerOptions("", logr.Discard())
+	settings(&o)
+	o.Webhooks = false
+	_, stop, err := harness.StartManager(o)
+	if err != nil {
+		return err
+	}
+	stopSequencer = stop
+	return nil
 }
 
 func namespace(t *testing.T) string {

@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// fe1 is released in a change to all and converges while no sequencer
+// runs, so no RolloutComplete record of the sequencer's says so; then every
+// pod of fe1 and be is lost. Only fe1's StatefulSet remembers that its
+// rollout converged (currentRevision = updateRevision after a template
+// change): fe1 is recovering, not rolling, and its new pod waits for be's,
+// which is held by no one. Taken as still rolling, fe1 came back alongside
+// be instead of after it.
+func TestARolloutThatConvergedUnseenRecoversAfterItsPredecessorsByItsStatefulSetsRecord(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	replicas[ns] = 1
+	grace[ns] = 2 * time.Second // time enough to stop the sequencer before fe1's new pod starts
+	for _, k := range keys(3) {
+		nd := node(ns, k)
+		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1}
+		require.NoError(t, harness.Client.Create(ctx, nd))
+	}
+	waitSettled(t, ns)
+
+	setVersion(t, ns, v2, keys(3)...)
+	fe1 := node(ns, "fe1")
+	require.True(t, waitFor(time.Minute, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKeyFromObject(fe1), fe1) == nil && !v2alpha1.IsGated(fe1)
+	}), "fe1 is released")
+	stopSequencer()
+	t.Cleanup(func() { stopSequencer(); require.NoError(t, startSequencer()) })
+
+	set := &appsv1.StatefulSet{}
+	require.True(t, waitFor(time.Minute, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-fe1"}, set) == nil &&
+			set.Spec.Template.Labels[v2alpha1.LabelTargetHash] == fe1.GetAnnotations()[v2alpha1.AnnotationTargetHash] &&
+			set.Status.ObservedGeneration == set.Generation && set.Status.ReadyReplicas == 1 &&
+			set.Status.CurrentRevision == set.Status.UpdateRevision
+	}), "fe1's StatefulSet converged on its new target")
+	require.NoError(t, harness.Client.Get(ctx, client.ObjectKeyFromObject(fe1), fe1))
+	if c := condition(fe1); c != nil {
+		require.NotEqual(t, v2alpha1.ReasonRolloutComplete, c.Reason, "no sequencer saw fe1 converge")
+	}
+
+	mark := time.Now()
+	for _, k := range []string{"fe1", "be"} {
+		require.NoError(t, harness.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-" + k}))
+	}
+	// The pod webhook decides while no sequencer runs: fe1's new pod is
+	// created scheduling-gated, be's is not.
+	require.True(t, waitFor(time.Minute, func() bool {
+		var list corev1.PodList
+		return harness.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe1"}) == nil &&
+			len(list.Items) == 1 && list.Items[0].DeletionTimestamp == nil && len(list.Items[0].Spec.SchedulingGates) > 0
+	}), "fe1's recreated pod waits, scheduling-gated, while no sequencer runs")
+	require.NoError(t, startSequencer())
+	waitSettled(t, ns)
+	assert.Equal(t, "be fe1 fe2 be", starts(ns, mark), "be recovers, then fe1, then the change goes on: fe2, be")
+	var beReady, fe1Started time.Time
+	for _, e := range pods.Since(ns, mark) {
+		switch {
+		case e.Node == "acme-be" && e.Ready && beReady.IsZero():
+			beReady = e.At
+		case e.Node == "acme-fe1" && !e.Ready && !e.Terminating && fe1Started.IsZero():
+			fe1Started = e.At
+		}
+	}
+	require.False(t, beReady.IsZero(), "be's recreated pod became Ready")
+	assert.True(t, fe1Started.After(beReady), "fe1's recreated pod started (%s) after be's was Ready (%s)",
+		fe1Started.Format(time.StampMilli), beReady.Format(time.StampMilli))
+}
+
+// condition returns the node's PrerequisitesReady condition, nil if none.
+func condition(n v2alpha1.Node) *metav1.Condition {
+	return meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
+}
+
+// The same, with be crashed instead of merely restarting: be needs its
+// release to be Ready again, and its release waits, in the upgrade order,
+// for fe1 and fe2. Only the StatefulSet's record tells fe1's recreated pod
+// from a rollout still under way (which would start at once, being what be
+// waits for): fe1 is recovering, its pod waits for be, and the crashed be
+// goes first, as it does when a change to all finds it crashed.
+func TestACrashedBackendGoesBeforeARolloutThatConvergedUnseen(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	replicas[ns] = 1
+	grace[ns] = 2 * time.Second
+	for _, k := range keys(3) {
+		nd := node(ns, k)
+		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1}
+		require.NoError(t, harness.Client.Create(ctx, nd))
+	}
+	waitSettled(t, ns)
+
+	setVersion(t, ns, v2, keys(3)...)
+	fe1 := node(ns, "fe1")
+	require.True(t, waitFor(time.Minute, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKeyFromObject(fe1), fe1) == nil && !v2alpha1.IsGated(fe1)
+	}), "fe1 is released")
+	stopSequencer()
+	t.Cleanup(func() { stopSequencer(); require.NoError(t, startSequencer()) })
+	set := &appsv1.StatefulSet{}
+	require.True(t, waitFor(time.Minute, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-fe1"}, set) == nil &&
+			set.Spec.Template.Labels[v2alpha1.LabelTargetHash] == fe1.GetAnnotations()[v2alpha1.AnnotationTargetHash] &&
+			set.Status.ObservedGeneration == set.Generation && set.Status.ReadyReplicas == 1 &&
+			set.Status.CurrentRevision == set.Status.UpdateRevision
+	}), "fe1's StatefulSet converged on its new target")
+
+	mark := time.Now()
+	require.NoError(t, cluster.Crash(ctx, ns, "acme-be"))
+	require.NoError(t, harness.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe1"}))
+	require.NoError(t, startSequencer())
+	waitSettled(t, ns)
+	assert.Equal(t, "be fe1 fe2", starts(ns, mark), "be crashed (on crash-loop), rolled out first, then fe1 recovers and the change goes on")
+	var beReady, fe1Started time.Time
+	for _, e := range pods.Since(ns, mark) {
+		switch {
+		case e.Node == "acme-be" && e.Ready && beReady.IsZero():
+			beReady = e.At
+		case e.Node == "acme-fe1" && !e.Ready && !e.Terminating && fe1Started.IsZero():
+			fe1Started = e.At
+		}
+	}
+	require.False(t, beReady.IsZero(), "be's new pod became Ready")
+	assert.True(t, fe1Started.After(beReady), "fe1's recreated pod started (%s) after be was Ready (%s)",
+		fe1Started.Format(time.StampMilli), beReady.Format(time.StampMilli))
+}

@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+)
+
+// readyAt reports whether node (its name) had, at instant at, a pod Ready
+// and not Terminating, by the pod log.
+func readyAt(events []controlplane.PodEvent, node string, at time.Time) bool {
+	ready := map[string]bool{}
+	for _, e := range events {
+		if e.At.After(at) {
+			break
+		}
+		if e.Node != node {
+			continue
+		}
+		switch {
+		case e.Terminating:
+			delete(ready, string(e.UID))
+		case e.Ready:
+			ready[string(e.UID)] = true
+		}
+	}
+	return len(ready) > 0
+}
+
+// A Node drained with kubectl, through the Eviction API, while a
+// PodDisruptionBudget lets at most one pod of the tenant be unavailable:
+// drain evicts the tenant's pods one at a time, each once the one before
+// was recreated and Ready on the other Node, and every recreated pod starts
+// only while the nodes it is provisioned after (default order: be, then
+// each frontend after every node before it) are Ready.
+func TestADrainedNodeWithAPodDisruptionBudgetHandsItsPodsOverInOrder(t *testing.T) {
+	ctx := context.Background()
+	drained, other := cluster.Nodes[0], cluster.Nodes[len(cluster.Nodes)-1]
+	require.NoError(t, cluster.Cordon(ctx, other, true))
+	ns := settledTenant(t, 4, 1)
+	require.NoError(t, cluster.Cordon(ctx, other, false))
+	var list corev1.PodList
+	require.NoError(t, harness.Client.List(ctx, &list, client.InNamespace(ns)))
+	for _, p := range list.Items {
+		require.Equal(t, drained, p.Spec.NodeName, "every pod of the tenant runs on %s", drained)
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: v2alpha1.LabelNode, Operator: metav1.LabelSelectorOpExists}}},
+		},
+	}
+	require.NoError(t, harness.Client.Create(ctx, pdb))
+	require.True(t, waitFor(time.Minute, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKeyFromObject(pdb), pdb) == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.DisruptionsAllowed == 1
+	}), "the disruption controller allows one disruption")
+
+	kubeconfig, err := harness.KubeconfigFile(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cluster.Cordon(ctx, drained, false)) })
+	mark := time.Now()
+	drain := exec.CommandContext(ctx, filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", kubeconfig,
+		"drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--pod-selector", v2alpha1.LabelNode, "--timeout", "3m")
+	out, err := drain.CombinedOutput()
+	require.NoError(t, err, "kubectl drain: %s", out)
+	assert.Contains(t, string(out), "evicted")
+	require.True(t, waitFor(time.Minute, func() bool { return allPods(ns) }), "every node is back")
+
+	require.NoError(t, harness.Client.List(ctx, &list, client.InNamespace(ns)))
+	for _, p := range list.Items {
+		assert.Equal(t, other, p.Spec.NodeName, "%s recreated on the Node left", p.Name)
+	}
+	events := pods.Since(ns, time.Time{})
+	order := []string{"acme-be", "acme-fe1", "acme-fe2", "acme-fe3"}
+	started := 0
+	for _, e := range events {
+		if e.At.Before(mark) || e.Ready || e.Terminating {
+			continue
+		}
+		started++
+		for _, prev := range order[:slices.Index(order, e.Node)] {
+			assert.True(t, readyAt(events, prev, e.At), "%s's pod %s started (%s) while %s was Ready", e.Node, e.Pod, e.At.Format(time.StampMilli), prev)
+		}
+	}
+	assert.Equal(t, 4, started, "each node's pod was evicted and recreated once")
+}
