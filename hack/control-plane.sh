@@ -34,7 +34,7 @@ want=$( (cat "$root/hack/tools/go.mod" "$root/hack/tools/go.sum" "$root/hack/kwo
 # KWOK's own stages: nodes become Ready and keep a heartbeat; pods are
 # created, become Ready and are deleted after their grace period, each
 # after the delay a pod's annotations ask for (pod-ready.stage.kwok.x-k8s.io/delay, ...);
-# and ours: pods on the fake Node "crash-loop" fail (hack/kwok/stage-crash-loop.yaml).
+# and ours: a pod annotated to crash fails in place (hack/kwok/stage-crash-loop.yaml).
 # Written again on every run (it takes a moment), the binaries only when stale.
 stages() {
   local dir
@@ -46,10 +46,8 @@ stages() {
     # A heartbeat every 1–2 s, not KWOK's 20–45 s: kube-controller-manager
     # runs with --node-monitor-grace-period=10s (a lost Node is noticed in
     # seconds), and a Node it marks NotReady has every pod on it marked not
-    # Ready, which KWOK's stages never undo. Pods on "crash-loop" are never
-    # made Ready.
-    sed -e '/name: node-heartbeat$/,/^---/{s/durationMilliseconds: 20000/durationMilliseconds: 1000/;s/jitterDurationMilliseconds: 25000/jitterDurationMilliseconds: 2000/}' \
-      -e "/name: pod-ready\$/,/^---/{s/^    matchExpressions:\$/    matchExpressions:\n    - key: '.spec.nodeName'\n      operator: 'NotIn'\n      values:\n      - 'crash-loop'/}"
+    # Ready, which KWOK's stages never undo.
+    sed -e '/name: node-heartbeat$/,/^---/{s/durationMilliseconds: 20000/durationMilliseconds: 1000/;s/jitterDurationMilliseconds: 25000/jitterDurationMilliseconds: 2000/}'
   } > "$out/kwok-stages.yaml.new"
   mv "$out/kwok-stages.yaml.new" "$out/kwok-stages.yaml"
 }

@@ -28,10 +28,9 @@ const (
 	kwokNodeFake       = "fake"
 )
 
-// CrashLoop is the fake Node whose pods never become Ready: KWOK leaves
-// their container waiting in CrashLoopBackOff (hack/kwok/stage-crash-loop.yaml).
-// It is cordoned but while Crash sends pods there.
-const CrashLoop = "crash-loop"
+// CrashAnnotation makes KWOK crash a pod in place: its container waits in
+// CrashLoopBackOff, the pod not Ready (hack/kwok/stage-crash-loop.yaml).
+const CrashAnnotation = "crash-loop.stage.kwok.x-k8s.io/crash"
 
 // Cluster is Kubernetes' own control loops running beside a control plane:
 // kube-controller-manager (the StatefulSet controller, the garbage
@@ -39,7 +38,7 @@ const CrashLoop = "crash-loop"
 // kubelet of a few fake Nodes — pods are scheduled, started, made Ready
 // and deleted after their grace period by Kubernetes, not by test code.
 type Cluster struct {
-	// Nodes are the fake Nodes' names, CrashLoop aside.
+	// Nodes are the fake Nodes' names.
 	Nodes []string
 	// LogDir holds each process's log (kube-controller-manager.log, ...).
 	LogDir string
@@ -103,47 +102,41 @@ func (cp *ControlPlane) StartCluster(nodes int) (*Cluster, error) {
 			return nil, errors.Join(err, c.Stop())
 		}
 	}
-	if err := c.addNode(ctx, CrashLoop, true); err != nil {
-		return nil, errors.Join(err, c.Stop())
-	}
 	return c, nil
 }
 
-// Crash makes the Express nodes named crash of namespace fail, as a bad
-// configuration or a lost dependency does: their pods are deleted, and their
-// StatefulSets recreate them on CrashLoop — the only schedulable Node
-// meanwhile — where their container keeps failing. It returns once every
-// pod of each of them fails, the other Nodes schedulable again and
-// CrashLoop not. A node whose recreated pods stay scheduling-gated never
-// fails: Crash gives up after a minute.
-func (c *Cluster) Crash(ctx context.Context, namespace string, crash ...string) (err error) {
-	if err := c.Cordon(ctx, CrashLoop, false); err != nil {
-		return err
-	}
-	for _, n := range c.Nodes {
-		if err := c.Cordon(ctx, n, true); err != nil {
-			return err
-		}
-	}
-	defer func() {
-		for _, n := range c.Nodes {
-			err = errors.Join(err, c.Cordon(ctx, n, false))
-		}
-		err = errors.Join(err, c.Cordon(ctx, CrashLoop, true))
-	}()
+// Crash makes the Express nodes named crash of namespace fail in place, as
+// a bad configuration or a lost dependency does: KWOK turns every pod of
+// theirs not Ready, its container waiting in CrashLoopBackOff
+// (CrashAnnotation). Their pods stay so until deleted: successors run
+// (a rollout's, or those Mend has recreated). It returns once every pod of
+// each of them fails.
+func (c *Cluster) Crash(ctx context.Context, namespace string, crash ...string) error {
 	for _, name := range crash {
-		if err := c.cp.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: name}); err != nil {
+		var pods corev1.PodList
+		if err := c.cp.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: name}); err != nil {
 			return err
+		}
+		if len(pods.Items) == 0 {
+			return fmt.Errorf("%s/%s has no pod to crash", namespace, name)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			patch := client.MergeFrom(p.DeepCopy())
+			metav1.SetMetaDataAnnotation(&p.ObjectMeta, CrashAnnotation, "true")
+			if err := c.cp.Client.Patch(ctx, p, patch); err != nil {
+				return err
+			}
 		}
 	}
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, name := range crash {
 			var pods corev1.PodList
-			if err := c.cp.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: name}); err != nil || len(pods.Items) == 0 {
+			if err := c.cp.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{v2alpha1.LabelNode: name}); err != nil {
 				return false, nil
 			}
 			for _, p := range pods.Items {
-				if p.Spec.NodeName != CrashLoop || p.DeletionTimestamp != nil || !slices.ContainsFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool {
+				if !slices.ContainsFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool {
 					return s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff"
 				}) {
 					return false, nil
@@ -152,6 +145,24 @@ func (c *Cluster) Crash(ctx context.Context, namespace string, crash ...string) 
 		}
 		return true, nil
 	})
+}
+
+// Mend deletes the crashed pods of namespace, as an on-call engineer does
+// once the cause is gone: their StatefulSets recreate them, and the
+// successors run.
+func (c *Cluster) Mend(ctx context.Context, namespace string) error {
+	var pods corev1.PodList
+	if err := c.cp.Client.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{v2alpha1.LabelNode}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		if pods.Items[i].Annotations[CrashAnnotation] == "true" {
+			if err := c.cp.Client.Delete(ctx, &pods.Items[i]); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) start(bin string, args []string) error {
@@ -172,12 +183,7 @@ func (c *Cluster) start(bin string, args []string) error {
 // AddNode creates a fake Node KWOK plays the kubelet of, and waits until
 // it is Ready and schedulable.
 func (c *Cluster) AddNode(ctx context.Context, name string) error {
-	return c.addNode(ctx, name, false)
-}
-
-func (c *Cluster) addNode(ctx context.Context, name string, cordoned bool) error {
 	n := &corev1.Node{
-		Spec: corev1.NodeSpec{Unschedulable: cordoned},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Annotations: map[string]string{kwokNodeAnnotation: kwokNodeFake},
@@ -187,9 +193,7 @@ func (c *Cluster) addNode(ctx context.Context, name string, cordoned bool) error
 	if err := c.cp.Client.Create(ctx, n); err != nil {
 		return fmt.Errorf("creating Node %s: %w", name, err)
 	}
-	if !cordoned {
-		c.Nodes = append(c.Nodes, name)
-	}
+	c.Nodes = append(c.Nodes, name)
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.cp.Client.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
 			return false, nil

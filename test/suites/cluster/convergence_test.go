@@ -126,7 +126,7 @@ func TestACrashedBackendGoesBeforeARolloutThatConvergedUnseen(t *testing.T) {
 	require.NoError(t, harness.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe1"}))
 	require.NoError(t, startSequencer())
 	waitSettled(t, ns)
-	assert.Equal(t, "be fe1 fe2", starts(ns, mark), "be crashed (on crash-loop), rolled out first, then fe1 recovers and the change goes on")
+	assert.Equal(t, "be fe1 fe2", starts(ns, mark), "be crashed in place, rolled out first, then fe1 recovers and the change goes on")
 	var beReady, fe1Started time.Time
 	for _, e := range pods.Since(ns, mark) {
 		switch {
