@@ -28,11 +28,7 @@ func TestARolloutThatConvergedUnseenRecoversAfterItsPredecessorsByItsStatefulSet
 	ns := namespace(t)
 	replicas[ns] = 1
 	grace[ns] = 2 * time.Second // time enough to stop the sequencer before fe1's new pod starts
-	for _, k := range keys(3) {
-		nd := node(ns, k)
-		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1}
-		require.NoError(t, harness.Client.Create(ctx, nd))
-	}
+	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 
 	setVersion(t, ns, v2, keys(3)...)
@@ -99,11 +95,7 @@ func TestACrashedBackendGoesBeforeARolloutThatConvergedUnseen(t *testing.T) {
 	ns := namespace(t)
 	replicas[ns] = 1
 	grace[ns] = 2 * time.Second
-	for _, k := range keys(3) {
-		nd := node(ns, k)
-		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1}
-		require.NoError(t, harness.Client.Create(ctx, nd))
-	}
+	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 
 	setVersion(t, ns, v2, keys(3)...)

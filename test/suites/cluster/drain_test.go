@@ -81,12 +81,19 @@ func TestADrainedNodeWithAPodDisruptionBudgetHandsItsPodsOverInOrder(t *testing.
 	out, err := drain.CombinedOutput()
 	require.NoError(t, err, "kubectl drain: %s", out)
 	assert.Contains(t, string(out), "evicted")
-	require.True(t, waitFor(time.Minute, func() bool { return allPods(ns) }), "every node is back")
-
-	require.NoError(t, harness.Client.List(ctx, &list, client.InNamespace(ns)))
-	for _, p := range list.Items {
-		assert.Equal(t, other, p.Spec.NodeName, "%s recreated on the Node left", p.Name)
-	}
+	require.True(t, waitFor(time.Minute, func() bool {
+		if harness.Client.List(ctx, &list, client.InNamespace(ns)) != nil || len(list.Items) != 4 {
+			return false
+		}
+		for _, p := range list.Items {
+			if p.Spec.NodeName != other || p.DeletionTimestamp != nil || !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+			}) {
+				return false
+			}
+		}
+		return true
+	}), "every node is back, Ready on %s", other)
 	events := pods.Since(ns, time.Time{})
 	order := []string{"acme-be", "acme-fe1", "acme-fe2", "acme-fe3"}
 	started := 0

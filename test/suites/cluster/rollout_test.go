@@ -149,11 +149,7 @@ func TestATerminatingPodIsNotReadyForTheNextNode(t *testing.T) {
 	ns := namespace(t)
 	grace[ns] = 3 * time.Second
 	replicas[ns] = 1
-	for _, k := range keys(3) {
-		nd := node(ns, k)
-		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1}
-		require.NoError(t, harness.Client.Create(context.Background(), nd))
-	}
+	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 	mark := time.Now()
 	setVersion(t, ns, v2, keys(3)...)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,13 +157,33 @@ func settledTenant(t *testing.T, size int, n int32) string {
 	t.Helper()
 	ns := namespace(t)
 	replicas[ns] = n
+	createNodes(t, ns, size)
+	waitSettled(t, ns)
+	return ns
+}
+
+// createNodes creates be, fe1…fe(size-1) at v1 in ns, as the chart does.
+func createNodes(t *testing.T, ns string, size int) {
+	t.Helper()
 	for _, k := range keys(size) {
 		nd := node(ns, k)
 		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1}
 		require.NoError(t, harness.Client.Create(context.Background(), nd))
 	}
-	waitSettled(t, ns)
-	return ns
+}
+
+// releaseMessages returns the notes of the Released Events of node name.
+func releaseMessages(t *testing.T, ns, name string) []string {
+	t.Helper()
+	var events eventsv1.EventList
+	require.NoError(t, harness.Client.List(context.Background(), &events, client.InNamespace(ns)))
+	var out []string
+	for _, e := range events.Items {
+		if e.Reason == v2alpha1.ReasonReleased && e.Regarding.Name == name {
+			out = append(out, e.Note)
+		}
+	}
+	return out
 }
 
 // update changes nodes through the API server and the webhooks, retrying
