@@ -14,7 +14,7 @@ import (
 // expected.
 func TestTheDemoObservesTheExpectedOrders(t *testing.T) {
 	var out bytes.Buffer
-	err := run(context.Background(), options{readyAfter: 200 * time.Millisecond, settle: 500 * time.Millisecond, timeout: time.Minute}, &out)
+	err := run(context.Background(), options{startAfter: 50 * time.Millisecond, readyAfter: 200 * time.Millisecond, settle: 500 * time.Millisecond, timeout: time.Minute}, &out)
 	require.NoError(t, err, out.String())
 	for _, want := range []string{
 		"1. be fe1 fe2 fe3 fe4     as expected",
@@ -24,7 +24,9 @@ func TestTheDemoObservesTheExpectedOrders(t *testing.T) {
 		"5. fe1 fe3 fe4            as expected",
 		"pod acme-fe4-",
 		"SchedulingGated (express.medallia.com/sequencer)",
-		"acme-fe4  pod scheduling gate removed",
+		"acme-fe4  pod acme-fe4-0 scheduling gate removed: scheduled on kwok-node-",
+		"acme-fe1  pod acme-fe1-0 Terminating",
+		"[5/5 nodes Ready on target]",
 		"Every order was the expected one.",
 		"acme-fe2  gated     WaitingForPrerequisite waiting for acme-fe1 (Frontend)",
 		"acme-fe2  ungated   NodeDown",
@@ -49,7 +51,7 @@ func (c cancelOn) Write(p []byte) (int, error) {
 func TestAnInterruptedDemoStopsCleanly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	err := run(ctx, options{readyAfter: 200 * time.Millisecond, settle: 500 * time.Millisecond, timeout: time.Minute},
+	err := run(ctx, options{startAfter: 50 * time.Millisecond, readyAfter: 200 * time.Millisecond, settle: 500 * time.Millisecond, timeout: time.Minute},
 		cancelOn{word: "Step 2/5", cancel: cancel})
 	assert.ErrorIs(t, err, context.Canceled)
 }

@@ -1,10 +1,15 @@
 // Command demo shows express-sequencer at work on a local control plane: a
-// real kube-apiserver and etcd, express-sequencer's webhooks (over TLS, with
-// the self-signed CA it injects) and sequencer, and the simulated Express
-// operator. It creates the tenant of the user's chart, upgrades all of it,
-// then upgrades its frontends with fe2 down, printing a timeline of what is
-// gated, released and Ready, and why. It exits 0 only if every order
-// observed is the expected one.
+// real kube-apiserver and etcd, Kubernetes' own control loops
+// (kube-controller-manager's StatefulSet controller and garbage collector,
+// kube-scheduler, and KWOK as the kubelet of two fake Nodes),
+// express-sequencer's webhooks (over TLS, with the self-signed CA it
+// injects) and sequencer, and the Express operator's part: one StatefulSet
+// per node. It creates the tenant of the user's chart, upgrades all of it,
+// changes its config, deletes every pod at once, then upgrades its
+// frontends with fe2 down, printing a timeline of what is gated, released
+// and Ready, and why, and of the StatefulSets' pods as they move
+// (SchedulingGated, scheduled, Ready, Terminating). It exits 0 only if
+// every order observed is the expected one.
 //
 //	make demo                 # or, in test/: go run ./demo
 //	make demo DEMO_FLAGS=-keep # keep the control plane up afterwards
@@ -30,17 +35,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
-	"github.com/medallia/express-sequencer/internal/testing/simoperator"
+	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
 
 type options struct {
 	keep       bool
+	startAfter time.Duration
 	readyAfter time.Duration
 	settle     time.Duration
 	timeout    time.Duration
@@ -49,7 +58,8 @@ type options struct {
 func main() {
 	o := options{}
 	flag.BoolVar(&o.keep, "keep", false, "Keep the control plane running after the demo and print how to reach it with kubectl; Ctrl-C ends it.")
-	flag.DurationVar(&o.readyAfter, "ready-after", 1500*time.Millisecond, "How long the simulated Express operator takes to bring a node's pod to Ready.")
+	flag.DurationVar(&o.startAfter, "start-after", 300*time.Millisecond, "How long KWOK takes to start a pod once it is scheduled.")
+	flag.DurationVar(&o.readyAfter, "ready-after", 1200*time.Millisecond, "How long KWOK then takes to make the pod Ready.")
 	flag.DurationVar(&o.settle, "settle-time", 2*time.Second, "express-sequencer's --settle-time.")
 	flag.DurationVar(&o.timeout, "step-timeout", 2*time.Minute, "Give up on a step after this long.")
 	flag.Parse()
@@ -94,9 +104,12 @@ type step struct {
 
 type demo struct {
 	*timeline
-	c  client.Client
-	op *simoperator.Operator
-	ns string
+	c    client.Client
+	pods *controlplane.PodLog
+	ns   string
+	// gated are the pods seen scheduling-gated, by UID.
+	mu    sync.Mutex
+	gated map[types.UID]bool
 }
 
 const (
@@ -106,10 +119,15 @@ const (
 	ns   = "tenant-123634-prod"
 )
 
-func run(ctx context.Context, o options, out io.Writer) error {
+func run(ctx context.Context, o options, out io.Writer) (err error) {
+	defer func() {
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w: %v", ctx.Err(), err) // interrupted: whatever failed, failed because of it
+		}
+	}()
 	tl := &timeline{out: out, start: time.Now()}
 	tl.say("express-sequencer demo: one Express tenant on a local kube-apiserver + etcd\n")
-	tl.printf("Starting kube-apiserver and etcd, express-sequencer and a simulated Express operator…")
+	tl.printf("Starting kube-apiserver and etcd, kube-controller-manager, kube-scheduler, KWOK with two fake Nodes, express-sequencer and the Express operator's part (a StatefulSet per node)…")
 	h, err := controlplane.NewHarness(controlplane.TestLogger(), func(ao *app.Options) {
 		ao.Grouping.SettleTime = o.settle
 		ao.ProgressDeadline = time.Minute
@@ -118,25 +136,26 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer h.Stop()
-	d := &demo{timeline: tl, c: h.Client, ns: ns}
-	d.op = &simoperator.Operator{
-		ReadyAfter: o.readyAfter, RecoverAfter: time.Second,
-		OnStart: func(s simoperator.Start) {
-			if s.Gated {
-				d.printf("%-9s pod scheduling gate removed: starting on %s", s.Node, s.Version)
-				return
-			}
-			d.printf("%-9s rolling   to %s (target %s)", s.Node, s.Version, s.Hash)
-		},
-		OnReady: func(r simoperator.Ready) {
-			d.printf("%-9s Ready     on %s  %s", r.Node, r.Version, d.progress(r.Version))
-		},
+	cluster, err := h.StartCluster(2)
+	if err != nil {
+		return err
 	}
-	stopOp, err := h.StartOperator(d.op)
+	defer cluster.Stop()
+	d := &demo{timeline: tl, c: h.Client, ns: ns, gated: map[types.UID]bool{}}
+	op := &expressoperator.Operator{StartAfter: o.startAfter, ReadyAfter: o.readyAfter}
+	stopOp, err := h.StartController(func(mgr ctrl.Manager) error {
+		op.Client = mgr.GetClient()
+		return op.SetupWithManager(mgr)
+	})
 	if err != nil {
 		return err
 	}
 	defer stopOp()
+	podCtx, stopPods := context.WithCancel(ctx)
+	defer stopPods()
+	if d.pods, err = controlplane.WatchPods(podCtx, h.Config, d.podEvent); err != nil {
+		return err
+	}
 	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return err
 	}
@@ -159,9 +178,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			func(ctx context.Context, d *demo) error {
 				return d.apply(ctx, map[string]any{"expressVersion": v154s, "configChangeset": newConfig})
 			}},
-		{"a node failure: every pod of the tenant deleted at once and recreated at once by its StatefulSet", "be fe1 fe2 fe3 fe4",
+		{"kubectl delete pods -l " + v2alpha1.LabelNode + ": every pod of the tenant deleted at once, recreated at once under the same names by the StatefulSets", "be fe1 fe2 fe3 fe4",
 			func(ctx context.Context, d *demo) error {
-				return d.op.Evict(ctx, d.c, d.ns, "acme-be", "acme-fe1", "acme-fe2", "acme-fe3", "acme-fe4")
+				return d.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(d.ns), client.HasLabels{v2alpha1.LabelNode})
 			}},
 		{"helm upgrade --set nodes.fe2.up=false,expressVersion.Frontend=" + v155, "fe1 fe3 fe4",
 			func(ctx context.Context, d *demo) error {
@@ -176,7 +195,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	var outcomes []outcome
 	for i, s := range steps {
 		tl.say("\nStep %d/%d: %s\n  expected order: %s", i+1, len(steps), s.title, s.want)
-		mark := len(d.op.StartedIn(ns))
+		mark := time.Now()
 		if err := s.do(ctx, d); err != nil {
 			return err
 		}
@@ -207,8 +226,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return nil
 }
 
-// progress says how many up nodes run version.
-func (d *demo) progress(version string) string {
+// progress says how many up nodes are Ready on their current target: every
+// pod Ready and carrying the node's target hash.
+func (d *demo) progress() string {
 	nodes, err := controlplane.Nodes(context.Background(), d.c, d.ns)
 	if err != nil {
 		return ""
@@ -220,23 +240,47 @@ func (d *demo) progress(version string) string {
 		}
 		up++
 		var pods corev1.PodList
-		if d.c.List(context.Background(), &pods, client.InNamespace(d.ns), client.MatchingLabels{
-			v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelExpressVersion: version}) == nil && len(pods.Items) > 0 &&
-			slices.ContainsFunc(pods.Items[0].Status.Conditions, func(c corev1.PodCondition) bool {
-				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-			}) {
+		if d.c.List(context.Background(), &pods, client.InNamespace(d.ns), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}) != nil || len(pods.Items) == 0 {
+			continue
+		}
+		if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool {
+			return p.DeletionTimestamp != nil || p.Labels[v2alpha1.LabelTargetHash] != n.GetAnnotations()[v2alpha1.AnnotationTargetHash] ||
+				!slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue })
+		}) {
 			on++
 		}
 	}
-	return fmt.Sprintf("[%d/%d nodes on %s]", on, up, version)
+	return fmt.Sprintf("[%d/%d nodes Ready on target]", on, up)
 }
 
-func (d *demo) startedSince(mark int) string {
+// startedSince returns the nodes whose pods were scheduled since mark, in
+// the order their first pod was.
+func (d *demo) startedSince(mark time.Time) string {
 	var out []string
-	for _, s := range d.op.StartedIn(d.ns)[mark:] {
-		out = append(out, strings.TrimPrefix(s, "acme-"))
+	for _, n := range d.pods.Starts(d.ns, mark) {
+		out = append(out, strings.TrimPrefix(n, "acme-"))
 	}
 	return strings.Join(out, " ")
+}
+
+// podEvent prints a step of a pod's life as Kubernetes ran it.
+func (d *demo) podEvent(e controlplane.PodEvent) {
+	if e.Namespace != d.ns {
+		return
+	}
+	d.mu.Lock()
+	wasGated := d.gated[e.UID]
+	d.mu.Unlock()
+	switch {
+	case e.Terminating:
+		d.printf("%-9s pod %s Terminating", e.Node, e.Pod)
+	case e.Ready:
+		d.printf("%-9s pod %s Ready  %s", e.Node, e.Pod, d.progress())
+	case wasGated:
+		d.printf("%-9s pod %s scheduling gate removed: scheduled on %s", e.Node, e.Pod, e.Machine)
+	default:
+		d.printf("%-9s pod %s scheduled on %s (target %s)", e.Node, e.Pod, e.Machine, e.Hash)
+	}
 }
 
 // watch prints every change of a node's gate and PrerequisitesReady condition.
@@ -265,8 +309,13 @@ func (d *demo) watch(ctx context.Context) {
 		var pods corev1.PodList
 		if d.c.List(ctx, &pods, client.InNamespace(d.ns)) == nil {
 			for _, p := range pods.Items {
-				if len(p.Spec.SchedulingGates) > 0 && last[p.Name] == "" {
-					last[p.Name] = "gated"
+				d.mu.Lock()
+				seen := d.gated[p.UID]
+				if len(p.Spec.SchedulingGates) > 0 {
+					d.gated[p.UID] = true
+				}
+				d.mu.Unlock()
+				if len(p.Spec.SchedulingGates) > 0 && !seen {
 					d.printf("%-9s pod %s SchedulingGated (%s)", p.Labels[v2alpha1.LabelNode], p.Name, p.Spec.SchedulingGates[0].Name)
 				}
 			}
@@ -343,7 +392,7 @@ func (d *demo) waitSettled(ctx context.Context, timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		if done {
+		if done && d.allPods(ctx) {
 			return nil
 		}
 		why = reason
@@ -354,6 +403,21 @@ func (d *demo) waitSettled(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	return fmt.Errorf("the tenant did not settle within %s: %s", timeout, why)
+}
+
+// allPods reports whether every StatefulSet of the tenant has the pods it
+// wants, all Ready.
+func (d *demo) allPods(ctx context.Context) bool {
+	var sets appsv1.StatefulSetList
+	if err := d.c.List(ctx, &sets, client.InNamespace(d.ns)); err != nil {
+		return false
+	}
+	for _, s := range sets.Items {
+		if s.Spec.Replicas != nil && (s.Status.ReadyReplicas != *s.Spec.Replicas || s.Status.Replicas != *s.Spec.Replicas) {
+			return false
+		}
+	}
+	return true
 }
 
 // keep leaves the control plane up and tells how to use it.

@@ -25,8 +25,8 @@ import (
 type PodEvent struct {
 	Namespace, Node, Pod string
 	UID                  types.UID
-	// Hash is the pod's target-hash label.
-	Hash string
+	// Hash is the pod's target-hash label; Machine the Node it is bound to.
+	Hash, Machine string
 	// Ready: the pod became Ready; Terminating: it was being deleted;
 	// otherwise it was bound to a Node.
 	Ready, Terminating bool
@@ -40,16 +40,21 @@ type PodLog struct {
 	mu     sync.Mutex
 	events []PodEvent
 	seen   map[types.UID][3]bool
+	on     func(PodEvent)
 }
 
 // WatchPods records the Express pods of the API server cfg names until ctx
-// ends.
-func WatchPods(ctx context.Context, cfg *rest.Config) (*PodLog, error) {
+// ends, calling each of on with every event as it is recorded.
+func WatchPods(ctx context.Context, cfg *rest.Config, on ...func(PodEvent)) (*PodLog, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	l := &PodLog{seen: map[types.UID][3]bool{}}
+	l := &PodLog{seen: map[types.UID][3]bool{}, on: func(e PodEvent) {
+		for _, f := range on {
+			f(e)
+		}
+	}}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = v2alpha1.LabelNode
 	}))
@@ -90,24 +95,29 @@ func (l *PodLog) observe(p *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	seen := l.seen[p.UID]
-	event := PodEvent{Namespace: p.Namespace, Node: p.Labels[v2alpha1.LabelNode], Pod: p.Name, UID: p.UID, Hash: p.Labels[v2alpha1.LabelTargetHash], At: now}
+	event := PodEvent{Namespace: p.Namespace, Node: p.Labels[v2alpha1.LabelNode], Pod: p.Name, UID: p.UID, Hash: p.Labels[v2alpha1.LabelTargetHash], Machine: p.Spec.NodeName, At: now}
+	var recorded []PodEvent
 	if bound && !seen[0] {
 		seen[0] = true
-		l.events = append(l.events, event)
+		recorded = append(recorded, event)
 	}
 	if ready && p.DeletionTimestamp == nil && !seen[1] {
 		seen[1] = true
 		ev := event
 		ev.Ready = true
-		l.events = append(l.events, ev)
+		recorded = append(recorded, ev)
 	}
 	if p.DeletionTimestamp != nil && !seen[2] {
 		seen[2] = true
 		ev := event
 		ev.Terminating = true
-		l.events = append(l.events, ev)
+		recorded = append(recorded, ev)
 	}
 	l.seen[p.UID] = seen
+	l.events = append(l.events, recorded...)
+	for _, e := range recorded {
+		l.on(e) // under the lock: in the order recorded
+	}
 }
 
 // Since returns the events of namespace ns at or after since, in order.

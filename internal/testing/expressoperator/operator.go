@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -75,6 +76,7 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return builder.TypedControllerManagedBy[nodeRef](mgr).
 		Named("express-operator").
+		WithOptions(controller.TypedOptions[nodeRef]{SkipNameValidation: ptr.To(true)}). // a test process may run it more than once
 		Watches(&v2alpha1.Backend{}, byKind(v2alpha1.KindBackend)).
 		Watches(&v2alpha1.Frontend{}, byKind(v2alpha1.KindFrontend)).
 		Watches(&appsv1.StatefulSet{}, ownerNode).
