@@ -46,8 +46,10 @@ stages() {
     # A heartbeat every 1–2 s, not KWOK's 20–45 s: kube-controller-manager
     # runs with --node-monitor-grace-period=10s (a lost Node is noticed in
     # seconds), and a Node it marks NotReady has every pod on it marked not
-    # Ready, which KWOK's stages never undo.
-    sed -e '/name: node-heartbeat$/,/^---/{s/durationMilliseconds: 20000/durationMilliseconds: 1000/;s/jitterDurationMilliseconds: 25000/jitterDurationMilliseconds: 2000/}'
+    # Ready, which KWOK's stages never undo. A pod of the broken build
+    # (image express:broken) is never made Ready.
+    sed -e '/name: node-heartbeat$/,/^---/{s/durationMilliseconds: 20000/durationMilliseconds: 1000/;s/jitterDurationMilliseconds: 25000/jitterDurationMilliseconds: 2000/}' \
+      -e "/name: pod-ready\$/,/^---/{s/^    matchExpressions:\$/    matchExpressions:\n    - key: '.spec.containers.[].image'\n      operator: 'NotIn'\n      values:\n      - 'express:broken'/}"
   } > "$out/kwok-stages.yaml.new"
   mv "$out/kwok-stages.yaml.new" "$out/kwok-stages.yaml"
 }

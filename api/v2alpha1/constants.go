@@ -67,6 +67,14 @@ const (
 	// release, says its rollout was done.
 	AnnotationReleasedAfter = "express.medallia.com/released-after"
 
+	// AnnotationReleasedSetRevision records, in the patch that releases a
+	// node, the StatefulSet its pods ran from at that moment:
+	// "<uid>/<status.currentRevision>". That StatefulSet's currentRevision
+	// moving on since, to its updateRevision, on a template carrying the
+	// node's target hash, is its controller's own record that the released
+	// rollout converged: every replica updated and Ready at once.
+	AnnotationReleasedSetRevision = "express.medallia.com/released-set-revision"
+
 	// AnnotationRolloutID groups a change applied node by node: the tenant
 	// chart renders one value on every node of one render (a hash of the
 	// values and of every node's rendered spec). While a tenant's live nodes

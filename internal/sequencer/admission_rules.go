@@ -25,7 +25,7 @@ type Admission struct {
 }
 
 // sequencerOnly are the annotations only the sequencer writes.
-var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration, v2alpha1.AnnotationReleasedAfter}
+var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration, v2alpha1.AnnotationReleasedAfter, v2alpha1.AnnotationReleasedSetRevision}
 
 // Admit applies the admission rules to node n in place and returns the
 // admission warnings:

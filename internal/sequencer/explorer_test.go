@@ -182,7 +182,7 @@ func (w *world) clone() *world {
 	}
 	c.rolling, c.crashed, c.blipped, c.scaling = maps.Clone(w.rolling), maps.Clone(w.crashed), maps.Clone(w.blipped), maps.Clone(w.scaling)
 	c.missing, c.stuck, c.lastHash = maps.Clone(w.missing), maps.Clone(w.stuck), maps.Clone(w.lastHash)
-	c.firstHash, c.setRecord = maps.Clone(w.firstHash), maps.Clone(w.setRecord)
+	c.setCurrent, c.convergedSince, c.releasedBare = maps.Clone(w.setCurrent), maps.Clone(w.convergedSince), maps.Clone(w.releasedBare)
 	c.log, c.started, c.phases = slices.Clone(w.log), slices.Clone(w.started), slices.Clone(w.phases)
 	return &c
 }
@@ -202,8 +202,9 @@ func (w *world) stateKey() string {
 		Blipped     int
 		Scaling     int
 		LastHash    string
-		FirstHash   string
-		SetRecord   string
+		SetCurrent  string
+		Converged   string
+		Bare        bool
 	}
 	state := map[string]nodeState{}
 	for name, n := range w.nodes {
@@ -211,7 +212,7 @@ func (w *world) stateKey() string {
 			Spec: n.NodeSpec(), Annotations: n.GetAnnotations(), Conditions: n.NodeStatus().Conditions,
 			Generation: n.GetGeneration(), Deleting: n.GetDeletionTimestamp() != nil, Pods: w.pods[name],
 			Rolling: w.rolling[name], Crashed: w.crashed[name], Blipped: w.blipped[name], Scaling: w.scaling[name], LastHash: w.lastHash[name],
-			FirstHash: w.firstHash[name], SetRecord: w.setRecord[name],
+			SetCurrent: w.setCurrent[name], Converged: w.convergedSince[name], Bare: w.releasedBare[name],
 		}
 	}
 	data, err := json.Marshal(struct {

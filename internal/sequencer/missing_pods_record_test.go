@@ -18,7 +18,7 @@ import (
 // reads, which do; and applies that plan.
 func (w *world) reconcile() {
 	cached := w.snapshot()
-	cached.MissingPods, cached.SetsConverged = nil, nil
+	cached.MissingPods, cached.SetsConverged, cached.SetRevisions = nil, nil, nil
 	_, decisions, _, err := planOnFreshest(cached, nil, func() (*Snapshot, error) { return w.snapshot(), nil })
 	if err != nil {
 		w.t.Fatal(err)

@@ -423,8 +423,8 @@ func (o *oracle) inFlight(m string) bool {
 	if o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) && p.Conditions["Ready"] == "True" }) {
 		return false
 	}
-	if o.w.setRecord[m] == o.hash(m) {
-		return false // its StatefulSet saw every pod Ready on this target at once
+	if o.w.convergedSince[m] == o.hash(m) {
+		return false // the world's truth: every pod was Ready on this target at once since its release
 	}
 	gen, _ := strconv.ParseInt(ann[v2alpha1.AnnotationReleasedGeneration], 10, 64)
 	for _, other := range o.w.nodes {

@@ -27,6 +27,10 @@ type Decision struct {
 	// prerequisites it relies on (name → convergence key), written in the
 	// same patch.
 	ReleasedAfter map[string]string
+	// ReleasedSetRevision, for a release, records the node's StatefulSet
+	// and its current revision (released-set-revision), written in the
+	// same patch; empty when it has none.
+	ReleasedSetRevision string
 	// PodsToRelease are the node's pods whose sequencer scheduling gate is
 	// removed.
 	PodsToRelease []string
@@ -489,6 +493,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 	case p.releasing[name]:
 		d.RecordRelease = true
 		d.ReleasedAfter = p.convergedRecords(n, p.reliesOn[name])
+		d.ReleasedSetRevision = p.SetRevisions[name]
 		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.reliesOn[name]))
 		switch {
 		case p.landing.hold:

@@ -39,6 +39,7 @@ type Prediction struct {
 func Preview(s *Snapshot) Prediction {
 	sim := &Snapshot{
 		Tenant: s.Tenant, Orders: s.Orders, Now: s.Now, Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]Pod{},
+		SetsConverged: s.SetsConverged, // a rollout its StatefulSet says converged is not rolling
 	}
 	for name, n := range s.Nodes {
 		n := n.DeepCopyObject().(v2alpha1.Node)

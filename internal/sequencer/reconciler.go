@@ -389,7 +389,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 	logger := log.FromContext(ctx).WithValues("node", n.GetName(), "kind", n.NodeKind())
 	before := gated(n)
 	if before != d.Gated {
-		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter)
+		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter, d.ReleasedSetRevision)
 		if err != nil {
 			return err
 		}
@@ -486,11 +486,12 @@ func podGatePatch(p Pod) (client.Patch, error) {
 // gatePatch returns the JSON patch that adds or removes the sequencer's gate,
 // guarded by tests of the generation and of the current gates. A release
 // (record) also writes, in the same patch, the target it released, the
-// generation the patch produces and the converged rollouts it relied on
-// (after), guarded by a test of the target hash: the release can never be
+// generation the patch produces, the converged rollouts it relied on
+// (after) and the node's StatefulSet at that moment (set), guarded by a test
+// of the target hash: the release can never be
 // lost between two writes, nor recorded for a target that changed
 // meanwhile, and what it relied on is recorded with it.
-func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string) (client.Patch, error) {
+func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set string) (client.Patch, error) {
 	gates := n.NodeSpec().RolloutGates
 	next := n.NodeSpec().DeepCopy()
 	if gated {
@@ -521,6 +522,9 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string) (cl
 				return nil, fmt.Errorf("encoding the %s record of %s: %w", v2alpha1.AnnotationReleasedAfter, n.GetName(), err)
 			}
 			released[v2alpha1.AnnotationReleasedAfter] = string(data)
+		}
+		if set != "" {
+			released[v2alpha1.AnnotationReleasedSetRevision] = set
 		}
 		if len(n.GetAnnotations()) == 0 {
 			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": released})

@@ -118,10 +118,13 @@ type Snapshot struct {
 	// snapshot of the cache, which then takes the pods as they are.
 	MissingPods map[string]int
 	// SetsConverged are the nodes in flight whose StatefulSet records that
-	// their rollout converged on their current target (DESIGN §2): every
-	// replica updated and Ready at once, whatever happened to the pods
-	// since. Read for the fresh snapshots; nil in a snapshot of the cache.
+	// their released rollout converged (DESIGN §2): every replica updated
+	// and Ready at once, whatever happened to the pods since.
+	// SetRevisions are, by node name, what a release records of the node's
+	// StatefulSet (released-set-revision). Both are read for the fresh
+	// snapshots every release is planned on; nil in a snapshot of the cache.
 	SetsConverged map[string]bool
+	SetRevisions  map[string]string
 	// Now is when the snapshot was taken.
 	Now time.Time
 	// ProgressDeadline is how long a released node may take to become
@@ -249,9 +252,6 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant Tenant, orders def
 	}
 	s := freshSnapshot(read, tenant, orders, now)
 	s.ProgressDeadline, s.Grouping = deadline, grouping
-	if s.SetsConverged, err = setsConverged(ctx, r, s, read.statefulSets); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -270,9 +270,6 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	}
 	s := freshSnapshot(read, Tenant{Namespace: namespace, ClusterName: read.nodes[i].NodeSpec().ClusterConfig.ClusterName}, orders, now)
 	s.Grouping = grouping
-	if s.SetsConverged, err = setsConverged(ctx, r, s, read.statefulSets); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -428,5 +425,7 @@ func freshSnapshot(read fresh, tenant Tenant, orders defaults.Orders, now time.T
 		}
 	}
 	s.MissingPods = missingPods(own, read.statefulSets, s.Nodes)
+	s.SetRevisions = setRevisions(read.statefulSets, s.Nodes)
+	s.SetsConverged = setsConverged(s, read.statefulSets)
 	return s
 }

@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
@@ -56,14 +58,23 @@ type world struct {
 	blipped  map[string]int    // ticks left until pods not Ready for a moment are Ready again
 	scaling  map[string]int    // pods a StatefulSet scaled up creates at its next look
 	lastHash map[string]string // the target of the pods the operator last created
-	// firstHash is the target of each node's first pods; setRecord the
-	// target its StatefulSet records it converged on after a change of
-	// template (currentRevision = updateRevision: every pod Ready at once).
-	firstHash, setRecord map[string]string
-	podSeq               int
-	uidSeq               int
-	log                  []string
-	started              []string
+	// setCurrent is each node's StatefulSet's status.currentRevision (the
+	// target of its template then): set when the StatefulSet is created
+	// (a brand-new one's revisions are equal from the start) and when a
+	// rollout completes, every pod Ready on its template at once.
+	setCurrent map[string]string
+	// convergedSince is the world's truth the oracle reads: the target on
+	// which every pod of the node was Ready at once since its latest
+	// release — where anything could record it: not for a release that
+	// found no StatefulSet of the node (a first rollout; releasedBare),
+	// whose convergence nothing in the API server keeps (the race
+	// docs/sequencer.md accepts).
+	convergedSince map[string]string
+	releasedBare   map[string]bool
+	podSeq         int
+	uidSeq         int
+	log            []string
+	started        []string
 	// startedAt is the tick each rollout of started began at.
 	startedAt []int
 	// phases are where each phase of a scenario's change began in started.
@@ -81,7 +92,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		now:       time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC),
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
 		scaling:  map[string]int{},
-		lastHash: map[string]string{}, firstHash: map[string]string{}, setRecord: map[string]string{}, oracle: independentRequirementsHold,
+		lastHash: map[string]string{}, setCurrent: map[string]string{}, convergedSince: map[string]string{}, releasedBare: map[string]bool{}, oracle: independentRequirementsHold,
 	}
 }
 
@@ -307,17 +318,31 @@ func (w *world) snapshot() *Snapshot {
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
 		Nodes: w.nodes, Pods: w.pods, MissingPods: w.missingPods(), Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
 	}
-	// As the fresh reads do (setsConverged): the StatefulSet's record of
-	// the nodes in flight.
-	for name, hash := range w.setRecord {
-		if n, ok := w.nodes[name]; ok && hash == targetHash(n) && s.inFlight(name) {
-			if s.SetsConverged == nil {
-				s.SetsConverged = map[string]bool{}
-			}
-			s.SetsConverged[name] = true
-		}
-	}
+	// As the fresh reads do: the StatefulSets of the live nodes.
+	sets := w.statefulSets()
+	s.SetRevisions = setRevisions(sets, w.nodes)
+	s.SetsConverged = setsConverged(s, sets)
 	return s
+}
+
+// statefulSets are the nodes' StatefulSets as the fresh reads find them:
+// one per live node that has had pods, its template on the target of the
+// pods the operator last created, its current revision setCurrent.
+func (w *world) statefulSets() []appsv1.StatefulSet {
+	var out []appsv1.StatefulSet
+	for name, n := range w.nodes {
+		if !live(n) || w.lastHash[name] == "" {
+			continue
+		}
+		sts := appsv1.StatefulSet{}
+		sts.UID = types.UID("sts-" + string(n.GetUID()))
+		sts.Generation, sts.Status.ObservedGeneration = 1, 1
+		sts.Spec.Replicas = ptr.To[int32](1)
+		sts.Spec.Template.Labels = map[string]string{v2alpha1.LabelNode: name, v2alpha1.LabelTargetHash: w.lastHash[name]}
+		sts.Status.CurrentRevision, sts.Status.UpdateRevision = w.setCurrent[name], w.lastHash[name]
+		out = append(out, sts)
+	}
+	return out
 }
 
 // missingPods are the pods the fresh reads find missing: those a test says
@@ -359,10 +384,10 @@ func (w *world) createPod(name, hash string, add bool) {
 		w.pods[name] = []Pod{pod}
 		delete(w.blipped, name)
 	}
-	w.lastHash[name] = hash
-	if w.firstHash[name] == "" {
-		w.firstHash[name] = hash
+	if w.setCurrent[name] == "" {
+		w.setCurrent[name] = hash // a brand-new StatefulSet
 	}
+	w.lastHash[name] = hash
 	w.rolling[name] = w.rollTicks
 	if w.rng != nil {
 		w.rolling[name] = 1 + w.rng.IntN(4)
@@ -428,6 +453,12 @@ func (w *world) apply(decisions []Decision) {
 				setAnnotation(n, v2alpha1.AnnotationReleasedTarget, targetHash(n))
 				setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, strconv.FormatInt(n.GetGeneration(), 10))
 				delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedAfter)
+				delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedSetRevision)
+				if d.ReleasedSetRevision != "" {
+					setAnnotation(n, v2alpha1.AnnotationReleasedSetRevision, d.ReleasedSetRevision)
+				}
+				delete(w.convergedSince, d.Node)
+				w.releasedBare[d.Node] = w.setCurrent[d.Node] == ""
 				if len(d.ReleasedAfter) > 0 {
 					data, err := json.Marshal(d.ReleasedAfter)
 					if err != nil {
@@ -496,7 +527,7 @@ func (w *world) operate() {
 		schedulable := len(w.pods[name]) > 0 && !slices.ContainsFunc(w.pods[name], func(p Pod) bool { return len(p.Gates) > 0 })
 		switch {
 		case !live(n):
-			delete(w.setRecord, name) // scaled to 0: a StatefulSet of no replica records nothing
+			delete(w.setCurrent, name) // scaled to 0, or deleted: a StatefulSet of no replica records nothing
 			delete(w.crashed, name)
 			delete(w.rolling, name)
 			delete(w.blipped, name)
@@ -529,8 +560,11 @@ func (w *world) operate() {
 				for i := range w.pods[name] {
 					w.pods[name][i].Conditions[string(corev1.PodReady)] = string(corev1.ConditionTrue)
 				}
-				if w.lastHash[name] != w.firstHash[name] && w.missing[name] == 0 && w.scaling[name] == 0 {
-					w.setRecord[name] = w.lastHash[name]
+				if w.missing[name] == 0 && w.scaling[name] == 0 {
+					w.setCurrent[name] = w.lastHash[name]
+					if w.lastHash[name] == targetHash(n) && releasedTarget(n) == targetHash(n) && !w.releasedBare[name] {
+						w.convergedSince[name] = w.lastHash[name]
+					}
 				}
 				w.logf("operator: %s Ready on %s", key, spec.ExpressVersion)
 			}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,4 +132,52 @@ func TestACrashedBackendGoesBeforeARolloutThatConvergedUnseen(t *testing.T) {
 	require.False(t, beReady.IsZero(), "be's new pod became Ready")
 	assert.True(t, fe1Started.After(beReady), "fe1's recreated pod started (%s) after be was Ready (%s)",
 		fe1Started.Format(time.StampMilli), beReady.Format(time.StampMilli))
+}
+
+// A rollout reverted before it converged: fe2 rolled to a broken build
+// (its pod crash-loops) and back. The StatefulSet controller reuses the old
+// revision, so currentRevision equals updateRevision the moment the revert
+// is out, while fe2's broken pod is still there (Terminating). That is no
+// record of convergence — the release recorded that very revision — so fe2
+// is still rolling, and a backend change that waits for fe2 on its target,
+// the backend crashing meanwhile, still waits for fe2 Ready on it.
+func TestARevertedRolloutIsNotTakenAsConvergedByItsStatefulSet(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	grace[ns] = 3 * time.Second // fe2's broken pod stays Terminating a while after the revert
+	createNodes(t, ns, 3)
+	waitSettled(t, ns)
+	fe2 := node(ns, "fe2")
+	setVersion(t, ns, "broken", "fe2")
+	require.True(t, waitFor(time.Minute, func() bool {
+		var list corev1.PodList
+		return harness.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe2", v2alpha1.LabelExpressVersion: "broken"}) == nil &&
+			len(list.Items) == 1 && slices.ContainsFunc(list.Items[0].Status.ContainerStatuses, func(s corev1.ContainerStatus) bool {
+			return s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff"
+		})
+	}), "fe2's broken build crash-loops")
+
+	mark := time.Now()
+	setVersion(t, ns, v1, "fe2") // the revert
+	require.True(t, waitFor(time.Minute, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKeyFromObject(fe2), fe2) == nil && !v2alpha1.IsGated(fe2) &&
+			fe2.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] == fe2.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+	}), "the revert is released")
+	setVersion(t, ns, v2, "be")
+	require.NoError(t, cluster.Crash(ctx, ns, "acme-be"))
+	set := &appsv1.StatefulSet{}
+	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-fe2"}, set))
+	waitSettled(t, ns)
+	var fe2Ready, beStarted time.Time
+	for _, e := range pods.Since(ns, mark) {
+		switch {
+		case e.Node == "acme-fe2" && e.Ready && fe2Ready.IsZero():
+			fe2Ready = e.At
+		case e.Node == "acme-be" && !e.Ready && !e.Terminating && beStarted.IsZero():
+			beStarted = e.At
+		}
+	}
+	require.False(t, fe2Ready.IsZero(), "fe2 became Ready on the reverted target")
+	assert.True(t, beStarted.After(fe2Ready), "be's new pod started (%s) after fe2 was Ready on its target (%s)",
+		beStarted.Format(time.StampMilli), fe2Ready.Format(time.StampMilli))
 }
