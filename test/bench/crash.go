@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/testing/simoperator"
@@ -60,7 +59,7 @@ type CrashResult struct {
 	OutOfOrder []string
 }
 
-func measureCrash(ctx context.Context, out io.Writer, c client.Client, op *simoperator.Operator, rec *recorder, o options) (CrashResult, error) {
+func measureCrash(ctx context.Context, out io.Writer, evict func(context.Context, string, ...string) error, rec *recorder, o options) (CrashResult, error) {
 	res := CrashResult{Tenants: min(o.crash, o.tenants)}
 	var namespaces []string
 	for i := 0; i < res.Tenants; i++ {
@@ -81,7 +80,7 @@ func measureCrash(ctx context.Context, out io.Writer, c client.Client, op *simop
 	rec.mu.Unlock()
 	fmt.Fprintf(out, "Deleting every pod of %d tenants at once…\n", res.Tenants)
 	w := rec.watchCrash(namespaces)
-	if err := parallel(ctx, o.workers, res.Tenants, func(i int) error { return op.Evict(ctx, c, namespaces[i], worst...) }); err != nil {
+	if err := parallel(ctx, o.workers, res.Tenants, func(i int) error { return evict(ctx, namespaces[i], worst...) }); err != nil {
 		return res, err
 	}
 	if err := waitCount(ctx, out, "recovered", &w.recovered, int64(res.Tenants*o.nodes)); err != nil {

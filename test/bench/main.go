@@ -72,6 +72,8 @@ type options struct {
 	// statefulSets: every pod is owned by its node's StatefulSet, which the
 	// sequencer reads on its fresh reads.
 	statefulSets bool
+	// cluster: run on Kubernetes' own control loops (cluster.go).
+	cluster bool
 }
 
 // phase names what a node is Ready on: its version and configChangeset.
@@ -105,6 +107,7 @@ func main() {
 	flag.IntVar(&o.cpuSeconds, "cpu-seconds", 30, "How long -cpuprofile profiles.")
 	flag.BoolVar(&o.statefulSets, "statefulsets", true, "Every pod is owned by its node's StatefulSet (one replica), as the Express operator's are: the sequencer's fresh reads then read each node's StatefulSet too. false creates bare pods.")
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 32, "express-sequencer's --max-concurrent-reconciles: tenants sequenced in parallel.")
+	flag.BoolVar(&o.cluster, "cluster", false, "Run on Kubernetes' own control loops: kube-controller-manager (StatefulSet controller, garbage collector), kube-scheduler and KWOK as the kubelet of 4 fake Nodes, the Express operator's part one StatefulSet per node (expressoperator), instead of the simulated operator that plays all of them.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
@@ -339,14 +342,32 @@ func measure(o options, out io.Writer) (Result, error) {
 	rec := &recorder{starts: map[string][]simoperator.Start{}, readyAt: map[string]time.Time{}, released: map[string][]time.Time{},
 		readyOn: map[string]map[string]bool{},
 		ready:   map[string]*atomic.Int64{phase(v1, ""): {}, o.upgraded(): {}}}
-	op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated, StatefulSets: o.statefulSets}
 	opCP := *cp
 	opCP.Config = cfg
-	stopOp, err := opCP.StartOperator(op)
-	if err != nil {
-		return res, err
+	var evict func(ctx context.Context, ns string, nodes ...string) error
+	if o.cluster {
+		stop, err := startCluster(ctx, &opCP, rec, out)
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+		evict = func(ctx context.Context, ns string, nodes ...string) error {
+			for _, n := range nodes {
+				if err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: n}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	} else {
+		op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated, StatefulSets: o.statefulSets}
+		stopOp, err := opCP.StartOperator(op)
+		if err != nil {
+			return res, err
+		}
+		defer stopOp()
+		evict = func(ctx context.Context, ns string, nodes ...string) error { return op.Evict(ctx, c, ns, nodes...) }
 	}
-	defer stopOp()
 
 	total := int64(o.tenants * o.nodes)
 	fmt.Fprintf(out, "Creating %d tenants of %d nodes…\n", o.tenants, o.nodes)
@@ -460,7 +481,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	rec.mu.Unlock()
 
 	if o.crash > 0 {
-		if res.Crash, err = measureCrash(ctx, out, c, op, rec, o); err != nil {
+		if res.Crash, err = measureCrash(ctx, out, evict, rec, o); err != nil {
 			return res, err
 		}
 	}

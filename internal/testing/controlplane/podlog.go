@@ -18,6 +18,11 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
+// ConfigAnnotation is where the Express operator's part (expressoperator)
+// puts a node's configChangeset on its pods, for tests to tell a pod of a
+// config change from one of the config before.
+const ConfigAnnotation = "express.medallia.com/config-changeset"
+
 // PodEvent is one step of an Express pod's life as Kubernetes ran it: bound
 // to a Node by the scheduler (its start: it was admitted schedulable, or
 // its scheduling gates went), Ready (KWOK), or Terminating (deleted, in its
@@ -25,8 +30,10 @@ import (
 type PodEvent struct {
 	Namespace, Node, Pod string
 	UID                  types.UID
-	// Hash is the pod's target-hash label; Machine the Node it is bound to.
-	Hash, Machine string
+	// Hash is the pod's target-hash label, Version its version label,
+	// Config its configChangeset (ConfigAnnotation); Machine the Node it
+	// is bound to.
+	Hash, Version, Config, Machine string
 	// Ready: the pod became Ready; Terminating: it was being deleted;
 	// otherwise it was bound to a Node.
 	Ready, Terminating bool
@@ -95,7 +102,8 @@ func (l *PodLog) observe(p *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	seen := l.seen[p.UID]
-	event := PodEvent{Namespace: p.Namespace, Node: p.Labels[v2alpha1.LabelNode], Pod: p.Name, UID: p.UID, Hash: p.Labels[v2alpha1.LabelTargetHash], Machine: p.Spec.NodeName, At: now}
+	event := PodEvent{Namespace: p.Namespace, Node: p.Labels[v2alpha1.LabelNode], Pod: p.Name, UID: p.UID, Hash: p.Labels[v2alpha1.LabelTargetHash],
+		Version: p.Labels[v2alpha1.LabelExpressVersion], Config: p.Annotations[ConfigAnnotation], Machine: p.Spec.NodeName, At: now}
 	var recorded []PodEvent
 	if bound && !seen[0] {
 		seen[0] = true

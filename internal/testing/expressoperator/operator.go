@@ -120,12 +120,22 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 		}
 		return reconcile.Result{}, o.Client.Create(ctx, want)
 	}
-	if ptr.Deref(set.Spec.Replicas, 1) == *want.Spec.Replicas && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) {
+	if ptr.Deref(set.Spec.Replicas, 1) == *want.Spec.Replicas && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) &&
+		maps.Equal(set.Spec.Template.Annotations, want.Spec.Template.Annotations) {
 		return reconcile.Result{}, o.deleteFailingOldPods(ctx, n)
 	}
 	set.Spec.Replicas = want.Spec.Replicas
 	set.Spec.Template = want.Spec.Template // a new target rolls the pods (the StatefulSet's rolling update)
 	return reconcile.Result{}, o.Client.Update(ctx, set)
+}
+
+// annotations are a pod template's: KWOK's delays, and the configChangeset.
+func (o *Operator) annotations(spec *v2alpha1.NodeSpec) map[string]string {
+	a := controlplane.PodDelays(o.StartAfter, o.ReadyAfter)
+	if spec.ConfigChangeset != "" {
+		a[controlplane.ConfigAnnotation] = spec.ConfigChangeset
+	}
+	return a
 }
 
 // deleteFailingOldPods deletes node n's pods that fail (a container waiting
@@ -173,7 +183,7 @@ func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: controlplane.PodDelays(o.StartAfter, o.ReadyAfter)},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: o.annotations(spec)},
 				Spec: corev1.PodSpec{
 					Containers: []corev1.Container{{Name: "express", Image: fmt.Sprintf("express:%s", spec.ExpressVersion)}},
 					// KWOK deletes a deleted pod once its grace period is over.

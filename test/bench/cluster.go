@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+	"github.com/medallia/express-sequencer/internal/testing/simoperator"
+)
+
+// clusterNodes is how many fake Nodes KWOK plays the kubelet of.
+const clusterNodes = 4
+
+// startCluster runs the bench on Kubernetes' own control loops:
+// kube-controller-manager, kube-scheduler and KWOK beside cp, the Express
+// operator's part played by expressoperator (a StatefulSet per node, pods
+// started and made Ready by KWOK at once). rec hears of every pod bound to
+// a Node (a start), made Ready, and of every node's gate going, as the
+// simulated operator tells it.
+func startCluster(ctx context.Context, cp *controlplane.ControlPlane, rec *recorder, out io.Writer) (stop func(), err error) {
+	fmt.Fprintf(out, "Starting kube-controller-manager, kube-scheduler and KWOK with %d fake Nodes…\n", clusterNodes)
+	cluster, err := cp.StartCluster(clusterNodes)
+	if err != nil {
+		return nil, err
+	}
+	op := &expressoperator.Operator{}
+	stopOp, err := cp.StartController(func(mgr ctrl.Manager) error {
+		op.Client = mgr.GetClient()
+		if err := watchUngated(mgr, rec.onUngated); err != nil {
+			return err
+		}
+		return op.SetupWithManager(mgr)
+	})
+	if err != nil {
+		_ = cluster.Stop()
+		return nil, err
+	}
+	podCtx, stopPods := context.WithCancel(ctx)
+	if _, err := controlplane.WatchPods(podCtx, cp.Config, rec.onPodEvent); err != nil {
+		stopPods()
+		stopOp()
+		_ = cluster.Stop()
+		return nil, err
+	}
+	return func() { stopPods(); stopOp(); _ = cluster.Stop() }, nil
+}
+
+// onPodEvent records a pod's step as the simulated operator's would be: a
+// pod bound to a Node starts its node's rollout, a pod Ready makes the node
+// Ready (one pod per node).
+func (r *recorder) onPodEvent(e controlplane.PodEvent) {
+	switch {
+	case e.Terminating:
+	case e.Ready:
+		r.onReady(simoperator.Ready{Node: e.Node, Namespace: e.Namespace, Version: e.Version, Config: e.Config, At: e.At})
+	default:
+		r.onStart(simoperator.Start{Node: e.Node, Namespace: e.Namespace, Version: e.Version, Hash: e.Hash, Pod: e.Pod, At: e.At})
+	}
+}
+
+// watchUngated calls ungated the moment the manager's informer sees a
+// node's gate go.
+func watchUngated(mgr ctrl.Manager, ungated func(namespace, node string, at time.Time)) error {
+	for _, obj := range []client.Object{&v2alpha1.Backend{}, &v2alpha1.Frontend{}} {
+		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+			old, cur := oldObj.(v2alpha1.Node), newObj.(v2alpha1.Node)
+			if v2alpha1.IsGated(old) && !v2alpha1.IsGated(cur) {
+				ungated(cur.GetNamespace(), cur.GetName(), time.Now())
+			}
+		}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
