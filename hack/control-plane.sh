@@ -47,9 +47,11 @@ stages() {
     # runs with --node-monitor-grace-period=10s (a lost Node is noticed in
     # seconds), and a Node it marks NotReady has every pod on it marked not
     # Ready, which KWOK's stages never undo. A pod of the broken build
-    # (image express:broken) is never made Ready.
+    # (image express:broken) is never made Ready, nor one a test holds
+    # (annotation ready.stage.kwok.x-k8s.io/hold: a build that runs and
+    # never becomes Ready).
     sed -e '/name: node-heartbeat$/,/^---/{s/durationMilliseconds: 20000/durationMilliseconds: 1000/;s/jitterDurationMilliseconds: 25000/jitterDurationMilliseconds: 2000/}' \
-      -e "/name: pod-ready\$/,/^---/{s/^    matchExpressions:\$/    matchExpressions:\n    - key: '.spec.containers.[].image'\n      operator: 'NotIn'\n      values:\n      - 'express:broken'/}"
+      -e "/name: pod-ready\$/,/^---/{s/^    matchExpressions:\$/    matchExpressions:\n    - key: '.spec.containers.[].image'\n      operator: 'NotIn'\n      values:\n      - 'express:broken'\n    - key: '.metadata.annotations[\"ready.stage.kwok.x-k8s.io\/hold\"]'\n      operator: 'DoesNotExist'/}"
   } > "$out/kwok-stages.yaml.new"
   mv "$out/kwok-stages.yaml.new" "$out/kwok-stages.yaml"
 }

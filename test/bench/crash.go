@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 )

@@ -23,6 +23,11 @@ import (
 // config change from one of the config before.
 const ConfigAnnotation = "express.medallia.com/config-changeset"
 
+// HoldReadyAnnotation on a pod keeps KWOK's pod-ready stage from making it
+// Ready: a build that runs and never becomes Ready (expressoperator's
+// Stuck).
+const HoldReadyAnnotation = "ready.stage.kwok.x-k8s.io/hold"
+
 // PodEvent is one step of an Express pod's life as Kubernetes ran it: bound
 // to a Node by the scheduler (its start: it was admitted schedulable, or
 // its scheduling gates went), Ready (KWOK), or Terminating (deleted, in its
@@ -37,7 +42,9 @@ type PodEvent struct {
 	// Ready: the pod became Ready; Terminating: it was being deleted;
 	// otherwise it was bound to a Node.
 	Ready, Terminating bool
-	At                 time.Time
+	// Gated: the pod was seen with scheduling gates before it was bound.
+	Gated bool
+	At    time.Time
 }
 
 // PodLog records, from a watch of Express pods, when each pod was bound to
@@ -46,7 +53,7 @@ type PodEvent struct {
 type PodLog struct {
 	mu     sync.Mutex
 	events []PodEvent
-	seen   map[types.UID][3]bool
+	seen   map[types.UID][4]bool
 	on     func(PodEvent)
 }
 
@@ -57,7 +64,7 @@ func WatchPods(ctx context.Context, cfg *rest.Config, on ...func(PodEvent)) (*Po
 	if err != nil {
 		return nil, err
 	}
-	l := &PodLog{seen: map[types.UID][3]bool{}, on: func(e PodEvent) {
+	l := &PodLog{seen: map[types.UID][4]bool{}, on: func(e PodEvent) {
 		for _, f := range on {
 			f(e)
 		}
@@ -105,9 +112,12 @@ func (l *PodLog) observe(p *corev1.Pod) {
 	event := PodEvent{Namespace: p.Namespace, Node: p.Labels[v2alpha1.LabelNode], Pod: p.Name, UID: p.UID, Hash: p.Labels[v2alpha1.LabelTargetHash],
 		Version: p.Labels[v2alpha1.LabelExpressVersion], Config: p.Annotations[ConfigAnnotation], Machine: p.Spec.NodeName, At: now}
 	var recorded []PodEvent
+	seen[3] = seen[3] || len(p.Spec.SchedulingGates) > 0
 	if bound && !seen[0] {
 		seen[0] = true
-		recorded = append(recorded, event)
+		ev := event
+		ev.Gated = seen[3]
+		recorded = append(recorded, ev)
 	}
 	if ready && p.DeletionTimestamp == nil && !seen[1] {
 		seen[1] = true

@@ -51,6 +51,14 @@ type Operator struct {
 	// GracePeriod is how long a node's deleted pods stay Terminating (0 when
 	// nil: gone at once).
 	GracePeriod func(v2alpha1.Node) time.Duration
+	// Stuck, when set and true for a node, stands for a build that never
+	// becomes Ready: the pod template the operator writes next for the node
+	// carries controlplane.HoldReadyAnnotation, which KWOK's pod-ready
+	// stage does not match (its pods run, not Ready, not failing). Once it
+	// is false again the operator takes the annotation off the node's pods
+	// (KWOK then makes them Ready); the template keeps it until the node's
+	// next target, so that Stuck alone never rolls a node.
+	Stuck func(v2alpha1.Node) bool
 }
 
 // nodeRef is the operator's work item: one node of either kind.
@@ -103,6 +111,9 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
+	if err := o.releaseHeldPods(ctx, n); err != nil {
+		return reconcile.Result{}, err
+	}
 	switch {
 	case !n.NodeSpec().IsUp() || n.GetDeletionTimestamp() != nil:
 		if exists && ptr.Deref(set.Spec.Replicas, 1) != 0 {
@@ -121,7 +132,7 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 		return reconcile.Result{}, o.Client.Create(ctx, want)
 	}
 	if ptr.Deref(set.Spec.Replicas, 1) == *want.Spec.Replicas && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) &&
-		maps.Equal(set.Spec.Template.Annotations, want.Spec.Template.Annotations) {
+		maps.Equal(withoutHold(set.Spec.Template.Annotations), withoutHold(want.Spec.Template.Annotations)) {
 		return reconcile.Result{}, o.deleteFailingOldPods(ctx, n)
 	}
 	set.Spec.Replicas = want.Spec.Replicas
@@ -129,13 +140,51 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	return reconcile.Result{}, o.Client.Update(ctx, set)
 }
 
-// annotations are a pod template's: KWOK's delays, and the configChangeset.
-func (o *Operator) annotations(spec *v2alpha1.NodeSpec) map[string]string {
+// annotations are node n's pod template's: KWOK's delays, the
+// configChangeset, and the hold of a stuck build.
+func (o *Operator) annotations(n v2alpha1.Node) map[string]string {
 	a := controlplane.PodDelays(o.StartAfter, o.ReadyAfter)
-	if spec.ConfigChangeset != "" {
-		a[controlplane.ConfigAnnotation] = spec.ConfigChangeset
+	if cs := n.NodeSpec().ConfigChangeset; cs != "" {
+		a[controlplane.ConfigAnnotation] = cs
+	}
+	if o.stuck(n) {
+		a[controlplane.HoldReadyAnnotation] = "true"
 	}
 	return a
+}
+
+func (o *Operator) stuck(n v2alpha1.Node) bool { return o.Stuck != nil && o.Stuck(n) }
+
+// withoutHold is a template's annotations but the hold of a stuck build:
+// the hold alone is no reason to write a template.
+func withoutHold(a map[string]string) map[string]string {
+	out := maps.Clone(a)
+	delete(out, controlplane.HoldReadyAnnotation)
+	return out
+}
+
+// releaseHeldPods takes the hold of a stuck build off node n's pods once
+// the node is no longer stuck.
+func (o *Operator) releaseHeldPods(ctx context.Context, n v2alpha1.Node) error {
+	if o.stuck(n) {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := o.Client.List(ctx, &pods, client.InNamespace(n.GetNamespace()), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if _, held := p.Annotations[controlplane.HoldReadyAnnotation]; !held || p.DeletionTimestamp != nil {
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		delete(p.Annotations, controlplane.HoldReadyAnnotation)
+		if err := o.Client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteFailingOldPods deletes node n's pods that fail (a container waiting
@@ -183,7 +232,7 @@ func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: o.annotations(spec)},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: o.annotations(n)},
 				Spec: corev1.PodSpec{
 					Containers: []corev1.Container{{Name: "express", Image: fmt.Sprintf("express:%s", spec.ExpressVersion)}},
 					// KWOK deletes a deleted pod once its grace period is over.

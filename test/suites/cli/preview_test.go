@@ -23,7 +23,6 @@ import (
 
 	"github.com/medallia/express-sequencer/internal/golden"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
-	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
 
@@ -143,12 +142,14 @@ func TestPlanRefusesFlagsThatDoNotGoTogether(t *testing.T) {
 	assert.ErrorContains(t, err, `the manifests hold no node of tenant "zeta" (they hold acme)`)
 }
 
-// full is a control plane with the whole of express-sequencer and the
-// simulated Express operator: rollouts really happen.
+// full is a control plane with the whole of express-sequencer on
+// Kubernetes' own control loops, and the Express operator's part: rollouts
+// really happen.
 var (
-	fullOp = &simoperator.Operator{ReadyAfter: 100 * time.Millisecond, RecoverAfter: 200 * time.Millisecond}
-	full   = controlplane.Lazy{Setup: func(h *controlplane.Harness) error {
-		_, err := h.StartOperator(fullOp)
+	fullPods *controlplane.PodLog
+	stopFull = func() {}
+	full     = controlplane.Lazy{Setup: func(h *controlplane.Harness) (err error) {
+		fullPods, stopFull, err = realStack(h.ControlPlane)
 		return err
 	}}
 )
@@ -181,7 +182,7 @@ func TestPlanPredictsTheOrderTheRolloutThenTakes(t *testing.T) {
 	}
 	apply(render(t, "before", map[string]any{"namespace": ns.Name}))
 	settled()
-	mark := len(fullOp.StartedIn(ns.Name))
+	mark := len(startsIn(fullPods, ns.Name))
 
 	after := render(t, "after", map[string]any{"namespace": ns.Name, "expressVersion": v154})
 	kubeconfig, err := h.KubeconfigFile(t.TempDir())
@@ -190,9 +191,9 @@ func TestPlanPredictsTheOrderTheRolloutThenTakes(t *testing.T) {
 	require.NoError(t, err, errOut)
 	predicted := steps(t, out)
 	assert.Equal(t, "acme-fe1 acme-fe2 acme-be acme-fe3 acme-fe4", predicted)
-	assert.Equal(t, mark, len(fullOp.StartedIn(ns.Name)), "the prediction changed nothing")
+	assert.Equal(t, mark, len(startsIn(fullPods, ns.Name)), "the prediction changed nothing")
 
 	apply(after)
 	settled()
-	assert.Equal(t, predicted, strings.Join(fullOp.StartedIn(ns.Name)[mark:], " "), "the rollout takes the predicted order")
+	assert.Equal(t, predicted, strings.Join(startsIn(fullPods, ns.Name)[mark:], " "), "the rollout takes the predicted order")
 }

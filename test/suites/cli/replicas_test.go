@@ -16,7 +16,6 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
-	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 )
 
 // Two replicas as in a cluster with --cert-mode=self-signed: both serve the
@@ -48,10 +47,9 @@ func TestTwoSelfSignedReplicasSurviveTheLeaderGoingAway(t *testing.T) {
 	require.NoError(t, err)
 	defer stopB()
 
-	op := &simoperator.Operator{ReadyAfter: 150 * time.Millisecond, RecoverAfter: time.Second}
-	stopOp, err := cp.StartOperator(op)
+	pods, stopStack, err := realStack(cp)
 	require.NoError(t, err)
-	defer stopOp()
+	defer stopStack()
 
 	node := func(key, version string) v2alpha1.Node {
 		kind := v2alpha1.KindFrontend
@@ -69,8 +67,8 @@ func TestTwoSelfSignedReplicasSurviveTheLeaderGoingAway(t *testing.T) {
 		require.NoError(t, cp.Client.Create(ctx, node(k, "v1")))
 	}
 	settled := func() bool { ok, _, err := controlplane.Settled(ctx, cp.Client, "default"); return err == nil && ok }
-	require.Eventually(t, settled, time.Minute, 50*time.Millisecond)
-	mark := len(op.StartedIn("default"))
+	require.Eventually(t, settled, 2*time.Minute, 50*time.Millisecond)
+	mark := len(startsIn(pods, "default"))
 
 	for _, k := range keys {
 		require.Eventually(t, func() bool {
@@ -82,7 +80,7 @@ func TestTwoSelfSignedReplicasSurviveTheLeaderGoingAway(t *testing.T) {
 			return cp.Client.Update(ctx, n) == nil
 		}, 10*time.Second, 10*time.Millisecond)
 	}
-	require.Eventually(t, func() bool { return len(op.StartedIn("default")) > mark }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(startsIn(pods, "default")) > mark }, 10*time.Second, 10*time.Millisecond)
 	stopA() // the leader and the webhook Service's endpoint, mid-rollout
 
 	err = cp.Client.Create(ctx, node("fe5", "v2"))
@@ -99,7 +97,7 @@ func TestTwoSelfSignedReplicasSurviveTheLeaderGoingAway(t *testing.T) {
 	// on whichever version, so it may come anywhere; the upgrade keeps its order.
 	var upgraded []string
 	provisioned := false
-	for _, s := range op.StartedIn("default")[mark:] {
+	for _, s := range startsIn(pods, "default")[mark:] {
 		if s == "acme-fe5" {
 			provisioned = true
 			continue
@@ -108,7 +106,7 @@ func TestTwoSelfSignedReplicasSurviveTheLeaderGoingAway(t *testing.T) {
 	}
 	assert.Equal(t, "fe1 fe2 be fe3 fe4", strings.Join(upgraded, " "), "each node once, in order")
 	assert.True(t, provisioned)
-	var pods corev1.PodList
-	require.NoError(t, cp.Client.List(ctx, &pods, client.InNamespace("default"), client.HasLabels{v2alpha1.LabelNode}))
-	assert.Len(t, pods.Items, 6, fmt.Sprint("one pod per node: ", len(pods.Items)))
+	var list corev1.PodList
+	require.NoError(t, cp.Client.List(ctx, &list, client.InNamespace("default"), client.HasLabels{v2alpha1.LabelNode}))
+	assert.Len(t, list.Items, 6, fmt.Sprint("one pod per node: ", len(list.Items)))
 }

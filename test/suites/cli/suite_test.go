@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopFull()
 	full.Stop()
 	if err := harness.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -227,41 +226,14 @@ func waitSettled(t *testing.T, ns string) {
 // tenant that did not settle.
 func dump(t *testing.T, ns string) {
 	t.Helper()
-	nodes, _ := controlplane.Nodes(context.Background(), harness.Client, ns)
-	for _, n := range nodes {
-		t.Logf("node %s gated=%v target=%s released=%s conditions=%+v", n.GetName(), v2alpha1.IsGated(n),
-			n.GetAnnotations()[v2alpha1.AnnotationTargetHash], n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget], n.NodeStatus().Conditions)
-	}
-	var sets appsv1.StatefulSetList
-	_ = harness.Client.List(context.Background(), &sets, client.InNamespace(ns))
-	for _, s := range sets.Items {
-		t.Logf("statefulset %s replicas=%d status=%+v", s.Name, *s.Spec.Replicas, s.Status)
-	}
-	var list corev1.PodList
-	_ = harness.Client.List(context.Background(), &list, client.InNamespace(ns))
-	for _, p := range list.Items {
-		t.Logf("pod %s node=%q hash=%s gates=%v deleting=%v conditions=%v", p.Name, p.Spec.NodeName, p.Labels[v2alpha1.LabelTargetHash],
-			p.Spec.SchedulingGates, p.DeletionTimestamp != nil, p.Status.Conditions)
-	}
-	for _, e := range pods.Since(ns, time.Time{}) {
-		t.Logf("event %s %s ready=%v hash=%s %s", e.At.Format(time.StampMilli), e.Pod, e.Ready, e.Hash, e.UID)
+	for _, line := range controlplane.Describe(context.Background(), harness.Client, pods, ns) {
+		t.Log(line)
 	}
 }
 
 // allPods reports whether every StatefulSet of ns has as many pods Ready
 // as it wants.
-func allPods(ns string) bool {
-	var sets appsv1.StatefulSetList
-	if err := harness.Client.List(context.Background(), &sets, client.InNamespace(ns)); err != nil {
-		return false
-	}
-	for _, s := range sets.Items {
-		if s.Spec.Replicas != nil && s.Status.ReadyReplicas != *s.Spec.Replicas {
-			return false
-		}
-	}
-	return true
-}
+func allPods(ns string) bool { return controlplane.StatefulSetsReady(context.Background(), harness.Client, ns) }
 
 // starts returns the node keys of ns whose pods were bound to a Node since
 // mark, in order (a node again when it starts again after another).

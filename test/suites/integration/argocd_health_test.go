@@ -75,7 +75,7 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 	check("a node whose rollout is complete", health(fresh, "fe1"), want{argocd.Healthy, "RolloutComplete: Ready on " + v1})
 
 	rolling := tenant()
-	op.Stick(rolling, "acme-be")
+	stick(rolling, "be")
 	createTenant(t, rolling, 2, nil)
 	waitReason(rolling, "fe1", v2alpha1.ReasonWaitingForPrerequisite)
 	check("a node waiting its turn", health(rolling, "fe1"), want{argocd.Progressing, "WaitingForPrerequisite: waiting for acme-be (Backend)"})

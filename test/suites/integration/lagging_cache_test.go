@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,7 +151,8 @@ func TestAUserChangeTheCacheHasNotSeenStillHoldsRecoveringPods(t *testing.T) {
 		}
 		return ""
 	}
-	require.NotEmpty(t, held(), "the pod webhook holds fe3's new pod: fe2 is live and not Ready")
+	require.True(t, waitFor(10*time.Second, func() bool { return held() != "" }),
+		"the pod webhook holds fe3's new pod, its StatefulSet's: fe2 is live and not Ready")
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(podsOf(t, ns), read(t, ns, "be"), read(t, ns, "fe1"), fe2Down, read(t, ns, "fe3"))...)
@@ -170,9 +172,8 @@ func TestACrashTheCacheHasNotSeenStillHoldsTheNextNode(t *testing.T) {
 	stop()
 	ctx := context.Background()
 	before := podsOf(t, ns)
-	op.Stick(ns, "acme-be")
-	t.Cleanup(func() { op.Unstick(ns, "acme-be") })
-	require.NoError(t, op.Crash(ctx, harness.Client, ns, "acme-be"))
+	crash(t, ns, "be")
+	t.Cleanup(func() { mend(t, ns) })
 	setVersion(t, ns, v2, "fe1")
 
 	cache := &laggingCache{Client: harness.Client}

@@ -55,7 +55,7 @@ func TestTheSequencerNeedsNoMoreThanItsGeneratedRole(t *testing.T) {
 	setVersion(t, ns, v2, keys(3)...)
 	waitSettled(t, ns, 3)
 	assert.Equal(t, "fe1 fe2 be", startedSince(ns, mark), "a full rollout works with the role alone")
-	mark = len(op.StartedIn(ns))
+	mark = len(startedIn(ns))
 	evict(t, ns, keys(3)...)
 	waitSettled(t, ns, 3)
 	assert.Equal(t, "be fe1 fe2", startedSince(ns, mark), "a recovery at the pods (scheduling gates removed) works with the role alone")

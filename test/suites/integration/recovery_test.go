@@ -10,39 +10,21 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 
 	"github.com/medallia/express-sequencer/internal/app"
-	"github.com/medallia/express-sequencer/internal/testing/simoperator"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
 // Recovery is ordered at the pods (DESIGN v2 §4b): pods recreated with no
 // delay anywhere — a StatefulSet after a node failure — are held
 // scheduling-gated until their node's provisioning-predecessors are Ready.
 
-// evict deletes every pod of the nodes in the same instant and recreates
-// them at once, in the order given.
-func evict(t *testing.T, ns string, keys ...string) {
-	t.Helper()
-	names := make([]string, len(keys))
-	for i, k := range keys {
-		names[i] = "acme-" + k
-	}
-	require.NoError(t, op.Evict(context.Background(), harness.Client, ns, names...))
-}
-
-// startsSince returns the starts in ns after mark.
-func startsSince(ns string, mark int) []simoperator.Start {
-	var out []simoperator.Start
-	for _, s := range op.Started() {
-		if s.Namespace == ns {
-			out = append(out, s)
-		}
-	}
-	return out[mark:]
+// startsSince returns the pod starts in ns after the first mark.
+func startsSince(ns string, mark int) []controlplane.PodEvent {
+	return started(ns)[mark:]
 }
 
 func TestAllPodsRecreatedAtOnceRecoverBackendFirst(t *testing.T) {
@@ -104,35 +86,49 @@ func TestPodsOfFe2AndFe4RecreatedAtOnceRecoverFe2First(t *testing.T) {
 func TestNoFrontendPodSchedulesWhileTheBackendRecovers(t *testing.T) {
 	startSequencer(t)
 	ns, mark := settledTenant(t, 5)
-	op.Stick(ns, "acme-be") // the backend's new pod never becomes Ready…
-	evict(t, ns, "be")
-	evict(t, ns, "fe3") // …so a frontend pod created meanwhile must wait
+	crash(t, ns, "be")  // the backend's pod keeps failing…
+	evict(t, ns, "fe3") // …so a frontend pod recreated meanwhile must wait
+	require.True(t, waitFor(10*time.Second, func() bool { return heldPod(t, ns, "fe3") != "" }), "fe3's recreated pod is held")
 	time.Sleep(2 * time.Second)
-	starts := startsSince(ns, mark)
-	require.Len(t, starts, 1, "only the backend started: %v", starts)
-	assert.Equal(t, "acme-be", starts[0].Node)
-	op.Unstick(ns, "acme-be")
-	evict(t, ns, "be")
+	assert.Empty(t, startsSince(ns, mark), "nothing started while the backend is crashed")
+	assert.NotEmpty(t, heldPod(t, ns, "fe3"), "fe3's pod still waits")
+	mend(t, ns)
 	waitSettled(t, ns, 5)
-	assert.Equal(t, "be be fe3", startedSince(ns, mark))
-	assertEachStartedAfterThePreviousWasReady(t, ns, mark+1)
+	assert.Equal(t, "be fe3", startedSince(ns, mark))
+	if starts := startsSince(ns, mark); assert.Len(t, starts, 2) {
+		assert.False(t, starts[0].Gated, "the backend's new pod is not held")
+		assert.True(t, starts[1].Gated, "fe3's pod was created SchedulingGated")
+	}
+	assertEachStartedAfterThePreviousWasReady(t, ns, mark)
+}
+
+// heldPod names a pod of node k in ns that waits scheduling-gated, if any.
+func heldPod(t *testing.T, ns, k string) string {
+	t.Helper()
+	var list corev1.PodList
+	require.NoError(t, harness.Client.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-" + k}))
+	for _, p := range list.Items {
+		if len(p.Spec.SchedulingGates) > 0 && p.DeletionTimestamp == nil {
+			return p.Name
+		}
+	}
+	return ""
 }
 
 func TestAPodRecreatedInAReleasedRolloutIsNotGated(t *testing.T) {
 	startSequencer(t)
 	ns, mark := settledTenant(t, 5)
-	op.Stick(ns, "acme-fe1")
+	stick(ns, "fe1")
 	setVersion(t, ns, v2, keys(5)...)
-	require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) == "fe1" }))
+	require.True(t, waitFor(20*time.Second, func() bool { return startedSince(ns, mark) == "fe1" }))
 	evict(t, ns, "fe1") // fe1 is released, rolling, not converged
-	starts := startsSince(ns, mark)
-	require.Len(t, starts, 2)
-	assert.False(t, starts[1].Gated, "a half-done rollout is never frozen")
-	op.Unstick(ns, "acme-fe1")
-	evict(t, ns, "fe1")
+	require.True(t, waitFor(20*time.Second, func() bool { return startedSince(ns, mark) == "fe1 fe1" }),
+		"fe1's recreated pod starts: %s", startedSince(ns, mark))
+	assert.False(t, startsSince(ns, mark)[1].Gated, "a half-done rollout is never frozen")
+	unstick(t, ns, "fe1")
 	waitSettled(t, ns, 5)
-	assert.Equal(t, "fe1 fe1 fe1 fe2 be fe3 fe4", startedSince(ns, mark))
-	assert.False(t, slices.ContainsFunc(startsSince(ns, mark), func(s simoperator.Start) bool { return s.Gated }))
+	assert.Equal(t, "fe1 fe1 fe2 be fe3 fe4", startedSince(ns, mark))
+	assert.False(t, slices.ContainsFunc(startsSince(ns, mark), func(s controlplane.PodEvent) bool { return s.Gated }))
 }
 
 // A rollout can finish — the node Ready on its new target — while no
@@ -143,17 +139,11 @@ func TestAPodRecreatedInAReleasedRolloutIsNotGated(t *testing.T) {
 func TestARolloutFinishedWhileNoSequencerRanRecoversAfterItsPredecessors(t *testing.T) {
 	stop := startSequencer(t)
 	ns, mark := settledTenant(t, 5)
-	op.Stick(ns, "acme-fe3")
+	stick(ns, "fe3")
 	setVersion(t, ns, v2, keys(5)...)
 	require.True(t, waitFor(30*time.Second, func() bool { return startedSince(ns, mark) == "fe1 fe2 be fe3" }), startedSince(ns, mark))
 	stop()
-	op.Unstick(ns, "acme-fe3")
-	var pods corev1.PodList
-	require.NoError(t, harness.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe3"}))
-	for i := range pods.Items { // any pod event has the operator look at fe3 again
-		p := &pods.Items[i]
-		require.NoError(t, harness.Client.Patch(context.Background(), p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"nudge":"1"}}}`))))
-	}
+	unstick(t, ns, "fe3")
 	require.True(t, waitFor(10*time.Second, func() bool {
 		var now corev1.PodList
 		_ = harness.Client.List(context.Background(), &now, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe3"})
@@ -163,7 +153,7 @@ func TestARolloutFinishedWhileNoSequencerRanRecoversAfterItsPredecessors(t *test
 	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe3), fe3))
 	require.Equal(t, v2alpha1.ReasonReleased, condition(fe3).Reason, "nothing recorded the rollout complete")
 
-	recovery := len(op.StartedIn(ns))
+	recovery := len(startedIn(ns))
 	evict(t, ns, "fe4", "fe3", "fe2", "fe1", "be")
 	startSequencer(t)
 	waitSettled(t, ns, 5)

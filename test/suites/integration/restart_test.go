@@ -19,7 +19,7 @@ import (
 // noRolloutFor fails the test if the operator starts a rollout in ns within d.
 func noRolloutFor(t *testing.T, ns string, d time.Duration) {
 	t.Helper()
-	mark := len(op.StartedIn(ns))
+	mark := len(startedIn(ns))
 	time.Sleep(d)
 	assert.Equal(t, "", startedSince(ns, mark), "nothing is released while the sequencer is down")
 }
@@ -68,8 +68,10 @@ func TestWhileTheSequencerIsDown(t *testing.T) {
 		setVersion(t, ns, v2, "fe1", "fe2")
 		noRolloutFor(t, ns, time.Second)
 		// A crash of a node the sequencer released long ago needs no
-		// sequencer: the operator recovers it.
-		require.NoError(t, op.Crash(context.Background(), harness.Client, ns, "acme-fe3"))
+		// sequencer: its pod deleted, its StatefulSet recreates it, and
+		// its predecessors are Ready.
+		crash(t, ns, "fe3")
+		mend(t, ns)
 		require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) == "fe3" }))
 		mark++
 
@@ -126,7 +128,7 @@ func TestAnotherReplicaTakesOverWhenTheLeaderStops(t *testing.T) {
 	waitSettled(t, ns, 5) // the first replica leads: nothing else runs yet
 	startSequencer(t, elect)
 
-	mark := len(op.StartedIn(ns))
+	mark := len(startedIn(ns))
 	setVersion(t, ns, v2, keys(5)...)
 	require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) != "" }))
 	stopFirst() // the leader goes away mid-rollout and releases its lease

@@ -1,6 +1,12 @@
-// Package rollout runs whole rollouts end to end: the real webhooks and the
-// sequencer on a real kube-apiserver + etcd, with the simulated Express
-// operator rolling pods, and checks the order nodes were rolled in.
+// Package integration runs whole rollouts end to end on Kubernetes' own
+// control loops: the real webhooks and the sequencer on kube-apiserver +
+// etcd, beside kube-controller-manager (the StatefulSet controller, the
+// garbage collector), kube-scheduler and KWOK as the kubelet of fake Nodes.
+// The Express operator's part is expressoperator (one StatefulSet per
+// node); every pod is created by a StatefulSet, scheduled by the scheduler
+// and made Ready by KWOK. The tests check the order nodes were rolled in,
+// and what the sequencer said, across restarts, failovers, lagging caches,
+// least privilege and Argo CD's health.
 package integration
 
 import (
@@ -13,16 +19,22 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
-	"github.com/medallia/express-sequencer/internal/testing/simoperator"
+	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 )
 
 const (
@@ -34,33 +46,61 @@ var (
 	// harness serves the webhooks; the sequencer runs in managers of its
 	// own so tests can stop and start it while admission keeps working.
 	harness *controlplane.Harness
-	op      *simoperator.Operator
+	cluster *controlplane.Cluster
+	pods    *controlplane.PodLog
+
+	// stuck are the nodes (namespace/name) whose next build never becomes
+	// Ready (stick, unstick).
+	stuckMu sync.Mutex
+	stuck   = map[string]bool{}
 )
 
 func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
 	var err error
 	if harness, err = controlplane.NewHarness(logr.Discard(), func(o *app.Options) {
 		o.Sequencer = false
 		o.SequencerUsers = []string{leastPrivilegeUser} // the sequencer of the RBAC test runs as its own user
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 0, err
 	}
-	// Every pod is owned by its node's StatefulSet, as the Express
-	// operator's are: the sequencer reads them on every fresh read.
-	op = &simoperator.Operator{ReadyAfter: 150 * time.Millisecond, RecoverAfter: 300 * time.Millisecond, StatefulSets: true}
-	stopOp, err := harness.StartOperator(op)
+	defer func() {
+		if err := harness.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}()
+	if cluster, err = harness.StartCluster(2); err != nil {
+		return 0, err
+	}
+	defer func() { _ = cluster.Stop() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if pods, err = controlplane.WatchPods(ctx, harness.Config); err != nil {
+		return 0, err
+	}
+	mgr, err := ctrl.NewManager(harness.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = harness.Stop()
-		os.Exit(1)
+		return 0, err
 	}
-	code := m.Run()
-	stopOp()
-	if err := harness.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	op := &expressoperator.Operator{Client: mgr.GetClient(), StartAfter: 50 * time.Millisecond, ReadyAfter: 250 * time.Millisecond,
+		Stuck: func(n v2alpha1.Node) bool {
+			stuckMu.Lock()
+			defer stuckMu.Unlock()
+			return stuck[n.GetNamespace()+"/"+n.GetName()]
+		}}
+	if err := op.SetupWithManager(mgr); err != nil {
+		return 0, err
 	}
-	os.Exit(code)
+	go func() { _ = mgr.Start(ctx) }()
+	return m.Run(), nil
 }
 
 // startSequencer runs a sequencer-only express-sequencer until the test ends
@@ -123,14 +163,14 @@ func createTenant(t *testing.T, ns string, size int, edit func(k string, s *v2al
 }
 
 // settledTenant creates a tenant of size nodes in a new namespace, waits
-// until it is provisioned, and returns the namespace and how many rollouts
-// the operator has started there so far.
+// until it is provisioned, and returns the namespace and how many pods have
+// started there so far.
 func settledTenant(t *testing.T, size int) (ns string, mark int) {
 	t.Helper()
 	ns = namespace(t)
 	createTenant(t, ns, size, nil)
 	waitSettled(t, ns, size)
-	return ns, len(op.StartedIn(ns))
+	return ns, len(startedIn(ns))
 }
 
 // update changes nodes through the API server (and so the webhooks),
@@ -168,35 +208,37 @@ func keys(size int) []string {
 }
 
 // waitSettled waits until every up node of the tenant is ungated, Ready on
-// its target, and reported RolloutComplete, and every down node has no pods.
+// its target, and reported RolloutComplete, every down node has no pods,
+// and every StatefulSet has the pods it wants Ready.
 func waitSettled(t *testing.T, ns string, size int) {
 	t.Helper()
 	var last string
-	ok := waitFor(60*time.Second, func() bool {
+	ok := waitFor(90*time.Second, func() bool {
 		nodes, err := controlplane.Nodes(context.Background(), harness.Client, ns)
 		if err != nil || len(nodes) < size {
 			return false
 		}
 		done, why, err := controlplane.Settled(context.Background(), harness.Client, ns)
 		last = why
-		return err == nil && done
+		return err == nil && done && allPods(ns)
 	})
 	if !ok {
 		dump(t, ns)
 	}
-	require.True(t, ok, "tenant %s did not settle: %s; rollouts so far: %v", ns, last, op.StartedIn(ns))
+	require.True(t, ok, "tenant %s did not settle: %s; pods started so far: %v", ns, last, startedIn(ns))
 }
 
-// dump logs the namespace's pods and the operator's state, when a tenant
-// did not settle.
+// allPods reports whether every StatefulSet of ns has as many pods Ready
+// as it wants.
+func allPods(ns string) bool { return controlplane.StatefulSetsReady(context.Background(), harness.Client, ns) }
+
+// dump logs what the tenant's nodes, StatefulSets and pods say, for a
+// tenant that did not settle.
 func dump(t *testing.T, ns string) {
 	t.Helper()
-	var pods corev1.PodList
-	_ = harness.Client.List(context.Background(), &pods, client.InNamespace(ns))
-	for _, p := range pods.Items {
-		t.Logf("pod %s labels=%v scheduling gates=%v conditions=%v deleting=%v", p.Name, p.Labels, p.Spec.SchedulingGates, p.Status.Conditions, p.DeletionTimestamp != nil)
+	for _, line := range controlplane.Describe(context.Background(), harness.Client, pods, ns) {
+		t.Log(line)
 	}
-	t.Logf("simulated operator:\n%s", op.State(ns))
 }
 
 func condition(n v2alpha1.Node) *metav1.Condition {
@@ -219,13 +261,116 @@ func waitFor(timeout time.Duration, f func() bool) bool {
 	return false
 }
 
-// startedSince returns the node keys the operator started rolling in ns
-// after mark rollouts.
+// started returns every start of a pod in ns (bound to a Node by the
+// scheduler: created schedulable, or its scheduling gates gone), in order.
+func started(ns string) []controlplane.PodEvent {
+	var out []controlplane.PodEvent
+	for _, e := range pods.Since(ns, time.Time{}) {
+		if !e.Ready && !e.Terminating {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// startedIn returns the nodes whose pods started in ns, one per pod, in order.
+func startedIn(ns string) []string {
+	var out []string
+	for _, e := range started(ns) {
+		out = append(out, e.Node)
+	}
+	return out
+}
+
+// startedSince returns the node keys of the pods started in ns after the
+// first mark starts.
 func startedSince(ns string, mark int) string {
-	started := op.StartedIn(ns)
-	out := make([]string, 0, len(started))
-	for _, s := range started[mark:] {
+	names := startedIn(ns)
+	out := make([]string, 0, len(names))
+	for _, s := range names[mark:] {
 		out = append(out, strings.TrimPrefix(s, "acme-"))
 	}
 	return strings.Join(out, " ")
+}
+
+// assertEachStartedAfterThePreviousWasReady checks that every pod started in
+// ns after the first mark starts did so after the pod started before it was
+// Ready.
+func assertEachStartedAfterThePreviousWasReady(t *testing.T, ns string, mark int) {
+	t.Helper()
+	events := pods.Since(ns, time.Time{})
+	readyAt := map[string]time.Time{} // pod UID → Ready
+	for _, e := range events {
+		if e.Ready {
+			readyAt[string(e.UID)] = e.At
+		}
+	}
+	starts := started(ns)
+	for i := mark + 1; i < len(starts); i++ {
+		prev, cur := starts[i-1], starts[i]
+		ready, ok := readyAt[string(prev.UID)]
+		if !assert.True(t, ok, "%s (%s) became Ready", prev.Pod, prev.Node) {
+			continue
+		}
+		assert.False(t, cur.At.Before(ready), "%s started (%s) before %s was Ready (%s)", cur.Pod,
+			cur.At.Format(time.StampMilli), prev.Pod, ready.Format(time.StampMilli))
+	}
+}
+
+// stick makes the next build of node k in ns one that runs and never becomes
+// Ready (its next pod template is held from KWOK's pod-ready stage).
+func stick(ns, k string) {
+	stuckMu.Lock()
+	defer stuckMu.Unlock()
+	stuck[ns+"/acme-"+k] = true
+}
+
+// unstick lets node k's held pods become Ready: the hold goes from every
+// pod of the node, now and from any its StatefulSet creates later.
+func unstick(t *testing.T, ns, k string) {
+	t.Helper()
+	stuckMu.Lock()
+	delete(stuck, ns+"/acme-"+k)
+	stuckMu.Unlock()
+	var list corev1.PodList
+	require.NoError(t, harness.Client.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-" + k}))
+	for i := range list.Items {
+		p := &list.Items[i]
+		if _, held := p.Annotations[controlplane.HoldReadyAnnotation]; held {
+			patch := client.MergeFrom(p.DeepCopy())
+			delete(p.Annotations, controlplane.HoldReadyAnnotation)
+			require.NoError(t, client.IgnoreNotFound(harness.Client.Patch(context.Background(), p, patch)))
+		}
+	}
+}
+
+// evict deletes every pod of the nodes in one call, as a lost machine
+// takes them: their StatefulSets recreate them under the same names.
+func evict(t *testing.T, ns string, keys ...string) {
+	t.Helper()
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = "acme-" + k
+	}
+	in, err := labels.NewRequirement(v2alpha1.LabelNode, selection.In, names)
+	require.NoError(t, err)
+	require.NoError(t, harness.Client.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns),
+		client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*in)}))
+}
+
+// crash turns every pod of the nodes CrashLoopBackOff in place (KWOK's
+// pod-crash-loop stage); mend deletes crashed pods for their StatefulSets
+// to recreate, as an operator or a person fixing them would.
+func crash(t *testing.T, ns string, keys ...string) {
+	t.Helper()
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = "acme-" + k
+	}
+	require.NoError(t, cluster.Crash(context.Background(), ns, names...))
+}
+
+func mend(t *testing.T, ns string) {
+	t.Helper()
+	require.NoError(t, cluster.Mend(context.Background(), ns))
 }
