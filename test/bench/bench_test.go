@@ -40,3 +40,18 @@ func TestTheBenchmarkRollsAConfigOnlyChangeInOrder(t *testing.T) {
 	assert.Empty(t, res.Crash.OutOfOrder)
 	assert.Len(t, res.Crash.Latencies, 2*3, "one latency per pod release after the backend: fe1, fe2, fe3 in each tenant")
 }
+
+// The same small run on Kubernetes' own control loops (-cluster): the
+// StatefulSet controller creates the pods, the scheduler binds them, KWOK
+// makes them Ready; every release is measured and every tenant is in
+// order, the upgrade and the recovery of every pod deleted at once.
+func TestTheBenchmarkRunsOnKubernetesOwnControlLoops(t *testing.T) {
+	var out bytes.Buffer
+	res, err := measure(options{tenants: 2, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, cluster: true, crash: 2}, &out)
+	require.NoError(t, err, out.String())
+	assert.Empty(t, res.OutOfOrder)
+	assert.Len(t, res.Latencies, 2*3, "one latency per dependent release: fe2, be, fe3 in each tenant")
+	assert.Contains(t, out.String(), "kube-controller-manager, kube-scheduler and KWOK")
+	assert.Empty(t, res.Crash.OutOfOrder)
+	assert.Len(t, res.Crash.Latencies, 2*3, "one latency per pod release after the backend: fe1, fe2, fe3 in each tenant")
+}

@@ -31,6 +31,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -351,13 +353,14 @@ func measure(o options, out io.Writer) (Result, error) {
 			return res, err
 		}
 		defer stop()
+		// Every pod of the nodes in one call, as a lost machine takes them:
+		// their StatefulSets recreate them.
 		evict = func(ctx context.Context, ns string, nodes ...string) error {
-			for _, n := range nodes {
-				if err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: n}); err != nil {
-					return err
-				}
+			in, err := labels.NewRequirement(v2alpha1.LabelNode, selection.In, nodes)
+			if err != nil {
+				return err
 			}
-			return nil
+			return c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*in)})
 		}
 	} else {
 		op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated, StatefulSets: o.statefulSets}
