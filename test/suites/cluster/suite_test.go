@@ -233,7 +233,9 @@ func dump(t *testing.T, ns string) {
 
 // allPods reports whether every StatefulSet of ns has as many pods Ready
 // as it wants.
-func allPods(ns string) bool { return controlplane.StatefulSetsReady(context.Background(), harness.Client, ns) }
+func allPods(ns string) bool {
+	return controlplane.StatefulSetsReady(context.Background(), harness.Client, ns)
+}
 
 // starts returns the node keys of ns whose pods were bound to a Node since
 // mark, in order (a node again when it starts again after another).

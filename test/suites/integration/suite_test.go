@@ -230,7 +230,9 @@ func waitSettled(t *testing.T, ns string, size int) {
 
 // allPods reports whether every StatefulSet of ns has as many pods Ready
 // as it wants.
-func allPods(ns string) bool { return controlplane.StatefulSetsReady(context.Background(), harness.Client, ns) }
+func allPods(ns string) bool {
+	return controlplane.StatefulSetsReady(context.Background(), harness.Client, ns)
+}
 
 // dump logs what the tenant's nodes, StatefulSets and pods say, for a
 // tenant that did not settle.
