@@ -64,13 +64,15 @@ type ClusterConfig struct {
 // (no prerequisites) through a round trip to the API server.
 type DeploymentDependencies struct {
 	// ProvisioningPrerequisites must be Ready before this node is provisioned
-	// or recovered.
+	// or recovered. At most 1,000: a tenant's other nodes.
 	// +optional
+	// +kubebuilder:validation:MaxItems=1000
 	ProvisioningPrerequisites []Prerequisite `json:"provisioningPrerequisites,omitzero"`
 
 	// UpgradePrerequisites must be Ready and on their target before this node
-	// is upgraded.
+	// is upgraded. At most 1,000: a tenant's other nodes.
 	// +optional
+	// +kubebuilder:validation:MaxItems=1000
 	UpgradePrerequisites []Prerequisite `json:"upgradePrerequisites,omitzero"`
 }
 

@@ -52,14 +52,15 @@ type wait struct {
 // all follows every wait.
 func all(wait) bool { return true }
 
-// path returns a path of waits from "from" to "to" along the waits follow
-// accepts, depth first in list order, and whether there is one; the path
-// from a node to itself is empty.
-func (g waitGraph) path(from, to string, follow func(wait) bool) ([]wait, bool) {
+// loop returns a loop of waits from start back to start along the waits
+// follow accepts, and whether there is one: depth first in list order, the
+// first wait first. A node one first wait's search found no way back from
+// has none from the next either.
+func (g waitGraph) loop(start string, follow func(wait) bool) ([]wait, bool) {
 	seen := map[string]bool{}
 	var walk func(at string) ([]wait, bool)
 	walk = func(at string) ([]wait, bool) {
-		if at == to {
+		if at == start {
 			return nil, true
 		}
 		if seen[at] {
@@ -76,21 +77,69 @@ func (g waitGraph) path(from, to string, follow func(wait) bool) ([]wait, bool) 
 		}
 		return nil, false
 	}
-	return walk(from)
-}
-
-// loop returns a loop of waits from start back to start along the waits
-// follow accepts, and whether there is one.
-func (g waitGraph) loop(start string, follow func(wait) bool) ([]wait, bool) {
 	for _, first := range g[start] {
 		if !follow(first) {
 			continue
 		}
-		if rest, ok := g.path(first.to, start, follow); ok {
+		if rest, ok := walk(first.to); ok {
 			return append([]wait{first}, rest...), true
 		}
 	}
 	return nil, false
+}
+
+// onLoops returns the vertices of g that lie on some loop: those of its
+// strongly connected components of more than one vertex, or with a wait on
+// themselves (Tarjan's algorithm, once for the graph).
+func (g waitGraph) onLoops() map[string]bool {
+	index, low := map[string]int{}, map[string]int{}
+	onStack := map[string]bool{}
+	var stack []string
+	out := map[string]bool{}
+	var connect func(v string)
+	connect = func(v string) {
+		index[v], low[v] = len(index), len(index)
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, w := range g[v] {
+			if _, visited := index[w.to]; !visited {
+				connect(w.to)
+				low[v] = min(low[v], low[w.to])
+			} else if onStack[w.to] {
+				low[v] = min(low[v], index[w.to])
+			}
+		}
+		if low[v] != index[v] {
+			return
+		}
+		var component []string
+		for {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			onStack[top] = false
+			component = append(component, top)
+			if top == v {
+				break
+			}
+		}
+		selfLoop := slices.ContainsFunc(g[v], func(w wait) bool { return w.to == v })
+		if len(component) > 1 || selfLoop {
+			for _, c := range component {
+				out[c] = true
+			}
+		}
+	}
+	vertices := make([]string, 0, len(g))
+	for v := range g {
+		vertices = append(vertices, v)
+	}
+	slices.Sort(vertices)
+	for _, v := range vertices {
+		if _, visited := index[v]; !visited {
+			connect(v)
+		}
+	}
+	return out
 }
 
 // names renders a loop of waits from start as its nodes, start first and
@@ -412,7 +461,13 @@ func (g waitGraph) reachesNode(from, target string) bool {
 // provisionedAfter reports whether node b waits, for its provisioning,
 // for node x to be Ready: x is among its provisioning requirements,
 // directly or through others (through down nodes as the lists are walked).
+// The closure of b's requirements is memoised for the pass: the loop
+// breaking asks this of every wait, tier by tier.
 func (p *planner) provisionedAfter(b, x string) bool {
+	if c, ok := p.provisionedClosure[b]; ok {
+		return c[x]
+	}
+	closure := map[string]bool{}
 	seen := map[string]bool{b: true}
 	queue := []string{b}
 	for len(queue) > 0 {
@@ -422,16 +477,15 @@ func (p *planner) provisionedAfter(b, x string) bool {
 			continue
 		}
 		for _, r := range p.provisioningOf(cur) {
-			if r == x {
-				return true
-			}
+			closure[r] = true
 			if !seen[r] {
 				seen[r] = true
 				queue = append(queue, r)
 			}
 		}
 	}
-	return false
+	p.provisionedClosure[b] = closure
+	return closure[x]
 }
 
 // provisioningOf returns the live nodes node name's provisioning list
@@ -463,6 +517,7 @@ func (p *planner) provisioningOf(name string) []string {
 // between nodes, and no wait to drop), so it is only reported.
 func (p *planner) findCycles(g waitGraph) map[string][]string {
 	cycles := map[string][]string{}
+	onLoops := g.onLoops() // a search for a loop only from where there is one
 	for name, bs := range p.blockers {
 		if len(bs) == 0 {
 			continue
@@ -470,6 +525,9 @@ func (p *planner) findCycles(g waitGraph) map[string][]string {
 		start := vertex(statePods, name)
 		if gated(p.Nodes[name]) {
 			start = vertex(stateRelease, name)
+		}
+		if !onLoops[start] {
+			continue
 		}
 		if loop, ok := g.loop(start, all); ok {
 			cycles[name] = loopNodes(start, loop)

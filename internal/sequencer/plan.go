@@ -98,8 +98,10 @@ type planner struct {
 	releasing  map[string]bool
 	// cycles maps each node in a wait-for loop to the loop.
 	cycles map[string][]string
-	// provisioning memoises provisioningOf.
-	provisioning map[string][]string
+	// provisioning memoises provisioningOf, provisionedClosure the nodes
+	// each node's provisioning waits for, directly or through others.
+	provisioning       map[string][]string
+	provisionedClosure map[string]map[string]bool
 	// letGo memoises the waitGraph with held nodes let go, before (false)
 	// and after (true) the releases of the pass are chosen.
 	letGo map[bool]waitGraph
@@ -127,7 +129,7 @@ func Plan(s *Snapshot) []Decision {
 
 func newPlanner(s *Snapshot) *planner {
 	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]map[string]bool{},
-		provisioning: map[string][]string{}, letGo: map[bool]waitGraph{}, ahead: map[string]bool{}}
+		provisioning: map[string][]string{}, provisionedClosure: map[string]map[string]bool{}, letGo: map[bool]waitGraph{}, ahead: map[string]bool{}}
 	for name := range s.Nodes {
 		p.names = append(p.names, name)
 	}

@@ -68,8 +68,8 @@ func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings)
 		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk}},
 		ValidatePodPath:      {Handler: &PodGateGuard{Sequencer: sequencerUsers}},
 	}
-	for _, path := range []string{MutateBackendPath, MutateFrontendPath} {
-		hooks[path].Handler = withWarnings(hooks[path].Handler)
+	for path, kind := range map[string]string{MutateBackendPath: v2alpha1.KindBackend, MutateFrontendPath: v2alpha1.KindFrontend} {
+		hooks[path].Handler = withSchemaErrors(kind, withWarnings(hooks[path].Handler))
 	}
 	return hooks
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -120,6 +121,13 @@ func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node, orders defaults.Or
 		warnings = append(warnings, fmt.Sprintf(
 			"%s %s does not fit the node names of tenant %s (%s-be for the Backend, %s-fe<n> for Frontends): it gets no default prerequisites and has no place in the default order",
 			obj.NodeKind(), obj.GetName(), cluster, cluster, cluster))
+	}
+
+	for _, msg := range validation.IsValidLabelValue(obj.GetName()) {
+		// Its pods name it in a label; a name no label can hold leaves them
+		// nameless: no pod of it could ever be held or counted.
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), obj.GetName(), fmt.Sprintf(
+			"%s: a node's pods carry its name in label %s", msg, v2alpha1.LabelNode)))
 	}
 
 	byName := map[string]v2alpha1.Node{}

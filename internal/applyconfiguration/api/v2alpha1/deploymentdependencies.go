@@ -14,10 +14,10 @@ package v2alpha1
 // (no prerequisites) through a round trip to the API server.
 type DeploymentDependenciesApplyConfiguration struct {
 	// ProvisioningPrerequisites must be Ready before this node is provisioned
-	// or recovered.
+	// or recovered. At most 1,000: a tenant's other nodes.
 	ProvisioningPrerequisites []PrerequisiteApplyConfiguration `json:"provisioningPrerequisites,omitempty"`
 	// UpgradePrerequisites must be Ready and on their target before this node
-	// is upgraded.
+	// is upgraded. At most 1,000: a tenant's other nodes.
 	UpgradePrerequisites []PrerequisiteApplyConfiguration `json:"upgradePrerequisites,omitempty"`
 }
 

@@ -1,0 +1,49 @@
+package sequencer
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// Plan's cost for a tenant of 200 nodes (and of 8 beside it) (input sized to hurt): every node
+// released and Ready on its target, and then a change to all just admitted
+// (every node gated on a new target: the widest wait graph). The figures
+// are in docs/performance.md "Input sized to hurt":
+// go test ./internal/sequencer -run '^$' -bench Plan -benchmem.
+func BenchmarkPlan(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		size   int
+		change bool
+	}{{"every node Ready on its target", 200, false}, {"a change to all just admitted", 200, true}, {"8 nodes, a change to all just admitted", 8, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			w := newWorld(b, "acme")
+			w.tenant(c.size, "v1")
+			for name, n := range w.nodes { // released, Ready on target
+				hash := n.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+				n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = hash
+				n.NodeSpec().RolloutGates = nil
+				w.pods[name] = []Pod{{Name: name + "-0", Version: "v1", Hash: hash,
+					Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionTrue)}}}
+				w.setCurrent[name] = hash
+			}
+			if c.change {
+				keys := make([]string, 0, c.size)
+				for i := range c.size {
+					keys = append(keys, map[bool]string{true: "be", false: fmt.Sprintf("fe%d", i)}[i == 0])
+				}
+				w.setVersion("v2", keys...)
+			}
+			s := w.snapshot()
+			decisions := Plan(s)
+			b.ReportMetric(float64(len(decisions)), "decisions")
+			for b.Loop() {
+				Plan(s)
+			}
+		})
+	}
+}
