@@ -25,9 +25,15 @@ const clusterNodes = 4
 // started and made Ready by KWOK at once). rec hears of every pod bound to
 // a Node (a start), made Ready, and of every node's gate going, as the
 // simulated operator tells it.
-func startCluster(ctx context.Context, cp *controlplane.ControlPlane, rec *recorder, out io.Writer) (stop func(), err error) {
-	fmt.Fprintf(out, "Starting kube-controller-manager, kube-scheduler and KWOK with %d fake Nodes…\n", clusterNodes)
-	cluster, err := cp.StartCluster(clusterNodes)
+func startCluster(ctx context.Context, cp *controlplane.ControlPlane, rec *recorder, controllerQPS int, out io.Writer) (stop func(), err error) {
+	var flags []string
+	limit := "its default client rate limit"
+	if controllerQPS > 0 {
+		flags = []string{fmt.Sprintf("--kube-api-qps=%d", controllerQPS), fmt.Sprintf("--kube-api-burst=%d", controllerQPS*3/2)}
+		limit = fmt.Sprintf("%d requests/s", controllerQPS)
+	}
+	fmt.Fprintf(out, "Starting kube-controller-manager (%s), kube-scheduler and KWOK with %d fake Nodes…\n", limit, clusterNodes)
+	cluster, err := cp.StartClusterWith(clusterNodes, flags...)
 	if err != nil {
 		return nil, err
 	}

@@ -74,8 +74,11 @@ type options struct {
 	// statefulSets: every pod is owned by its node's StatefulSet, which the
 	// sequencer reads on its fresh reads.
 	statefulSets bool
-	// cluster: run on Kubernetes' own control loops (cluster.go).
-	cluster bool
+	// cluster: run on Kubernetes' own control loops (cluster.go);
+	// controllerQPS, when positive, is kube-controller-manager's client rate
+	// limit there (its own default is 20 requests/s, burst 30).
+	cluster       bool
+	controllerQPS int
 }
 
 // phase names what a node is Ready on: its version and configChangeset.
@@ -110,6 +113,7 @@ func main() {
 	flag.BoolVar(&o.statefulSets, "statefulsets", true, "Every pod is owned by its node's StatefulSet (one replica), as the Express operator's are: the sequencer's fresh reads then read each node's StatefulSet too. false creates bare pods.")
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 32, "express-sequencer's --max-concurrent-reconciles: tenants sequenced in parallel.")
 	flag.BoolVar(&o.cluster, "cluster", false, "Run on Kubernetes' own control loops: kube-controller-manager (StatefulSet controller, garbage collector), kube-scheduler and KWOK as the kubelet of 4 fake Nodes, the Express operator's part one StatefulSet per node (expressoperator), instead of the simulated operator that plays all of them.")
+	flag.IntVar(&o.controllerQPS, "controller-qps", 0, "With -cluster: kube-controller-manager's --kube-api-qps (burst 1.5 times it); 0 keeps its default, 20 requests/s with bursts of 30, which bounds how fast StatefulSets create and replace pods.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
@@ -168,7 +172,11 @@ func run(o options, out io.Writer) error {
 	if !o.rolloutID {
 		grouping = "settle time " + o.settle.String()
 	}
-	fmt.Fprintf(out, "\n%d tenants × %d nodes, %s change %s (instant readiness, change grouping by %s)\n", res.Tenants, res.Nodes, o.change, how, grouping)
+	stack := "the simulated operator, instant readiness"
+	if o.cluster {
+		stack = "Kubernetes' own control loops, KWOK's readiness"
+	}
+	fmt.Fprintf(out, "\n%d tenants × %d nodes, %s change %s (%s, change grouping by %s)\n", res.Tenants, res.Nodes, o.change, how, stack, grouping)
 	fmt.Fprintf(out, "  provisioning:            %s\n", res.Provision.Round(time.Millisecond))
 	fmt.Fprintf(out, "  upgrade:                 %s (the change applied to every node after %s)\n", res.Upgrade.Round(time.Millisecond), res.Applied.Round(time.Millisecond))
 	fmt.Fprintf(out, "  release latency p50:     %s\n", res.Percentile(50).Round(100*time.Microsecond))
@@ -348,7 +356,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	opCP.Config = cfg
 	var evict func(ctx context.Context, ns string, nodes ...string) error
 	if o.cluster {
-		stop, err := startCluster(ctx, &opCP, rec, out)
+		stop, err := startCluster(ctx, &opCP, rec, o.controllerQPS, out)
 		if err != nil {
 			return res, err
 		}

@@ -51,6 +51,13 @@ type Cluster struct {
 // binaries and KWOK's stages are read from KUBEBUILDER_ASSETS
 // (hack/control-plane.sh builds them).
 func (cp *ControlPlane) StartCluster(nodes int) (*Cluster, error) {
+	return cp.StartClusterWith(nodes)
+}
+
+// StartClusterWith starts a Cluster as StartCluster does, with
+// kube-controller-manager given the extra flags controllerFlags (the
+// benchmark's -controller-qps: --kube-api-qps, --kube-api-burst).
+func (cp *ControlPlane) StartClusterWith(nodes int, controllerFlags ...string) (*Cluster, error) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	for _, b := range []string{"kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
@@ -79,12 +86,12 @@ func (cp *ControlPlane) StartCluster(nodes int) (*Cluster, error) {
 		name string
 		args []string
 	}{
-		{"kube-controller-manager", append(auth,
+		{"kube-controller-manager", append(append(slices.Clone(auth),
 			"--controllers=*,-serviceaccount-token,-csrsigning,-bootstrapsigner,-tokencleaner",
 			"--use-service-account-credentials=false",
 			// A Node that stops answering is NotReady after 10 s (not 50 s).
 			"--node-monitor-grace-period=10s", "--node-monitor-period=1s",
-		)},
+		), controllerFlags...)},
 		{"kube-scheduler", auth},
 		{"kwok", []string{"--kubeconfig=" + kc, "--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=" + kwokNodeFake,
