@@ -91,6 +91,14 @@ bench: control-plane ## The numbers of docs/performance.md: 1,000 tenants × 8 n
 	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -crash 200 -admission 50 && \
 	$(GO) run ./bench -tenants 1000 -change config
 
+.PHONY: bench-cluster
+bench-cluster: control-plane ## The real stack beside the simulated one (docs/performance.md): 200 tenants at 2 tenants/s with a crash on each stack, the controller's rate limit raised, and 1,000 tenants on the real stack (about 45 minutes).
+	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
+	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -crash 200 && \
+	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -crash 200 -cluster && \
+	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -crash 200 -cluster -controller-qps 200 && \
+	$(GO) run ./bench -tenants 1000 -cluster -controller-qps 200
+
 .PHONY: bench-scaling
 bench-scaling: control-plane ## The scaling table of docs/performance.md: 250, 500, 1,000 and 2,000 tenants × 8 nodes upgraded all at once.
 	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
