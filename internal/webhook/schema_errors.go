@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -23,12 +24,19 @@ import (
 // runs before the API server's schema validation, so without this a user
 // reads a Go struct's name. The request is refused either way: a node the
 // webhook cannot read is never let through without its defaults and gate.
+// The path has no list indices (Go's decoder gives none):
+// spec.deploymentDependencies.upgradePrerequisites.kind.
 func withSchemaErrors(kind string, h admission.Handler) admission.Handler {
 	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
 		if req.Operation == admissionv1.Create || req.Operation == admissionv1.Update {
+			// Only what the handler's own decoder (case-sensitive, as the
+			// API server's) refuses is answered here; encoding/json, which
+			// matches keys in any case, only names the field and the type.
 			var typeErr *json.UnmarshalTypeError
-			if err := json.Unmarshal(req.Object.Raw, v2alpha1.NewNode(kind)); errors.As(err, &typeErr) && typeErr.Field != "" {
-				return invalidType(kind, req.Name, typeErr)
+			if kjson.UnmarshalCaseSensitivePreserveInts(req.Object.Raw, v2alpha1.NewNode(kind)) != nil {
+				if err := json.Unmarshal(req.Object.Raw, v2alpha1.NewNode(kind)); errors.As(err, &typeErr) && typeErr.Field != "" {
+					return invalidType(kind, req.Name, typeErr)
+				}
 			}
 		}
 		return h.Handle(ctx, req)

@@ -51,7 +51,7 @@ func TestTheBenchmarkRunsOnKubernetesOwnControlLoops(t *testing.T) {
 	require.NoError(t, err, out.String())
 	assert.Empty(t, res.OutOfOrder)
 	assert.Len(t, res.Latencies, 2*3, "one latency per dependent release: fe2, be, fe3 in each tenant")
-	assert.Contains(t, out.String(), "kube-controller-manager, kube-scheduler and KWOK")
+	assert.Contains(t, out.String(), "Starting kube-controller-manager (its default client rate limit), kube-scheduler and KWOK")
 	assert.Empty(t, res.Crash.OutOfOrder)
 	assert.Len(t, res.Crash.Latencies, 2*3, "one latency per pod release after the backend: fe1, fe2, fe3 in each tenant")
 }

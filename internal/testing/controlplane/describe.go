@@ -51,8 +51,8 @@ func Describe(ctx context.Context, c client.Reader, log *PodLog, ns string) []st
 	}
 	if log != nil {
 		for _, e := range log.Since(ns, time.Time{}) {
-			out = append(out, fmt.Sprintf("event %s %s ready=%v terminating=%v gated=%v version=%s uid=%s", e.At.Format(time.StampMilli), e.Pod,
-				e.Ready, e.Terminating, e.Gated, e.Version, e.UID))
+			out = append(out, fmt.Sprintf("event %s %s ready=%v terminating=%v gated=%v schedulable=%s version=%s uid=%s", e.At.Format(time.StampMilli), e.Pod,
+				e.Ready, e.Terminating, e.Gated, e.Schedulable.Format(time.StampMilli), e.Version, e.UID))
 		}
 	}
 	return out

@@ -43,8 +43,11 @@ type PodEvent struct {
 	// otherwise it was bound to a Node.
 	Ready, Terminating bool
 	// Gated: the pod was seen with scheduling gates before it was bound.
-	Gated bool
-	At    time.Time
+	// Schedulable is when it was first seen without them (created
+	// schedulable, or its gates gone): the moment the order let it go.
+	Gated       bool
+	Schedulable time.Time
+	At          time.Time
 }
 
 // PodLog records, from a watch of Express pods, when each pod was bound to
@@ -54,6 +57,8 @@ type PodLog struct {
 	mu     sync.Mutex
 	events []PodEvent
 	seen   map[types.UID][4]bool
+	// schedulable is when each pod was first seen without scheduling gates.
+	schedulable map[types.UID]time.Time
 	on     func(PodEvent)
 }
 
@@ -64,7 +69,7 @@ func WatchPods(ctx context.Context, cfg *rest.Config, on ...func(PodEvent)) (*Po
 	if err != nil {
 		return nil, err
 	}
-	l := &PodLog{seen: map[types.UID][4]bool{}, on: func(e PodEvent) {
+	l := &PodLog{seen: map[types.UID][4]bool{}, schedulable: map[types.UID]time.Time{}, on: func(e PodEvent) {
 		for _, f := range on {
 			f(e)
 		}
@@ -113,10 +118,13 @@ func (l *PodLog) observe(p *corev1.Pod) {
 		Version: p.Labels[v2alpha1.LabelExpressVersion], Config: p.Annotations[ConfigAnnotation], Machine: p.Spec.NodeName, At: now}
 	var recorded []PodEvent
 	seen[3] = seen[3] || len(p.Spec.SchedulingGates) > 0
+	if _, ok := l.schedulable[p.UID]; !ok && len(p.Spec.SchedulingGates) == 0 {
+		l.schedulable[p.UID] = now
+	}
 	if bound && !seen[0] {
 		seen[0] = true
 		ev := event
-		ev.Gated = seen[3]
+		ev.Gated, ev.Schedulable = seen[3], l.schedulable[p.UID]
 		recorded = append(recorded, ev)
 	}
 	if ready && p.DeletionTimestamp == nil && !seen[1] {

@@ -90,7 +90,10 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	op := &expressoperator.Operator{Client: mgr.GetClient(), StartAfter: 50 * time.Millisecond, ReadyAfter: 250 * time.Millisecond,
+	// A pod is Ready half a second after it starts: the tests that act while
+	// a node rolls (take the next one down, stop the sequencer) have that
+	// long to land first, on a loaded machine too.
+	op := &expressoperator.Operator{Client: mgr.GetClient(), StartAfter: 50 * time.Millisecond, ReadyAfter: 500 * time.Millisecond,
 		Stuck: func(n v2alpha1.Node) bool {
 			stuckMu.Lock()
 			defer stuckMu.Unlock()
