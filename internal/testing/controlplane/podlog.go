@@ -59,7 +59,7 @@ type PodLog struct {
 	seen   map[types.UID][4]bool
 	// schedulable is when each pod was first seen without scheduling gates.
 	schedulable map[types.UID]time.Time
-	on     func(PodEvent)
+	on          func(PodEvent)
 }
 
 // WatchPods records the Express pods of the API server cfg names until ctx
