@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"reflect"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -11,35 +12,33 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	kjson "sigs.k8s.io/json"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
-// withSchemaErrors returns h, refusing an Express node whose fields do not
-// have their API types (`up: "yes"`) the way the API server's own schema
+// withSchemaErrors returns h, answering a node whose fields do not have
+// their API types (`up: "yes"`) the way the API server's own schema
 // validation would, naming the field in Kubernetes' words
 // (`spec.up: Invalid value: "string": must be of type boolean`), instead
 // of in Go's, which controller-runtime's decoder gives. Mutating admission
 // runs before the API server's schema validation, so without this a user
-// reads a Go struct's name. The request is refused either way: a node the
-// webhook cannot read is never let through without its defaults and gate.
-// The path has no list indices (Go's decoder gives none):
+// reads a Go struct's name. Only a request h itself refused as undecodable
+// (400) is answered so — refused either way, never let through without its
+// defaults and gate — and only it is decoded a second time, with
+// encoding/json, whose error names the field and the type. The path has no
+// list indices (Go's decoder gives none):
 // spec.deploymentDependencies.upgradePrerequisites.kind.
 func withSchemaErrors(kind string, h admission.Handler) admission.Handler {
 	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
-		if req.Operation == admissionv1.Create || req.Operation == admissionv1.Update {
-			// Only what the handler's own decoder (case-sensitive, as the
-			// API server's) refuses is answered here; encoding/json, which
-			// matches keys in any case, only names the field and the type.
-			var typeErr *json.UnmarshalTypeError
-			if kjson.UnmarshalCaseSensitivePreserveInts(req.Object.Raw, v2alpha1.NewNode(kind)) != nil {
-				if err := json.Unmarshal(req.Object.Raw, v2alpha1.NewNode(kind)); errors.As(err, &typeErr) && typeErr.Field != "" {
-					return invalidType(kind, req.Name, typeErr)
-				}
-			}
+		resp := h.Handle(ctx, req)
+		if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusBadRequest {
+			return resp
 		}
-		return h.Handle(ctx, req)
+		var typeErr *json.UnmarshalTypeError
+		if err := json.Unmarshal(req.Object.Raw, v2alpha1.NewNode(kind)); errors.As(err, &typeErr) && typeErr.Field != "" {
+			return invalidType(kind, req.Name, typeErr)
+		}
+		return resp
 	})
 }
 

@@ -4,13 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 	"github.com/medallia/express-sequencer/internal/testing/simoperator"
@@ -39,8 +35,7 @@ func startCluster(ctx context.Context, cp *controlplane.ControlPlane, rec *recor
 	}
 	op := &expressoperator.Operator{}
 	stopOp, err := cp.StartController(func(mgr ctrl.Manager) error {
-		op.Client = mgr.GetClient()
-		if err := watchUngated(mgr, rec.onUngated); err != nil {
+		if err := simoperator.WatchUngated(mgr, rec.onUngated); err != nil {
 			return err
 		}
 		return op.SetupWithManager(mgr)
@@ -70,24 +65,4 @@ func (r *recorder) onPodEvent(e controlplane.PodEvent) {
 	default:
 		r.onStart(simoperator.Start{Node: e.Node, Namespace: e.Namespace, Version: e.Version, Hash: e.Hash, Pod: e.Pod, At: e.At})
 	}
-}
-
-// watchUngated calls ungated the moment the manager's informer sees a
-// node's gate go.
-func watchUngated(mgr ctrl.Manager, ungated func(namespace, node string, at time.Time)) error {
-	for _, obj := range []client.Object{&v2alpha1.Backend{}, &v2alpha1.Frontend{}} {
-		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
-		if err != nil {
-			return err
-		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
-			old, cur := oldObj.(v2alpha1.Node), newObj.(v2alpha1.Node)
-			if v2alpha1.IsGated(old) && !v2alpha1.IsGated(cur) {
-				ungated(cur.GetNamespace(), cur.GetName(), time.Now())
-			}
-		}}); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -38,7 +38,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
@@ -143,10 +142,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	defer cluster.Stop()
 	d := &demo{timeline: tl, c: h.Client, ns: ns, gated: map[types.UID]bool{}}
 	op := &expressoperator.Operator{StartAfter: o.startAfter, ReadyAfter: o.readyAfter}
-	stopOp, err := h.StartController(func(mgr ctrl.Manager) error {
-		op.Client = mgr.GetClient()
-		return op.SetupWithManager(mgr)
-	})
+	stopOp, err := h.StartController(op.SetupWithManager)
 	if err != nil {
 		return err
 	}

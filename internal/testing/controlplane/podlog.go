@@ -159,6 +159,18 @@ func (l *PodLog) Since(ns string, since time.Time) []PodEvent {
 	return out
 }
 
+// Bound returns the events of namespace ns where a pod was bound to a
+// Node (its start), in order: one per pod.
+func (l *PodLog) Bound(ns string) []PodEvent {
+	var out []PodEvent
+	for _, e := range l.Since(ns, time.Time{}) {
+		if !e.Ready && !e.Terminating {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // Starts returns the nodes of ns whose pods were bound to a Node at or
 // after since, in the order their first pod was: a node is listed again
 // when its pods start again after another node's did.

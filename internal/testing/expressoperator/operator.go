@@ -41,7 +41,8 @@ import (
 
 // Operator is the Express operator's job on StatefulSets.
 type Operator struct {
-	// Client reads from the operator's cache and writes to the API server.
+	// Client reads from the operator's cache and writes to the API server:
+	// the manager's client when nil.
 	Client client.Client
 	// Replicas is how many pods a node runs (1 when nil or 0).
 	Replicas func(v2alpha1.Node) int32
@@ -67,8 +68,12 @@ type nodeRef struct {
 	types.NamespacedName
 }
 
-// SetupWithManager runs the operator on mgr.
+// SetupWithManager runs the operator on mgr (controlplane's
+// StartController runs it in a manager of its own).
 func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
+	if o.Client == nil {
+		o.Client = mgr.GetClient()
+	}
 	byKind := func(kind string) handler.TypedEventHandler[client.Object, nodeRef] {
 		return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []nodeRef {
 			return []nodeRef{{Kind: kind, NamespacedName: client.ObjectKeyFromObject(obj)}}

@@ -123,19 +123,8 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 		return []nodeRef{{Kind: v2alpha1.KindBackend, NamespacedName: key}, {Kind: v2alpha1.KindFrontend, NamespacedName: key}}
 	})
 	if o.OnUngated != nil {
-		for _, obj := range []client.Object{&v2alpha1.Backend{}, &v2alpha1.Frontend{}} {
-			inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
-			if err != nil {
-				return err
-			}
-			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
-				old, cur := oldObj.(v2alpha1.Node), newObj.(v2alpha1.Node)
-				if v2alpha1.IsGated(old) && !v2alpha1.IsGated(cur) {
-					o.OnUngated(cur.GetNamespace(), cur.GetName(), time.Now())
-				}
-			}}); err != nil {
-				return err
-			}
+		if err := WatchUngated(mgr, o.OnUngated); err != nil {
+			return err
 		}
 	}
 	return builder.TypedControllerManagedBy[nodeRef](mgr).
@@ -573,4 +562,24 @@ func (o *Operator) State(ns string) string {
 		add("crashed", k, v)
 	}
 	return out
+}
+
+// WatchUngated calls ungated the moment mgr's informer sees a node's gate
+// go, before any queueing: the benchmark's measure of a release.
+func WatchUngated(mgr ctrl.Manager, ungated func(namespace, node string, at time.Time)) error {
+	for _, obj := range []client.Object{&v2alpha1.Backend{}, &v2alpha1.Frontend{}} {
+		inf, err := mgr.GetCache().GetInformer(context.Background(), obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+			old, cur := oldObj.(v2alpha1.Node), newObj.(v2alpha1.Node)
+			if v2alpha1.IsGated(old) && !v2alpha1.IsGated(cur) {
+				ungated(cur.GetNamespace(), cur.GetName(), time.Now())
+			}
+		}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 )
@@ -32,10 +30,7 @@ func realStack(cp *controlplane.ControlPlane) (pods *controlplane.PodLog, stop f
 		return nil, nil, err
 	}
 	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 150 * time.Millisecond}
-	stopOp, err := cp.StartController(func(mgr ctrl.Manager) error {
-		op.Client = mgr.GetClient()
-		return op.SetupWithManager(mgr)
-	})
+	stopOp, err := cp.StartController(op.SetupWithManager)
 	if err != nil {
 		stop()
 		return nil, nil, err
@@ -48,10 +43,8 @@ func realStack(cp *controlplane.ControlPlane) (pods *controlplane.PodLog, stop f
 // per pod, in order.
 func startsIn(pods *controlplane.PodLog, ns string) []string {
 	var out []string
-	for _, e := range pods.Since(ns, time.Time{}) {
-		if !e.Ready && !e.Terminating {
-			out = append(out, e.Node)
-		}
+	for _, e := range pods.Bound(ns) {
+		out = append(out, e.Node)
 	}
 	return out
 }

@@ -20,13 +20,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
-	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 )
@@ -79,17 +76,14 @@ func run(m *testing.M) (int, error) {
 	if pods, err = controlplane.WatchPods(ctx, harness.Config); err != nil {
 		return 0, err
 	}
-	mgr, err := ctrl.NewManager(harness.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
+		Replicas:    func(n v2alpha1.Node) int32 { return replicas[n.GetNamespace()] },
+		GracePeriod: func(n v2alpha1.Node) time.Duration { return grace[n.GetNamespace()] }}
+	stopOp, err := harness.StartController(op.SetupWithManager)
 	if err != nil {
 		return 0, err
 	}
-	op := &expressoperator.Operator{Client: mgr.GetClient(), StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
-		Replicas:    func(n v2alpha1.Node) int32 { return replicas[n.GetNamespace()] },
-		GracePeriod: func(n v2alpha1.Node) time.Duration { return grace[n.GetNamespace()] }}
-	if err := op.SetupWithManager(mgr); err != nil {
-		return 0, err
-	}
-	go func() { _ = mgr.Start(ctx) }()
+	defer stopOp()
 	return m.Run(), nil
 }
 

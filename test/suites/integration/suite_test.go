@@ -26,13 +26,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
-	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 )
@@ -86,23 +83,20 @@ func run(m *testing.M) (int, error) {
 	if pods, err = controlplane.WatchPods(ctx, harness.Config); err != nil {
 		return 0, err
 	}
-	mgr, err := ctrl.NewManager(harness.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	if err != nil {
-		return 0, err
-	}
 	// A pod is Ready half a second after it starts: the tests that act while
 	// a node rolls (take the next one down, stop the sequencer) have that
 	// long to land first, on a loaded machine too.
-	op := &expressoperator.Operator{Client: mgr.GetClient(), StartAfter: 50 * time.Millisecond, ReadyAfter: 500 * time.Millisecond,
+	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 500 * time.Millisecond,
 		Stuck: func(n v2alpha1.Node) bool {
 			stuckMu.Lock()
 			defer stuckMu.Unlock()
 			return stuck[n.GetNamespace()+"/"+n.GetName()]
 		}}
-	if err := op.SetupWithManager(mgr); err != nil {
+	stopOp, err := harness.StartController(op.SetupWithManager)
+	if err != nil {
 		return 0, err
 	}
-	go func() { _ = mgr.Start(ctx) }()
+	defer stopOp()
 	return m.Run(), nil
 }
 
@@ -268,15 +262,7 @@ func waitFor(timeout time.Duration, f func() bool) bool {
 
 // started returns every start of a pod in ns (bound to a Node by the
 // scheduler: created schedulable, or its scheduling gates gone), in order.
-func started(ns string) []controlplane.PodEvent {
-	var out []controlplane.PodEvent
-	for _, e := range pods.Since(ns, time.Time{}) {
-		if !e.Ready && !e.Terminating {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func started(ns string) []controlplane.PodEvent { return pods.Bound(ns) }
 
 // startedIn returns the nodes whose pods started in ns, one per pod, in order.
 func startedIn(ns string) []string {
