@@ -81,11 +81,15 @@ func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Sna
 	if err == nil {
 		r.own.forgetGone(cached)
 	}
+	names := cached // the names a fresh read by name starts from
+	if err != nil {
+		names = nil
+	}
 	var readFresh func() (*Snapshot, error)
 	if r.Fresh != nil {
 		readFresh = func() (*Snapshot, error) {
 			watch.lap("plan")
-			return GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+			return GatherFreshFromCache(ctx, r.Fresh, names, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
 		}
 	}
 	snap, decisions, fresh, err := planOnFreshest(cached, err, readFresh)
@@ -165,11 +169,22 @@ func stripPod(obj any) (any, error) {
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
+			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, OwnerReferences: controllerOnly(p.OwnerReferences),
 		},
 		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates},
 		Status: corev1.PodStatus{Conditions: conds, Phase: p.Status.Phase, ContainerStatuses: failingContainers(p)},
 	}, nil
+}
+
+// controllerOnly keeps, of a pod's owner references, its controller's:
+// the fresh read by name finds a node's pods through their StatefulSet.
+func controllerOnly(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	for _, ref := range refs {
+		if ptr.Deref(ref.Controller, false) {
+			return []metav1.OwnerReference{ref}
+		}
+	}
+	return nil
 }
 
 // failingContainers keeps, of a pod's container statuses, the state of one
@@ -188,22 +203,29 @@ func failingContainers(p *corev1.Pod) []corev1.ContainerStatus {
 	return nil
 }
 
-// SetupWithManager registers the field indexes and the tenant controller.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
-	r.gated.gauge, r.all.gauge = gatedNodes, nodesByReason
-	ctx := context.Background()
+// IndexFields registers the cache's field indexes that Gather reads
+// through: the sequencer plans from them, the pod webhook finds in them the
+// names it reads fresh. Register them once per manager.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	byTenant := func(o client.Object) []string {
 		return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
 	}
 	if err := errors.Join(
-		mgr.GetFieldIndexer().IndexField(ctx, &v2alpha1.Backend{}, IndexTenant, byTenant),
-		mgr.GetFieldIndexer().IndexField(ctx, &v2alpha1.Frontend{}, IndexTenant, byTenant),
-		mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, IndexPodNode, func(o client.Object) []string {
+		indexer.IndexField(ctx, &v2alpha1.Backend{}, IndexTenant, byTenant),
+		indexer.IndexField(ctx, &v2alpha1.Frontend{}, IndexTenant, byTenant),
+		indexer.IndexField(ctx, &corev1.Pod{}, IndexPodNode, func(o client.Object) []string {
 			return []string{o.GetLabels()[v2alpha1.LabelNode]}
 		}),
 	); err != nil {
 		return fmt.Errorf("indexing the cache: %w", err)
 	}
+	return nil
+}
+
+// SetupWithManager registers the tenant controller; the manager's cache must
+// have the field indexes (IndexFields).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	r.gated.gauge, r.all.gauge = gatedNodes, nodesByReason
 	nodeTenant := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []Tenant {
 		t := Tenant{Namespace: o.GetNamespace(), ClusterName: o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
 		r.observe(t)

@@ -50,6 +50,8 @@ var (
 	// Ready (stick, unstick).
 	stuckMu sync.Mutex
 	stuck   = map[string]bool{}
+	// replicas are the pods of a node ("namespace/name"), 1 unless set.
+	replicas = map[string]int32{}
 )
 
 func TestMain(m *testing.M) {
@@ -91,6 +93,11 @@ func run(m *testing.M) (int, error) {
 			stuckMu.Lock()
 			defer stuckMu.Unlock()
 			return stuck[n.GetNamespace()+"/"+n.GetName()]
+		},
+		Replicas: func(n v2alpha1.Node) int32 {
+			stuckMu.Lock()
+			defer stuckMu.Unlock()
+			return replicas[n.GetNamespace()+"/"+n.GetName()]
 		}}
 	stopOp, err := harness.StartController(op.SetupWithManager)
 	if err != nil {

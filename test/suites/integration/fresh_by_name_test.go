@@ -1,0 +1,272 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/webhook"
+)
+
+// These tests show the guarantee of the fresh read by name (DESIGN §4b):
+// the cache only names what is read; each is given a cache that lags on
+// purpose and fails if the read it checks is taken from that cache.
+
+// freshReads is the sequencer's count of fresh reads made by how ("names",
+// "list").
+func freshReads(t *testing.T, how string) float64 {
+	t.Helper()
+	for _, m := range metric(t, "express_sequencer_fresh_reads_total") {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "how" && l.GetValue() == how {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// cordonAll keeps every machine from taking a new pod until the test ends.
+func cordonAll(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var machines corev1.NodeList
+	require.NoError(t, harness.Client.List(ctx, &machines))
+	for _, m := range machines.Items {
+		require.NoError(t, cluster.Cordon(ctx, m.Name, true))
+		t.Cleanup(func() { require.NoError(t, cluster.Cordon(ctx, m.Name, false)) })
+	}
+}
+
+// machines are the cluster's Nodes, for a cache that also answers the
+// question whether a pod's machine is still there.
+func machines(t *testing.T) []client.Object {
+	t.Helper()
+	var list corev1.NodeList
+	require.NoError(t, harness.Client.List(context.Background(), &list))
+	var out []client.Object
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out
+}
+
+// scale makes node k's StatefulSet want n pods, as its operator would.
+func scale(t *testing.T, ns, k string, n int32) {
+	t.Helper()
+	ctx := context.Background()
+	stuckMu.Lock()
+	replicas[ns+"/acme-"+k] = n
+	stuckMu.Unlock()
+	set := &appsv1.StatefulSet{}
+	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-" + k}, set))
+	patch := client.MergeFrom(set.DeepCopy())
+	set.Spec.Replicas = ptr.To(n)
+	require.NoError(t, harness.Client.Patch(ctx, set, patch))
+}
+
+// The backend's StatefulSet is scaled from one pod to two as fe1 gets a
+// change, and no machine can take the new pod: the backend is not Ready. A
+// cache whose pod informer has not delivered the new pod shows the backend
+// Ready on its one pod, and fe1 free to go. The release is planned again on
+// state read fresh by name — the backend's StatefulSet, then every pod it
+// wants, acme-be-1 among them, a name the cache never held — and fe1 waits.
+// The same pass with the cache as its fresh reader releases fe1: what this
+// test catches.
+func TestAPodTheCacheHasNeverSeenStillHoldsTheNextNode(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	ctx := context.Background()
+	tenant := sequencer.Tenant{Namespace: ns, ClusterName: "acme"}
+	before := podsOf(t, ns)
+	require.Len(t, before, 2, "one pod per node")
+
+	cordonAll(t)
+	scale(t, ns, "be", 2)
+	require.True(t, waitFor(10*time.Second, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-be-1"}, &corev1.Pod{}) == nil
+	}), "the StatefulSet creates acme-be-1, which no machine takes")
+	setVersion(t, ns, v2, "fe1")
+
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(append(before, machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
+	byName := freshReads(t, "names")
+	_, err := newLaggingReconciler(cache).Reconcile(ctx, tenant)
+	require.NoError(t, err)
+	assert.Equal(t, byName+1, freshReads(t, "names"), "the release was planned on a fresh read by name")
+	fe1 := read(t, ns, "fe1")
+	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the backend's second pod, whatever the cache says")
+	if c := condition(fe1); assert.NotNil(t, c) {
+		assert.Contains(t, c.Message, "acme-be", "the wait names the backend")
+	}
+
+	fromCache := &sequencer.Reconciler{Client: cache, Fresh: cache, Orders: defaults.Builtin(), Clock: clock.RealClock{}, Recorder: events.NewFakeRecorder(100)}
+	_, err = fromCache.Reconcile(ctx, tenant)
+	require.NoError(t, err)
+	assert.False(t, v2alpha1.IsGated(read(t, ns, "fe1")), "the check can fail: from the cache alone, fe1 is released")
+}
+
+// The backend crashes as fe1's pod is lost. A cache whose pod informer has
+// not delivered the crash shows the backend Ready. The pod webhook names
+// from that cache and reads by name from the API server: it holds fe1's
+// new pod. Given the cache as its reader too, it lets the pod start: what
+// this test catches.
+func TestThePodWebhookHoldsAPodOnAPredecessorsCrashTheCacheHasNotSeen(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	ctx := context.Background()
+	before := podsOf(t, ns)
+	cache := copyOf(t, append(append(before, machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
+	crash(t, ns, "be")
+	t.Cleanup(func() { mend(t, ns) })
+
+	var fe1Pod *corev1.Pod
+	for _, p := range before {
+		if p.GetLabels()[v2alpha1.LabelNode] == "acme-fe1" {
+			fe1Pod = p.(*corev1.Pod)
+		}
+	}
+	require.NotNil(t, fe1Pod)
+	create := recreated(t, fe1Pod)
+
+	gate := &webhook.PodGate{Reader: harness.Client, Cache: cache, Orders: defaults.Builtin(), Grouping: sequencer.DefaultGrouping, Clock: clock.RealClock{}}
+	byName := freshReads(t, "names")
+	resp := gate.Handle(ctx, create)
+	require.True(t, resp.Allowed, "a held pod is admitted: %v", resp.Result)
+	assert.Equal(t, byName+1, freshReads(t, "names"), "the admission was decided on a fresh read by name")
+	assert.True(t, addsTheGate(resp), "fe1's new pod is held for the crashed backend: %v", resp.Patches)
+
+	fromCache := &webhook.PodGate{Reader: cache, Cache: cache, Orders: defaults.Builtin(), Grouping: sequencer.DefaultGrouping, Clock: clock.RealClock{}}
+	resp = fromCache.Handle(ctx, create)
+	require.True(t, resp.Allowed)
+	assert.False(t, addsTheGate(resp), "the check can fail: from the cache alone, the pod starts")
+}
+
+// recreated is the admission request of pod p created again by its
+// StatefulSet: the same name, labels and owner, no status.
+func recreated(t *testing.T, p *corev1.Pod) admission.Request {
+	t.Helper()
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, OwnerReferences: p.OwnerReferences},
+		Spec:       corev1.PodSpec{Containers: p.Spec.Containers},
+	}
+	raw, err := json.Marshal(pod)
+	require.NoError(t, err)
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Namespace: p.Namespace, Name: p.Name,
+		Kind:   metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Object: runtime.RawExtension{Raw: raw},
+	}}
+}
+
+// addsTheGate reports whether an admission response adds the sequencer's
+// scheduling gate.
+func addsTheGate(resp admission.Response) bool {
+	return slices.ContainsFunc(resp.Patches, func(op jsonpatch.JsonPatchOperation) bool {
+		raw, err := json.Marshal(op.Value)
+		return err == nil && op.Operation == "add" && strings.HasPrefix(op.Path, "/spec/schedulingGates") &&
+			strings.Contains(string(raw), `"`+v2alpha1.GateSequencer+`"`)
+	})
+}
+
+// The fresh read by name and the consistent LISTs see the same tenant: its
+// nodes (one down), their pods (the backend's two, one of them on a machine
+// that cannot take it), what their StatefulSets want and record. When a
+// pod of a node has no StatefulSet, its siblings have no names to derive:
+// the read by name declines, and the LISTs are read instead.
+func TestTheFreshReadByNameSeesWhatTheListsSee(t *testing.T) {
+	stop := startSequencer(t)
+	ns := namespace(t)
+	createTenant(t, ns, 3, func(k string, s *v2alpha1.NodeSpec) {
+		if k == "fe2" {
+			s.Up = ptr.To(false)
+		}
+	})
+	waitSettled(t, ns, 3)
+	stop()
+	ctx := context.Background()
+	cordonAll(t)
+	scale(t, ns, "be", 2)
+	require.True(t, waitFor(10*time.Second, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-be-1"}, &corev1.Pod{}) == nil
+	}))
+	tenant := sequencer.Tenant{Namespace: ns, ClusterName: "acme"}
+	cacheNow := func() client.Reader {
+		return copyOf(t, append(podsOf(t, ns), read(t, ns, "be"), read(t, ns, "fe1"), read(t, ns, "fe2"))...)
+	}
+	gather := func(r client.Reader) *sequencer.Snapshot {
+		s, err := sequencer.Gather(ctx, r, tenant, defaults.Builtin(), time.Now(), 0, sequencer.DefaultGrouping)
+		require.NoError(t, err)
+		return s
+	}
+	listed, err := sequencer.GatherFresh(ctx, harness.Client, tenant, defaults.Builtin(), time.Now(), 0, sequencer.DefaultGrouping)
+	require.NoError(t, err)
+	byName, err := sequencer.GatherFreshByName(ctx, harness.Client, gather(cacheNow()), time.Now())
+	require.NoError(t, err)
+	require.NotNil(t, byName, "every name is known")
+	assertSameTenant(t, listed, byName)
+	require.Len(t, byName.Pods["acme-be"], 2, "the backend's two pods")
+
+	bare := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme-be-by-hand", Namespace: ns, Labels: map[string]string{v2alpha1.LabelNode: "acme-be"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express:" + v1}}},
+	}
+	require.NoError(t, harness.Client.Create(ctx, bare))
+	cached := gather(cacheNow())
+	declined, err := sequencer.GatherFreshByName(ctx, harness.Client, cached, time.Now())
+	require.NoError(t, err)
+	assert.Nil(t, declined, "a pod of no StatefulSet: the read by name declines")
+	read, err := sequencer.GatherFreshFromCache(ctx, harness.Client, cached, tenant, defaults.Builtin(), time.Now(), 0, sequencer.DefaultGrouping)
+	require.NoError(t, err)
+	assert.Len(t, read.Pods["acme-be"], 3, "the LISTs read instead find the pod made by hand")
+}
+
+// assertSameTenant compares two snapshots of a tenant: the same nodes at the
+// same resource versions, the same pods in the same states, the same
+// StatefulSet records, the same plan.
+func assertSameTenant(t *testing.T, want, got *sequencer.Snapshot) {
+	t.Helper()
+	versions := func(s *sequencer.Snapshot) map[string]string {
+		out := map[string]string{}
+		for name, n := range s.Nodes {
+			out[name] = n.GetResourceVersion()
+		}
+		return out
+	}
+	assert.Equal(t, versions(want), versions(got), "nodes")
+	for name := range want.Nodes {
+		sortPods := func(p []sequencer.Pod) []sequencer.Pod {
+			return slices.SortedFunc(slices.Values(p), func(a, b sequencer.Pod) int { return strings.Compare(a.Name, b.Name) })
+		}
+		assert.Equal(t, sortPods(want.Pods[name]), sortPods(got.Pods[name]), "pods of %s", name)
+	}
+	assert.True(t, maps.Equal(want.MissingPods, got.MissingPods), "missing pods: %v, %v", want.MissingPods, got.MissingPods)
+	assert.True(t, maps.Equal(want.SetRevisions, got.SetRevisions), "StatefulSet revisions: %v, %v", want.SetRevisions, got.SetRevisions)
+	assert.True(t, maps.Equal(want.SetsConverged, got.SetsConverged), "StatefulSet records: %v, %v", want.SetsConverged, got.SetsConverged)
+	got.Now = want.Now
+	assert.Equal(t, sequencer.Plan(want), sequencer.Plan(got), "plan")
+}
