@@ -34,7 +34,7 @@ fuzz: ## Fuzz the admission handlers briefly (FUZZTIME, default 10s).
 
 .PHONY: explore
 explore: ## Explore every interleaving of small tenants to depth 8 with 3 events of the world (a few minutes; make test explores 8 with 2).
-	EXPLORE_DEPTH=$(or $(EXPLORE_DEPTH),8) EXPLORE_EVENTS=$(or $(EXPLORE_EVENTS),3) $(GO) test ./internal/sequencer -run '^TestEveryInterleavingOfSmallTenantsKeepsTheOrder$$' -count=1 -v -timeout 60m \
+	EXPLORE_DEPTH=$(or $(EXPLORE_DEPTH),8) EXPLORE_EVENTS=$(or $(EXPLORE_EVENTS),3) $(GO) test ./internal/rollout -run '^TestEveryInterleavingOfSmallTenantsKeepsTheOrder$$' -count=1 -v -timeout 60m \
 		| grep -E '^(=== RUN|--- |    explorer_test.go|ok|FAIL)'
 
 .PHONY: control-plane

@@ -13,7 +13,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
-	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/webhook"
 )
 
@@ -93,7 +93,7 @@ func (e *env) admitLocally(ms []manifest, orders defaults.Orders, current map[st
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s %s: %w", n.NodeKind(), n.GetName(), err)
 		}
-		a := sequencer.Admission{Hash: hash, Now: time.Now()}
+		a := rollout.Admission{Hash: hash, Now: time.Now()}
 		if cur, ok := current[n.GetName()]; ok {
 			a.Old, a.OldHash = cur.node, cur.hash
 			// As kubectl apply patches: what the manifest does not name stays.
@@ -108,7 +108,7 @@ func (e *env) admitLocally(ms []manifest, orders defaults.Orders, current map[st
 			}
 			n.SetAnnotations(ann)
 		}
-		for _, w := range sequencer.Admit(n, a) {
+		for _, w := range rollout.Admit(n, a) {
 			fmt.Fprintf(e.errOut, "Warning: %s %s: %s\n", n.NodeKind(), n.GetName(), w)
 		}
 		// The times are the API server's to stamp at the real admission.
@@ -145,5 +145,5 @@ func rawHash(doc []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading the manifest: %w", err)
 	}
-	return sequencer.TargetHashOfObject(js)
+	return rollout.TargetHashOfObject(js)
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 func newExplainCommand(e *env) *cobra.Command {
@@ -54,9 +54,9 @@ its change-grouping settings: see --landing-timeout, --settle-time,
 	}
 }
 
-func explain(e *env, s *sequencer.Snapshot, name string) {
-	decisions := map[string]sequencer.Decision{}
-	for _, d := range sequencer.Plan(s) {
+func explain(e *env, s *rollout.Snapshot, name string) {
+	decisions := map[string]rollout.Decision{}
+	for _, d := range rollout.Plan(s) {
 		decisions[d.Node] = d
 	}
 	n, d := s.Nodes[name], decisions[name]

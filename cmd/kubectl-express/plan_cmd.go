@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/medallia/express-sequencer/internal/defaults"
-	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // row is one node of a plan.
@@ -163,11 +163,11 @@ func (e *env) plan(ctx context.Context, c client.Reader, ns, tenant, output stri
 
 // planRows plans the tenant and lists its nodes in provisioning order, then
 // any node that has no place in the order.
-func planRows(s *sequencer.Snapshot) []row {
+func planRows(s *rollout.Snapshot) []row {
 	provAll, provLive := orderOf(s, s.Orders.Provisioning)
 	_, upgLive := orderOf(s, s.Orders.Upgrade)
-	decisions := map[string]sequencer.Decision{}
-	for _, d := range sequencer.Plan(s) {
+	decisions := map[string]rollout.Decision{}
+	for _, d := range rollout.Plan(s) {
 		decisions[d.Node] = d
 	}
 	names := provAll
@@ -190,7 +190,7 @@ func planRows(s *sequencer.Snapshot) []row {
 
 // mermaid draws the provisioning and upgrade chains; intentionally-down
 // nodes are drawn dashed and skipped over.
-func mermaid(buf *bytes.Buffer, s *sequencer.Snapshot) {
+func mermaid(buf *bytes.Buffer, s *rollout.Snapshot) {
 	fmt.Fprintf(buf, "flowchart LR\n")
 	for _, chain := range []struct {
 		id, title string

@@ -20,7 +20,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
-	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // currentNode is a node as it runs now, with the target hash it was
@@ -48,7 +48,7 @@ func (e *env) preview(ctx context.Context, tenant string, o previewOptions) (str
 	if err != nil {
 		return "", err
 	}
-	var s *sequencer.Snapshot
+	var s *rollout.Snapshot
 	if o.offline {
 		var orders defaults.Orders
 		if orders, err = e.orders(); err != nil {
@@ -64,7 +64,7 @@ func (e *env) preview(ctx context.Context, tenant string, o previewOptions) (str
 	if tenant != "" && tenant != s.Tenant.ClusterName {
 		return "", fmt.Errorf("the manifests are of tenant %q, not %q", s.Tenant.ClusterName, tenant)
 	}
-	p := sequencer.Preview(s)
+	p := rollout.Preview(s)
 	var buf bytes.Buffer
 	switch o.output {
 	case "json", "yaml":
@@ -103,7 +103,7 @@ type previewResult struct {
 	Stuck     []row         `json:"stuck,omitempty"`
 }
 
-func previewJSON(s *sequencer.Snapshot, p sequencer.Prediction) previewResult {
+func previewJSON(s *rollout.Snapshot, p rollout.Prediction) previewResult {
 	out := previewResult{Tenant: s.Tenant.ClusterName, Namespace: s.Tenant.Namespace, Rolling: p.Rolling, Steps: []previewStep{}}
 	for i, st := range p.Steps {
 		out.Steps = append(out.Steps, previewStep{Step: i + 1, Nodes: st.Nodes, Mode: stepMode(st)})
@@ -115,7 +115,7 @@ func previewJSON(s *sequencer.Snapshot, p sequencer.Prediction) previewResult {
 	return out
 }
 
-func stepMode(st sequencer.Step) string {
+func stepMode(st rollout.Step) string {
 	var modes []string
 	for _, n := range st.Nodes {
 		if m := string(st.Modes[n]); !slices.Contains(modes, m) {
@@ -125,7 +125,7 @@ func stepMode(st sequencer.Step) string {
 	return strings.Join(modes, ", ")
 }
 
-func previewTable(buf *bytes.Buffer, s *sequencer.Snapshot, p sequencer.Prediction) {
+func previewTable(buf *bytes.Buffer, s *rollout.Snapshot, p rollout.Prediction) {
 	fmt.Fprintf(buf, "Tenant %s in namespace %s: the change would roll out in this order\n", s.Tenant.ClusterName, s.Tenant.Namespace)
 	if len(p.Rolling) > 0 {
 		fmt.Fprintf(buf, "  (already rolling, taken as finishing first: %s)\n", strings.Join(p.Rolling, ", "))
@@ -154,7 +154,7 @@ func describeSpec(n v2alpha1.Node) string {
 	return n.NodeSpec().ExpressVersion + revision(n.NodeSpec().DeploymentRevision)
 }
 
-func previewMermaid(buf *bytes.Buffer, p sequencer.Prediction) {
+func previewMermaid(buf *bytes.Buffer, p rollout.Prediction) {
 	fmt.Fprintln(buf, "flowchart LR")
 	prev := ""
 	for i, st := range p.Steps {
@@ -174,7 +174,7 @@ func previewMermaid(buf *bytes.Buffer, p sequencer.Prediction) {
 // onlineSnapshot is the live tenant with the manifests admitted over it by
 // the API server in a dry run: what kubectl apply --server-side would store,
 // webhooks included.
-func (e *env) onlineSnapshot(ctx context.Context, proposed []manifest, tenant string) (*sequencer.Snapshot, error) {
+func (e *env) onlineSnapshot(ctx context.Context, proposed []manifest, tenant string) (*rollout.Snapshot, error) {
 	c, ns, err := e.client()
 	if err != nil {
 		return nil, err
@@ -201,13 +201,13 @@ func (e *env) onlineSnapshot(ctx context.Context, proposed []manifest, tenant st
 		}
 		admitted = append(admitted, n)
 	}
-	s, err := tenantSnapshot(ctx, c, ns, cluster, orders, 0, sequencer.Grouping{})
+	s, err := tenantSnapshot(ctx, c, ns, cluster, orders, 0, rollout.Grouping{})
 	if err != nil && !strings.HasPrefix(err.Error(), "no ") {
 		return nil, err
 	}
 	if s == nil { // a new tenant
-		s = &sequencer.Snapshot{Tenant: sequencer.Tenant{Namespace: ns, ClusterName: cluster}, Orders: orders, Now: time.Now(),
-			Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]sequencer.Pod{}}
+		s = &rollout.Snapshot{Tenant: rollout.Tenant{Namespace: ns, ClusterName: cluster}, Orders: orders, Now: time.Now(),
+			Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]rollout.Pod{}}
 	}
 	for _, n := range admitted {
 		s.Nodes[n.GetName()] = n
@@ -242,7 +242,7 @@ func dryRunApply(ctx context.Context, c client.Client, doc []byte, ns string) (v
 
 // offlineSnapshot admits the manifests with the webhooks' own code over the
 // current manifests, every node of which is taken as released and Ready.
-func (e *env) offlineSnapshot(proposed []manifest, currentFiles []string, recursive bool, orders defaults.Orders, tenant string) (*sequencer.Snapshot, error) {
+func (e *env) offlineSnapshot(proposed []manifest, currentFiles []string, recursive bool, orders defaults.Orders, tenant string) (*rollout.Snapshot, error) {
 	cluster, err := tenantOf(proposed, tenant)
 	if err != nil {
 		return nil, err
@@ -279,12 +279,12 @@ func (e *env) offlineSnapshot(proposed []manifest, currentFiles []string, recurs
 	if len(refused) > 0 {
 		return nil, errors.New(strings.Join(refused, "\n"))
 	}
-	s := &sequencer.Snapshot{Orders: orders, Now: time.Now(), Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]sequencer.Pod{}}
+	s := &rollout.Snapshot{Orders: orders, Now: time.Now(), Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]rollout.Pod{}}
 	for name, cur := range current {
 		s.Nodes[name] = cur.node
 		spec := cur.node.NodeSpec()
 		if spec.IsUp() {
-			s.Pods[name] = []sequencer.Pod{{Name: name + "-0", Version: spec.ExpressVersion, Revision: spec.DeploymentRevision, Hash: cur.hash,
+			s.Pods[name] = []rollout.Pod{{Name: name + "-0", Version: spec.ExpressVersion, Revision: spec.DeploymentRevision, Hash: cur.hash,
 				Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionTrue)}}}
 		}
 	}
@@ -294,7 +294,7 @@ func (e *env) offlineSnapshot(proposed []manifest, currentFiles []string, recurs
 			ns = n.GetNamespace()
 		}
 	}
-	s.Tenant = sequencer.Tenant{Namespace: ns, ClusterName: cluster}
+	s.Tenant = rollout.Tenant{Namespace: ns, ClusterName: cluster}
 	return s, nil
 }
 

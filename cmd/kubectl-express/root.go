@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v0.2.0".
@@ -31,13 +31,13 @@ type env struct {
 	sequencerNS string
 	// grouping and progressDeadline are the installation's settings: what
 	// the sequencer holds a tenant for, which a live plan must hold too.
-	grouping         sequencer.Grouping
+	grouping         rollout.Grouping
 	progressDeadline time.Duration
 }
 
 func newRootCommand(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	e := &env{in: in, out: out, errOut: errOut, flags: genericclioptions.NewConfigFlags(true),
-		grouping: sequencer.DefaultGrouping, progressDeadline: sequencer.DefaultProgressDeadline}
+		grouping: rollout.DefaultGrouping, progressDeadline: rollout.DefaultProgressDeadline}
 	root := &cobra.Command{
 		Use:   "kubectl-express",
 		Short: "Explain and steer the rollout order of Express tenants",
@@ -112,7 +112,7 @@ func (e *env) liveOrders(ctx context.Context, c client.Reader) (defaults.Orders,
 // liveSnapshot reads a tenant as tenantSnapshot does, with the installation's
 // progress deadline and change grouping: as the sequencer plans it now (a
 // preview plans without them: as if the change had landed).
-func (e *env) liveSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders) (*sequencer.Snapshot, error) {
+func (e *env) liveSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders) (*rollout.Snapshot, error) {
 	return tenantSnapshot(ctx, c, ns, cluster, orders, e.progressDeadline, e.grouping)
 }
 

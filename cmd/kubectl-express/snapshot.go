@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -19,7 +20,7 @@ import (
 // — so the plugin decides with the sequencer's own Plan, with the given
 // progress deadline and change grouping (none: as if every change had
 // landed). An empty cluster names the namespace's only tenant.
-func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders, deadline time.Duration, grouping sequencer.Grouping) (*sequencer.Snapshot, error) {
+func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, orders defaults.Orders, deadline time.Duration, grouping rollout.Grouping) (*rollout.Snapshot, error) {
 	if cluster == "" {
 		nodes, err := sequencer.NamespaceNodes(ctx, c, ns)
 		if err != nil {
@@ -43,7 +44,7 @@ func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, or
 			return nil, fmt.Errorf("namespace %q holds tenants %s: name one", ns, strings.Join(names, ", "))
 		}
 	}
-	s, err := sequencer.GatherFresh(ctx, c, sequencer.Tenant{Namespace: ns, ClusterName: cluster}, orders, time.Now(), deadline, grouping)
+	s, err := sequencer.GatherFresh(ctx, c, rollout.Tenant{Namespace: ns, ClusterName: cluster}, orders, time.Now(), deadline, grouping)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func tenantSnapshot(ctx context.Context, c client.Reader, ns, cluster string, or
 
 // orderOf returns the tenant's keyed nodes in an order: all of them, and
 // the live ones only.
-func orderOf(s *sequencer.Snapshot, o defaults.Order) (all, live []string) {
+func orderOf(s *rollout.Snapshot, o defaults.Order) (all, live []string) {
 	byKey := map[defaults.Key]string{}
 	var keys, liveKeys []defaults.Key
 	for name, n := range s.Nodes {

@@ -32,6 +32,7 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/certs"
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	expressscheme "github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 	expresswebhook "github.com/medallia/express-sequencer/internal/webhook"
@@ -84,7 +85,7 @@ type Options struct {
 	ProgressDeadline time.Duration
 	// Grouping is change grouping: the landing timeout for tenants with
 	// rollout-id, the settle time and its cap for the others.
-	Grouping       sequencer.Grouping
+	Grouping       rollout.Grouping
 	MaxConcurrent  int
 	CASecret       string
 	MutatingName   string
@@ -119,8 +120,8 @@ func DefaultOptions() Options {
 		ValidatingName:   expresswebhook.ValidatingConfigurationName,
 		Webhooks:         true,
 		Sequencer:        true,
-		ProgressDeadline: sequencer.DefaultProgressDeadline,
-		Grouping:         sequencer.DefaultGrouping,
+		ProgressDeadline: rollout.DefaultProgressDeadline,
+		Grouping:         rollout.DefaultGrouping,
 		MaxConcurrent:    32,
 		LeaseDuration:    15 * time.Second,
 		RenewDeadline:    10 * time.Second,

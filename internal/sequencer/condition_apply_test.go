@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -38,11 +39,11 @@ func TestTheAnswerToAConditionApplyIsHeldAsStored(t *testing.T) {
 	require.NoError(t, h.Client.Create(ctx, fe))
 
 	r := &sequencer.Reconciler{Client: h.Client, Clock: clock.RealClock{}}
-	d := sequencer.Decision{Node: fe.Name, Gated: true, Condition: metav1.Condition{
+	d := rollout.Decision{Node: fe.Name, Gated: true, Condition: metav1.Condition{
 		Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse,
 		Reason: v2alpha1.ReasonWaitingForPrerequisite, Message: "waiting for acme-be (Backend)",
 	}}
-	held, err := r.ApplyConditionAndRecall(ctx, sequencer.Tenant{Namespace: ns.Name, ClusterName: "acme"}, fe, d)
+	held, err := r.ApplyConditionAndRecall(ctx, rollout.Tenant{Namespace: ns.Name, ClusterName: "acme"}, fe, d)
 	require.NoError(t, err)
 	got, ok := held.(*v2alpha1.Frontend)
 	require.True(t, ok, "held %T", held)

@@ -7,11 +7,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // ApplyConditionAndRecall applies d's condition to n as a reconcile does
 // and returns what the reconciler now holds of n over its cache.
-func (r *Reconciler) ApplyConditionAndRecall(ctx context.Context, t Tenant, n v2alpha1.Node, d Decision) (client.Object, error) {
+func (r *Reconciler) ApplyConditionAndRecall(ctx context.Context, t rollout.Tenant, n v2alpha1.Node, d rollout.Decision) (client.Object, error) {
 	if err := r.applyCondition(ctx, t, n, d); err != nil {
 		return nil, err
 	}

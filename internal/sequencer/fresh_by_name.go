@@ -17,6 +17,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // This file reads a tenant fresh by name (DESIGN §4b: fresh means fresh
@@ -62,7 +63,7 @@ import (
 // is known (GatherFreshByName), else by consistent LISTs of its namespace
 // (GatherFresh). A nil cached snapshot (the cache could not be read) is
 // listed.
-func GatherFreshFromCache(ctx context.Context, r client.Reader, cached *Snapshot, t Tenant, orders defaults.Orders, now time.Time, deadline time.Duration, grouping Grouping) (*Snapshot, error) {
+func GatherFreshFromCache(ctx context.Context, r client.Reader, cached *rollout.Snapshot, t rollout.Tenant, orders defaults.Orders, now time.Time, deadline time.Duration, grouping rollout.Grouping) (*rollout.Snapshot, error) {
 	if cached != nil {
 		s, err := GatherFreshByName(ctx, r, cached, now)
 		if err != nil || s != nil {
@@ -87,7 +88,7 @@ type nodeRef struct{ name, kind string }
 // snapshot of cached's tenant: the same snapshot GatherFresh lists, for the
 // objects the tenant's decisions can rest on. It returns nil when a name
 // the read needs cannot be known (see above): the caller lists instead.
-func GatherFreshByName(ctx context.Context, r client.Reader, cached *Snapshot, now time.Time) (*Snapshot, error) {
+func GatherFreshByName(ctx context.Context, r client.Reader, cached *rollout.Snapshot, now time.Time) (*rollout.Snapshot, error) {
 	t := cached.Tenant
 	// What the cache names is read at once, in parallel: the nodes, the
 	// StatefulSets named after them or by their pods, the pods.
@@ -152,7 +153,7 @@ func GatherFreshByName(ctx context.Context, r client.Reader, cached *Snapshot, n
 	}
 	pods = append(pods, morePods...)
 	for i := range pods {
-		if mine[pods[i].Labels[v2alpha1.LabelNode]] && !found[statefulSetOf(&pods[i])] {
+		if mine[pods[i].Labels[v2alpha1.LabelNode]] && !found[rollout.StatefulSetOf(&pods[i])] {
 			return nil, nil // a pod of a controller whose pods have no names to derive
 		}
 	}
@@ -160,11 +161,9 @@ func GatherFreshByName(ctx context.Context, r client.Reader, cached *Snapshot, n
 	if err != nil {
 		return nil, err
 	}
-	s := freshSnapshot(fresh{nodes: nodes, pods: pods, statefulSets: sets, lostMachines: lost}, t, cached.Orders, now)
-	for name := range s.Nodes {
-		if s.inFlight(name) {
-			return nil, nil // it may be in flight only for want of a record a node no name reaches holds
-		}
+	s := rollout.SnapshotOf(rollout.Objects{Nodes: nodes, Pods: pods, StatefulSets: sets, LostMachines: lost}, t, cached.Orders, now)
+	if s.AnyInFlight() {
+		return nil, nil // it may be in flight only for want of a record a node no name reaches holds
 	}
 	s.ProgressDeadline, s.Grouping = cached.ProgressDeadline, cached.Grouping
 	return s, nil
@@ -178,7 +177,7 @@ func newPod() *corev1.Pod { return &corev1.Pod{} }
 // specs, every node their prerequisites can name, until nothing new is
 // named; Backends first, as GatherFresh lists them. It returns nil when the
 // tenant needs more than maxNamedReads.
-func nodesByName(ctx context.Context, r client.Reader, cached *Snapshot) ([]v2alpha1.Node, error) {
+func nodesByName(ctx context.Context, r client.Reader, cached *rollout.Snapshot) ([]v2alpha1.Node, error) {
 	t := cached.Tenant
 	asked := map[nodeRef]bool{}
 	var pending []nodeRef
@@ -308,7 +307,7 @@ const parallelReads = 16
 // each node the cache knows, and those the cache's pods of its nodes name
 // as their controller (also returned alone). It returns false when a cached
 // pod has no StatefulSet controller.
-func setNamesOf(cached *Snapshot) (all, fromPods []string, ok bool) {
+func setNamesOf(cached *rollout.Snapshot) (all, fromPods []string, ok bool) {
 	for name := range cached.Nodes {
 		all = append(all, name)
 		for _, p := range cached.Pods[name] {
@@ -355,7 +354,7 @@ func podNamesOf(nodes []v2alpha1.Node, mine map[string]bool, sets []appsv1.State
 		}
 	}
 	for _, n := range nodes {
-		if mine[n.GetName()] && live(n) && releasedTarget(n) != "" && !withSet[n.GetName()] {
+		if mine[n.GetName()] && rollout.Live(n) && rollout.ReleasedTarget(n) != "" && !withSet[n.GetName()] {
 			return nil, false
 		}
 	}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // Prometheus metrics of the sequencer, served with controller-runtime's on
@@ -104,18 +106,18 @@ func init() {
 type gatedCounts struct {
 	gauge    *prometheus.GaugeVec
 	mu       sync.Mutex
-	byTenant map[Tenant]map[string]int
+	byTenant map[rollout.Tenant]map[string]int
 	total    map[string]int
 }
 
-func (g *gatedCounts) set(t Tenant, counts map[string]int) {
+func (g *gatedCounts) set(t rollout.Tenant, counts map[string]int) {
 	if g.gauge == nil {
 		return // a Reconciler not set up with a manager exports nothing
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.byTenant == nil {
-		g.byTenant, g.total = map[Tenant]map[string]int{}, map[string]int{}
+		g.byTenant, g.total = map[rollout.Tenant]map[string]int{}, map[string]int{}
 	}
 	for reason, n := range g.byTenant[t] {
 		g.total[reason] -= n

@@ -16,6 +16,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -67,7 +68,7 @@ func TestTheFreshSnapshotCountsThePodsANodesControllerStillWants(t *testing.T) {
 	}
 	missing := func() map[string]int {
 		t.Helper()
-		s, err := sequencer.GatherFresh(ctx, h.Client, sequencer.Tenant{Namespace: ns.Name, ClusterName: "acme"}, defaults.Builtin(), time.Now(), 0, sequencer.Grouping{})
+		s, err := sequencer.GatherFresh(ctx, h.Client, rollout.Tenant{Namespace: ns.Name, ClusterName: "acme"}, defaults.Builtin(), time.Now(), 0, rollout.Grouping{})
 		require.NoError(t, err)
 		return s.MissingPods
 	}

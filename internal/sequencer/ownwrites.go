@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // ownWrites remembers the objects the sequencer itself wrote last, as the
@@ -31,14 +32,14 @@ type ownWrites struct {
 	objs map[ownKey]ownWrite
 	// byTenant indexes objs by tenant, so that a tenant's pass looks at its
 	// own writes only.
-	byTenant map[Tenant]map[ownKey]bool
+	byTenant map[rollout.Tenant]map[ownKey]bool
 }
 
 type ownKey struct{ kind, namespace, name string }
 
 type ownWrite struct {
 	obj    client.Object
-	tenant Tenant
+	tenant rollout.Tenant
 }
 
 // errUncomparable says a resourceVersion is not an integer: the overlay
@@ -64,7 +65,7 @@ func keyOf(obj client.Object) (ownKey, bool) {
 
 // remember keeps obj, the API server's answer to a write of one of tenant's
 // objects, until the cache has it or something newer.
-func (w *ownWrites) remember(t Tenant, obj client.Object) {
+func (w *ownWrites) remember(t rollout.Tenant, obj client.Object) {
 	k, ok := keyOf(obj)
 	if !ok || obj.GetResourceVersion() == "" {
 		return
@@ -79,7 +80,7 @@ func (w *ownWrites) remember(t Tenant, obj client.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.objs == nil {
-		w.objs, w.byTenant = map[ownKey]ownWrite{}, map[Tenant]map[ownKey]bool{}
+		w.objs, w.byTenant = map[ownKey]ownWrite{}, map[rollout.Tenant]map[ownKey]bool{}
 	}
 	if cur, ok := w.objs[k]; ok && cur.obj.GetUID() == obj.GetUID() {
 		if newer, ok := newerVersion(cur.obj.GetResourceVersion(), obj.GetResourceVersion()); ok && newer {
@@ -179,7 +180,7 @@ func overlayItems[T any, PT interface {
 
 // forgetGone drops the remembered writes of the snapshot's tenant whose
 // objects the snapshot no longer holds: deleted before the cache caught up.
-func (w *ownWrites) forgetGone(s *Snapshot) {
+func (w *ownWrites) forgetGone(s *rollout.Snapshot) {
 	pods := map[string]bool{}
 	for _, ps := range s.Pods {
 		for _, p := range ps {

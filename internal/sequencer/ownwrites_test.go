@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 func frontendAt(name, uid, rv string, gates ...string) *v2alpha1.Frontend {
@@ -21,7 +22,7 @@ func frontendAt(name, uid, rv string, gates ...string) *v2alpha1.Frontend {
 }
 
 func TestOwnWritesAreLaidOverACacheThatHasNotSeenThem(t *testing.T) {
-	tenant := Tenant{Namespace: "ns", ClusterName: "t"}
+	tenant := rollout.Tenant{Namespace: "ns", ClusterName: "t"}
 	cases := map[string]struct {
 		written, cached *v2alpha1.Frontend
 		wantGated       bool
@@ -59,7 +60,7 @@ func TestOwnWritesAreLaidOverACacheThatHasNotSeenThem(t *testing.T) {
 				require.ErrorIs(t, err, tc.wantErr)
 			} else {
 				require.NoError(t, err)
-				assert.Equal(t, tc.wantGated, gated(&list.Items[0]), "gated as planned on")
+				assert.Equal(t, tc.wantGated, rollout.Gated(&list.Items[0]), "gated as planned on")
 			}
 			assert.Equal(t, tc.wantKept, own.size() == 1, "write still remembered")
 		})
@@ -68,7 +69,7 @@ func TestOwnWritesAreLaidOverACacheThatHasNotSeenThem(t *testing.T) {
 
 func TestOwnWritesKeepTheNewestOfConcurrentAnswers(t *testing.T) {
 	var own ownWrites
-	tenant := Tenant{Namespace: "ns", ClusterName: "t"}
+	tenant := rollout.Tenant{Namespace: "ns", ClusterName: "t"}
 	own.remember(tenant, frontendAt("fe1", "u1", "14"))
 	own.remember(tenant, frontendAt("fe1", "u1", "12", v2alpha1.GateSequencer)) // an older answer arriving late
 	list := &v2alpha1.FrontendList{Items: []v2alpha1.Frontend{*frontendAt("fe1", "u1", "10", v2alpha1.GateSequencer)}}
@@ -78,7 +79,7 @@ func TestOwnWritesKeepTheNewestOfConcurrentAnswers(t *testing.T) {
 
 func TestOwnWritesOfPodsAreStrippedAndForgottenOnceThePodIsGone(t *testing.T) {
 	var own ownWrites
-	tenant := Tenant{Namespace: "ns", ClusterName: "t"}
+	tenant := rollout.Tenant{Namespace: "ns", ClusterName: "t"}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fe1-0", Namespace: "ns", UID: "p1", ResourceVersion: "20",
 		Labels:      map[string]string{v2alpha1.LabelNode: "fe1"},
 		Annotations: map[string]string{"big": "value"}}}
@@ -89,9 +90,9 @@ func TestOwnWritesOfPodsAreStrippedAndForgottenOnceThePodIsGone(t *testing.T) {
 	assert.Empty(t, cached.Items[0].Spec.SchedulingGates, "the pod release is planned on")
 	assert.Empty(t, cached.Items[0].Annotations, "only what the sequencer reads is kept")
 
-	other := Tenant{Namespace: "ns", ClusterName: "other"}
-	own.forgetGone(&Snapshot{Tenant: other, Nodes: map[string]v2alpha1.Node{}})
+	other := rollout.Tenant{Namespace: "ns", ClusterName: "other"}
+	own.forgetGone(&rollout.Snapshot{Tenant: other, Nodes: map[string]v2alpha1.Node{}})
 	assert.Equal(t, 1, own.size(), "another tenant of the namespace leaves it alone")
-	own.forgetGone(&Snapshot{Tenant: tenant, Nodes: map[string]v2alpha1.Node{}})
+	own.forgetGone(&rollout.Snapshot{Tenant: tenant, Nodes: map[string]v2alpha1.Node{}})
 	assert.Zero(t, own.size(), "gone from its tenant's snapshot, the write is forgotten")
 }

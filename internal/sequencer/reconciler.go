@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,7 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	acv2alpha1 "github.com/medallia/express-sequencer/internal/applyconfiguration/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // Reconciler sequences the rollouts of every tenant: it gathers a tenant's
@@ -53,7 +55,7 @@ type Reconciler struct {
 	// on its target; 0 turns the check off.
 	ProgressDeadline time.Duration
 	// Grouping says how a change applied node by node is recognised as one.
-	Grouping Grouping
+	Grouping rollout.Grouping
 	// Recorder records Events on nodes.
 	Recorder events.EventRecorder
 
@@ -76,23 +78,25 @@ type Reconciler struct {
 // node is recovering, held for its prerequisites, no longer a rollout's).
 // Passes that do neither (most of them: waits, explanations) are decided on
 // the cache alone.
-func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Snapshot, []Decision, error) {
+func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatch) (*rollout.Snapshot, []rollout.Decision, error) {
 	cached, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
-	if err == nil {
+	switch {
+	case err == nil:
 		r.own.forgetGone(cached)
+	case errors.Is(err, errUncomparable) && r.Fresh != nil:
+		cached = nil // the cache cannot be compared with the sequencer's own writes: read fresh
+	default:
+		return nil, nil, err
 	}
-	names := cached // the names a fresh read by name starts from
-	if err != nil {
-		names = nil
-	}
-	var readFresh func() (*Snapshot, error)
+	var readFresh func() (*rollout.Snapshot, error)
 	if r.Fresh != nil {
-		readFresh = func() (*Snapshot, error) {
+		readFresh = func() (*rollout.Snapshot, error) {
 			watch.lap("plan")
-			return GatherFreshFromCache(ctx, r.Fresh, names, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+			// The cached snapshot names what a fresh read by name starts from.
+			return GatherFreshFromCache(ctx, r.Fresh, cached, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
 		}
 	}
-	snap, decisions, fresh, err := planOnFreshest(cached, err, readFresh)
+	snap, decisions, fresh, err := rollout.PlanOnFreshest(cached, readFresh)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,42 +106,6 @@ func (r *Reconciler) plan(ctx context.Context, t Tenant, watch *stopwatch) (*Sna
 		watch.lap("plan")
 	}
 	return snap, decisions, nil
-}
-
-// planOnFreshest chooses what a pass acts on: the plan of the cached
-// snapshot, unless that plan releases anything or records a rollout
-// complete, or the cache could not be compared with the sequencer's own
-// writes — then the plan of a snapshot read fresh (readFresh; nil when there
-// is no fresh reader, as in the preview). It reports whether it read fresh.
-func planOnFreshest(cached *Snapshot, cacheErr error, readFresh func() (*Snapshot, error)) (*Snapshot, []Decision, bool, error) {
-	switch {
-	case errors.Is(cacheErr, errUncomparable) && readFresh != nil: // read fresh below
-	case cacheErr != nil:
-		return nil, nil, false, cacheErr
-	default:
-		decisions := Plan(cached)
-		if readFresh == nil || !needsFreshReads(cached, decisions) {
-			return cached, decisions, false, nil
-		}
-	}
-	snap, err := readFresh()
-	if err != nil {
-		return nil, nil, true, err
-	}
-	return snap, Plan(snap), true, nil
-}
-
-// releasesAny reports whether a plan removes a node's gate or a pod's.
-func releasesAny(s *Snapshot, decisions []Decision) bool {
-	return slices.ContainsFunc(decisions, func(d Decision) bool { return releasing(s, d) || len(d.PodsToRelease) > 0 })
-}
-
-// needsFreshReads reports whether a plan releases anything or records a
-// rollout complete.
-func needsFreshReads(s *Snapshot, decisions []Decision) bool {
-	return releasesAny(s, decisions) || slices.ContainsFunc(decisions, func(d Decision) bool {
-		return d.Condition.Reason == v2alpha1.ReasonRolloutComplete && d.Changed(s.Nodes[d.Node])
-	})
 }
 
 // CacheOptions restricts the manager's pod cache to pods of Express nodes and
@@ -188,14 +156,14 @@ func controllerOnly(refs []metav1.OwnerReference) []metav1.OwnerReference {
 }
 
 // failingContainers keeps, of a pod's container statuses, the state of one
-// that makes the pod failing (FailingPod), none otherwise.
+// that makes the pod failing (rollout.FailingPod), none otherwise.
 func failingContainers(p *corev1.Pod) []corev1.ContainerStatus {
-	if !FailingPod(p) || p.Status.Phase == corev1.PodFailed {
+	if !rollout.FailingPod(p) || p.Status.Phase == corev1.PodFailed {
 		return nil
 	}
 	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, c := range statuses {
-			if w := c.State.Waiting; w != nil && slices.Contains(failingWaits, w.Reason) {
+			if w := c.State.Waiting; w != nil && rollout.FailingWait(w.Reason) {
 				return []corev1.ContainerStatus{{Name: c.Name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason}}}}
 			}
 		}
@@ -226,41 +194,41 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 // have the field indexes (IndexFields).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	r.gated.gauge, r.all.gauge = gatedNodes, nodesByReason
-	nodeTenant := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []Tenant {
-		t := Tenant{Namespace: o.GetNamespace(), ClusterName: o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
+	nodeTenant := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []rollout.Tenant {
+		t := rollout.Tenant{Namespace: o.GetNamespace(), ClusterName: o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
 		r.observe(t)
-		return []Tenant{t}
+		return []rollout.Tenant{t}
 	})
 	// Spec and annotation changes matter; status changes (the sequencer's
 	// own condition, the Express operator's) do not.
 	nodeChanges := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
-	return builder.TypedControllerManagedBy[Tenant](mgr).
+	return builder.TypedControllerManagedBy[rollout.Tenant](mgr).
 		Named("sequencer").
 		Watches(&v2alpha1.Backend{}, nodeTenant, nodeChanges).
 		Watches(&v2alpha1.Frontend{}, nodeTenant, nodeChanges).
 		Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(r.podTenant),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[v2alpha1.LabelNode] != "" }))).
-		WithOptions(controller.TypedOptions[Tenant]{MaxConcurrentReconciles: maxConcurrent, SkipNameValidation: ptr.To(true)}).
+		WithOptions(controller.TypedOptions[rollout.Tenant]{MaxConcurrentReconciles: maxConcurrent, SkipNameValidation: ptr.To(true)}).
 		Complete(r)
 }
 
 // podTenant maps a pod to the tenant of the node its label names.
-func (r *Reconciler) podTenant(ctx context.Context, pod client.Object) []Tenant {
+func (r *Reconciler) podTenant(ctx context.Context, pod client.Object) []rollout.Tenant {
 	key := client.ObjectKey{Namespace: pod.GetNamespace(), Name: pod.GetLabels()[v2alpha1.LabelNode]}
 	for _, n := range []v2alpha1.Node{&v2alpha1.Frontend{}, &v2alpha1.Backend{}} {
 		if err := r.Client.Get(ctx, key, n); err == nil {
-			t := Tenant{Namespace: key.Namespace, ClusterName: n.NodeSpec().ClusterConfig.ClusterName}
+			t := rollout.Tenant{Namespace: key.Namespace, ClusterName: n.NodeSpec().ClusterConfig.ClusterName}
 			r.observe(t)
-			return []Tenant{t}
+			return []rollout.Tenant{t}
 		}
 	}
 	return nil // a pod of no known node: its node's own event enqueues the tenant
 }
 
-func (r *Reconciler) observe(t Tenant) { r.observed.see(t, r.Clock.Now()) }
+func (r *Reconciler) observe(t rollout.Tenant) { r.observed.see(t, r.Clock.Now()) }
 
 // Reconcile sequences one tenant: gather and plan, then apply.
-func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile.Result, error) {
 	since := r.observed.take(t)
 	watch := newStopwatch(r.Clock, since)
 	snap, decisions, err := r.plan(ctx, t, watch)
@@ -269,7 +237,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 		return reconcile.Result{}, err
 	}
 	r.count(t, decisions)
-	releases := releasesAny(snap, decisions)
+	releases := rollout.ReleasesAny(snap, decisions)
 	if err := r.applyPlan(ctx, snap, decisions, since, watch); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -289,14 +257,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, t Tenant) (reconcile.Result,
 // one: a node waiting in line should not also wait for the condition updates
 // of the nodes behind it. The other changes touch one node each and go out
 // in parallel.
-func (r *Reconciler) applyPlan(ctx context.Context, snap *Snapshot, decisions []Decision, since time.Time, watch *stopwatch) error {
-	var records, releases, rest []Decision
+func (r *Reconciler) applyPlan(ctx context.Context, snap *rollout.Snapshot, decisions []rollout.Decision, since time.Time, watch *stopwatch) error {
+	var records, releases, rest []rollout.Decision
 	for _, d := range decisions {
 		switch {
 		case !d.Changed(snap.Nodes[d.Node]):
 		case d.Condition.Reason == v2alpha1.ReasonRolloutComplete:
 			records = append(records, d)
-		case releasing(snap, d):
+		case rollout.Releasing(snap, d):
 			releases = append(releases, d)
 		default:
 			rest = append(rest, d)
@@ -318,7 +286,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, snap *Snapshot, decisions []
 
 // count sets the tenant's share of the gauges: gated nodes and all nodes,
 // by reason.
-func (r *Reconciler) count(t Tenant, decisions []Decision) {
+func (r *Reconciler) count(t rollout.Tenant, decisions []rollout.Decision) {
 	gated, all := map[string]int{}, map[string]int{}
 	for _, d := range decisions {
 		if d.Gated {
@@ -331,7 +299,7 @@ func (r *Reconciler) count(t Tenant, decisions []Decision) {
 }
 
 // recheckAfter is the soonest another look is asked for, 0 for none.
-func recheckAfter(decisions []Decision) time.Duration {
+func recheckAfter(decisions []rollout.Decision) time.Duration {
 	var after time.Duration
 	for _, d := range decisions {
 		if d.RecheckAfter > 0 && (after == 0 || d.RecheckAfter < after) {
@@ -345,16 +313,16 @@ func recheckAfter(decisions []Decision) time.Duration {
 // reconciled was seen: the start of the release latency.
 type observations struct {
 	mu sync.Mutex
-	at map[Tenant]time.Time
+	at map[rollout.Tenant]time.Time
 }
 
 // see records that a change of tenant t was seen now, unless an older one
 // is still waiting.
-func (o *observations) see(t Tenant, now time.Time) {
+func (o *observations) see(t rollout.Tenant, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.at == nil {
-		o.at = map[Tenant]time.Time{}
+		o.at = map[rollout.Tenant]time.Time{}
 	}
 	if _, ok := o.at[t]; !ok {
 		o.at[t] = now
@@ -363,7 +331,7 @@ func (o *observations) see(t Tenant, now time.Time) {
 
 // take returns when the oldest change of t not yet reconciled was seen
 // (zero if none) and forgets it.
-func (o *observations) take(t Tenant) time.Time {
+func (o *observations) take(t rollout.Tenant) time.Time {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	at := o.at[t]
@@ -380,7 +348,7 @@ func resourceOf(n v2alpha1.Node) string {
 }
 
 // applyAll applies decisions that touch one node each, in parallel.
-func (r *Reconciler) applyAll(ctx context.Context, snap *Snapshot, decisions []Decision, since time.Time) error {
+func (r *Reconciler) applyAll(ctx context.Context, snap *rollout.Snapshot, decisions []rollout.Decision, since time.Time) error {
 	var g errgroup.Group
 	errs := make([]error, len(decisions))
 	for i, d := range decisions {
@@ -393,23 +361,18 @@ func (r *Reconciler) applyAll(ctx context.Context, snap *Snapshot, decisions []D
 	return errors.Join(errs...)
 }
 
-// releasing reports whether the decision removes the node's gate.
-func releasing(s *Snapshot, d Decision) bool {
-	return !d.Gated && gated(s.Nodes[d.Node])
-}
-
 // apply makes one node match its decision. The gate goes first, as a JSON
 // patch that tests the generation and the gates it decided on: if the spec
 // changed since the snapshot the patch fails, and the tenant is planned
 // again from fresh data; status and annotation changes do not get in the way.
 // Then the held pods' scheduling gates, the condition, the Event.
-func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, since time.Time) error {
+func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision, since time.Time) error {
 	n := snap.Nodes[d.Node]
 	if !d.Changed(n) {
 		return nil
 	}
 	logger := log.FromContext(ctx).WithValues("node", n.GetName(), "kind", n.NodeKind())
-	before := gated(n)
+	before := rollout.Gated(n)
 	if before != d.Gated {
 		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter, d.ReleasedSetRevision)
 		if err != nil {
@@ -457,10 +420,10 @@ func (r *Reconciler) apply(ctx context.Context, snap *Snapshot, d Decision, sinc
 // releasePods removes the sequencer's scheduling gate from the decision's
 // pods, each with a JSON patch that tests the gates it saw: only its own
 // gate goes, whatever else holds the pod.
-func (r *Reconciler) releasePods(ctx context.Context, snap *Snapshot, d Decision) error {
+func (r *Reconciler) releasePods(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision) error {
 	var errs []error
 	for _, name := range d.PodsToRelease {
-		i := slices.IndexFunc(snap.Pods[d.Node], func(p Pod) bool { return p.Name == name })
+		i := slices.IndexFunc(snap.Pods[d.Node], func(p rollout.Pod) bool { return p.Name == name })
 		if i < 0 {
 			continue
 		}
@@ -483,7 +446,7 @@ func (r *Reconciler) releasePods(ctx context.Context, snap *Snapshot, d Decision
 
 // podGatePatch returns the JSON patch that removes the sequencer's scheduling
 // gate from a pod, guarded by a test of the gates it had.
-func podGatePatch(p Pod) (client.Patch, error) {
+func podGatePatch(p rollout.Pod) (client.Patch, error) {
 	gates := make([]corev1.PodSchedulingGate, 0, len(p.Gates))
 	var rest []corev1.PodSchedulingGate
 	for _, g := range p.Gates {
@@ -533,7 +496,7 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 			map[string]any{"op": "replace", "path": "/spec/rolloutGates", "value": next.RolloutGates})
 	}
 	if record {
-		hash := targetHash(n)
+		hash := rollout.StampedTarget(n)
 		released := map[string]string{
 			v2alpha1.AnnotationReleasedTarget:     hash,
 			v2alpha1.AnnotationReleasedGeneration: strconv.FormatInt(n.GetGeneration()+1, 10),
@@ -554,7 +517,7 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 			if hash != "" {
 				ops = append(ops, map[string]any{"op": "test", "path": annotationPath(v2alpha1.AnnotationTargetHash), "value": hash})
 			}
-			for _, key := range sequencerOnly {
+			for _, key := range rollout.SequencerOnly {
 				_, had := n.GetAnnotations()[key]
 				switch value, ok := released[key]; {
 				case ok:
@@ -580,12 +543,12 @@ func annotationPath(key string) string {
 // applyCondition server-side applies the PrerequisitesReady condition as
 // the sequencer's field manager: the conditions list is a map by type, so
 // the Express operator's conditions are left alone.
-func (r *Reconciler) applyCondition(ctx context.Context, t Tenant, n v2alpha1.Node, d Decision) error {
+func (r *Reconciler) applyCondition(ctx context.Context, t rollout.Tenant, n v2alpha1.Node, d rollout.Decision) error {
 	conds := append(n.NodeStatus().Conditions[:0:0], n.NodeStatus().Conditions...)
-	if !SetCondition(&conds, d.Condition, r.Clock.Now()) {
+	if !rollout.SetCondition(&conds, d.Condition, r.Clock.Now()) {
 		return nil
 	}
-	c := condition(&v2alpha1.Backend{Status: v2alpha1.NodeStatus{Conditions: conds}})
+	c := meta.FindStatusCondition(conds, v2alpha1.ConditionPrerequisitesReady)
 	status := acv2alpha1.NodeStatus().WithConditions(metav1ac.Condition().
 		WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
 		WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))

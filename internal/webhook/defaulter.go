@@ -15,7 +15,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
-	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // Defaulter is the mutating webhook of one node kind: it injects the
@@ -58,20 +58,20 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	d.Orders.Apply(obj)
 
 	manager := fieldManager(req)
-	a := sequencer.Admission{FromSequencer: manager == v2alpha1.FieldManager && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now(), SettleTime: d.SettleTime}
+	a := rollout.Admission{FromSequencer: manager == v2alpha1.FieldManager && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now(), SettleTime: d.SettleTime}
 	if manager == v2alpha1.FieldManager && !a.FromSequencer {
 		warn(ctx, fmt.Sprintf("%s is not express-sequencer's identity: field manager %s gives it no right to release a node", req.UserInfo.Username, v2alpha1.FieldManager))
 	}
-	if a.Hash, err = sequencer.TargetHashOfObject(req.Object.Raw); err != nil {
+	if a.Hash, err = rollout.TargetHashOfObject(req.Object.Raw); err != nil {
 		return err
 	}
 	if old != nil {
 		a.Old = old
-		if a.OldHash, err = sequencer.TargetHashOfObject(req.OldObject.Raw); err != nil {
+		if a.OldHash, err = rollout.TargetHashOfObject(req.OldObject.Raw); err != nil {
 			return err
 		}
 	}
-	for _, w := range sequencer.Admit(obj, a) {
+	for _, w := range rollout.Admit(obj, a) {
 		warn(ctx, w)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -38,7 +39,7 @@ type PodGate struct {
 	Orders defaults.Orders
 	// Grouping is the sequencer's change grouping: a hold it makes, the pod
 	// webhook sees too.
-	Grouping sequencer.Grouping
+	Grouping rollout.Grouping
 	// Clock dates the snapshot.
 	Clock clock.PassiveClock
 }
@@ -63,7 +64,7 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%s names no Backend or Frontend in namespace %s: the pod is not held for its prerequisites", v2alpha1.LabelNode, name, req.Namespace))
 	}
-	ok, why := sequencer.PodsMayStart(snap, name)
+	ok, why := rollout.PodsMayStart(snap, name)
 	if ok {
 		return admission.Allowed("")
 	}
@@ -89,19 +90,19 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 // from what the cache names (the pod's own StatefulSet among them), else by
 // listing the namespace. It returns nil when no Backend or Frontend has that
 // name.
-func (g *PodGate) gather(ctx context.Context, namespace, name string, pod *corev1.Pod) (*sequencer.Snapshot, error) {
+func (g *PodGate) gather(ctx context.Context, namespace, name string, pod *corev1.Pod) (*rollout.Snapshot, error) {
 	now := g.Clock.Now()
 	if g.Cache != nil {
 		for _, n := range []v2alpha1.Node{&v2alpha1.Backend{}, &v2alpha1.Frontend{}} { // as GatherFreshFor finds it
 			if g.Cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, n) != nil {
 				continue
 			}
-			t := sequencer.Tenant{Namespace: namespace, ClusterName: n.NodeSpec().ClusterConfig.ClusterName}
+			t := rollout.Tenant{Namespace: namespace, ClusterName: n.NodeSpec().ClusterConfig.ClusterName}
 			cached, err := sequencer.Gather(ctx, g.Cache, t, g.Orders, now, 0, g.Grouping)
 			if err != nil {
 				break // listed below
 			}
-			cached.Pods[name] = append(cached.Pods[name], sequencer.PodOf(pod))
+			cached.Pods[name] = append(cached.Pods[name], rollout.PodOf(pod))
 			snap, err := sequencer.GatherFreshFromCache(ctx, g.Reader, cached, t, g.Orders, now, 0, g.Grouping)
 			if err != nil {
 				return nil, err

@@ -9,7 +9,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
-	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // Paths the webhooks are served at; they match the markers below and so the
@@ -50,7 +50,7 @@ const (
 // sequencer writes as.
 type Settings struct {
 	Orders         defaults.Orders
-	Grouping       sequencer.Grouping
+	Grouping       rollout.Grouping
 	Clock          clock.PassiveClock
 	SequencerUsers []string
 }

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/internal/sequencer"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
@@ -64,7 +64,7 @@ func TestFieldsTheGoTypesDoNotModelSurviveAdmissionAndArePartOfTheTarget(t *test
 	stored := getUnstructured(t, ns)
 	assertUnmodelledFieldsKept(t, sent, stored, "create")
 	spec, _ := json.Marshal(stored.Object["spec"])
-	hash, err := sequencer.TargetHash(spec)
+	hash, err := rollout.TargetHash(spec)
 	require.NoError(t, err)
 	assert.Equal(t, hash, stored.GetAnnotations()[v2alpha1.AnnotationTargetHash], "the hash covers the stored spec, unmodelled fields included")
 

@@ -17,6 +17,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -203,7 +204,7 @@ func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node, orders defaults.Or
 	if len(errs) > 0 {
 		return warnings, errs
 	}
-	c, ok := sequencer.AdmissionCycle(obj, siblings, orders)
+	c, ok := rollout.AdmissionCycle(obj, siblings, orders)
 	switch {
 	case ok && c.Definite:
 		path := field.NewPath("spec", "deploymentDependencies", string(c.List)).Index(c.Index).Child("expressNode")
@@ -245,7 +246,7 @@ func literalPredecessorLists(obj v2alpha1.Node, orders defaults.Orders) admissio
 
 // cycleWarning spells out a cycle that may still be transient: it runs
 // through a defaulted list, or a node whose change has not landed yet.
-func cycleWarning(c sequencer.Cycle) string {
+func cycleWarning(c rollout.Cycle) string {
 	var why []string
 	if len(c.Defaulted) > 0 {
 		why = append(why, fmt.Sprintf("%s by the default order", strings.Join(c.Defaulted, ", ")))

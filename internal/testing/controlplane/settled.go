@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -46,7 +47,7 @@ func Settled(ctx context.Context, c client.Reader, ns string) (bool, string, err
 			return false, n.GetName() + " has no pods", nil
 		}
 		for _, p := range pods.Items {
-			pod := sequencer.PodOf(&p)
+			pod := rollout.PodOf(&p)
 			if pod.Conditions[string(corev1.PodReady)] != string(corev1.ConditionTrue) || len(pod.Gates) > 0 ||
 				pod.Hash != n.GetAnnotations()[v2alpha1.AnnotationTargetHash] {
 				return false, fmt.Sprintf("%s: pod %s Ready=%s scheduling gates=%v target-hash=%s", n.GetName(), p.Name,

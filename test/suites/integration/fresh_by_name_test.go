@@ -25,6 +25,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 	"github.com/medallia/express-sequencer/internal/webhook"
 )
@@ -99,7 +100,7 @@ func TestAPodTheCacheHasNeverSeenStillHoldsTheNextNode(t *testing.T) {
 	ns, _ := settledTenant(t, 2)
 	stop()
 	ctx := context.Background()
-	tenant := sequencer.Tenant{Namespace: ns, ClusterName: "acme"}
+	tenant := rollout.Tenant{Namespace: ns, ClusterName: "acme"}
 	before := podsOf(t, ns)
 	require.Len(t, before, 2, "one pod per node")
 
@@ -152,14 +153,14 @@ func TestThePodWebhookHoldsAPodOnAPredecessorsCrashTheCacheHasNotSeen(t *testing
 	require.NotNil(t, fe1Pod)
 	create := recreated(t, fe1Pod)
 
-	gate := &webhook.PodGate{Reader: harness.Client, Cache: cache, Orders: defaults.Builtin(), Grouping: sequencer.DefaultGrouping, Clock: clock.RealClock{}}
+	gate := &webhook.PodGate{Reader: harness.Client, Cache: cache, Orders: defaults.Builtin(), Grouping: rollout.DefaultGrouping, Clock: clock.RealClock{}}
 	byName := freshReads(t, "names")
 	resp := gate.Handle(ctx, create)
 	require.True(t, resp.Allowed, "a held pod is admitted: %v", resp.Result)
 	assert.Equal(t, byName+1, freshReads(t, "names"), "the admission was decided on a fresh read by name")
 	assert.True(t, addsTheGate(resp), "fe1's new pod is held for the crashed backend: %v", resp.Patches)
 
-	fromCache := &webhook.PodGate{Reader: cache, Cache: cache, Orders: defaults.Builtin(), Grouping: sequencer.DefaultGrouping, Clock: clock.RealClock{}}
+	fromCache := &webhook.PodGate{Reader: cache, Cache: cache, Orders: defaults.Builtin(), Grouping: rollout.DefaultGrouping, Clock: clock.RealClock{}}
 	resp = fromCache.Handle(ctx, create)
 	require.True(t, resp.Allowed)
 	assert.False(t, addsTheGate(resp), "the check can fail: from the cache alone, the pod starts")
@@ -214,16 +215,16 @@ func TestTheFreshReadByNameSeesWhatTheListsSee(t *testing.T) {
 	require.True(t, waitFor(10*time.Second, func() bool {
 		return harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-be-1"}, &corev1.Pod{}) == nil
 	}))
-	tenant := sequencer.Tenant{Namespace: ns, ClusterName: "acme"}
+	tenant := rollout.Tenant{Namespace: ns, ClusterName: "acme"}
 	cacheNow := func() client.Reader {
 		return copyOf(t, append(podsOf(t, ns), read(t, ns, "be"), read(t, ns, "fe1"), read(t, ns, "fe2"))...)
 	}
-	gather := func(r client.Reader) *sequencer.Snapshot {
-		s, err := sequencer.Gather(ctx, r, tenant, defaults.Builtin(), time.Now(), 0, sequencer.DefaultGrouping)
+	gather := func(r client.Reader) *rollout.Snapshot {
+		s, err := sequencer.Gather(ctx, r, tenant, defaults.Builtin(), time.Now(), 0, rollout.DefaultGrouping)
 		require.NoError(t, err)
 		return s
 	}
-	listed, err := sequencer.GatherFresh(ctx, harness.Client, tenant, defaults.Builtin(), time.Now(), 0, sequencer.DefaultGrouping)
+	listed, err := sequencer.GatherFresh(ctx, harness.Client, tenant, defaults.Builtin(), time.Now(), 0, rollout.DefaultGrouping)
 	require.NoError(t, err)
 	byName, err := sequencer.GatherFreshByName(ctx, harness.Client, gather(cacheNow()), time.Now())
 	require.NoError(t, err)
@@ -240,7 +241,7 @@ func TestTheFreshReadByNameSeesWhatTheListsSee(t *testing.T) {
 	declined, err := sequencer.GatherFreshByName(ctx, harness.Client, cached, time.Now())
 	require.NoError(t, err)
 	assert.Nil(t, declined, "a pod of no StatefulSet: the read by name declines")
-	read, err := sequencer.GatherFreshFromCache(ctx, harness.Client, cached, tenant, defaults.Builtin(), time.Now(), 0, sequencer.DefaultGrouping)
+	read, err := sequencer.GatherFreshFromCache(ctx, harness.Client, cached, tenant, defaults.Builtin(), time.Now(), 0, rollout.DefaultGrouping)
 	require.NoError(t, err)
 	assert.Len(t, read.Pods["acme-be"], 3, "the LISTs read instead find the pod made by hand")
 }
@@ -248,9 +249,9 @@ func TestTheFreshReadByNameSeesWhatTheListsSee(t *testing.T) {
 // assertSameTenant compares two snapshots of a tenant: the same nodes at the
 // same resource versions, the same pods in the same states, the same
 // StatefulSet records, the same plan.
-func assertSameTenant(t *testing.T, want, got *sequencer.Snapshot) {
+func assertSameTenant(t *testing.T, want, got *rollout.Snapshot) {
 	t.Helper()
-	versions := func(s *sequencer.Snapshot) map[string]string {
+	versions := func(s *rollout.Snapshot) map[string]string {
 		out := map[string]string{}
 		for name, n := range s.Nodes {
 			out[name] = n.GetResourceVersion()
@@ -259,8 +260,8 @@ func assertSameTenant(t *testing.T, want, got *sequencer.Snapshot) {
 	}
 	assert.Equal(t, versions(want), versions(got), "nodes")
 	for name := range want.Nodes {
-		sortPods := func(p []sequencer.Pod) []sequencer.Pod {
-			return slices.SortedFunc(slices.Values(p), func(a, b sequencer.Pod) int { return strings.Compare(a.Name, b.Name) })
+		sortPods := func(p []rollout.Pod) []rollout.Pod {
+			return slices.SortedFunc(slices.Values(p), func(a, b rollout.Pod) int { return strings.Compare(a.Name, b.Name) })
 		}
 		assert.Equal(t, sortPods(want.Pods[name]), sortPods(got.Pods[name]), "pods of %s", name)
 	}
@@ -268,5 +269,5 @@ func assertSameTenant(t *testing.T, want, got *sequencer.Snapshot) {
 	assert.True(t, maps.Equal(want.SetRevisions, got.SetRevisions), "StatefulSet revisions: %v, %v", want.SetRevisions, got.SetRevisions)
 	assert.True(t, maps.Equal(want.SetsConverged, got.SetsConverged), "StatefulSet records: %v, %v", want.SetsConverged, got.SetsConverged)
 	got.Now = want.Now
-	assert.Equal(t, sequencer.Plan(want), sequencer.Plan(got), "plan")
+	assert.Equal(t, rollout.Plan(want), rollout.Plan(got), "plan")
 }

@@ -16,6 +16,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -81,7 +82,7 @@ func TestAReleaseTheCacheHasNotSeenYetStillHoldsItsDependents(t *testing.T) {
 	ns, _ := settledTenant(t, 2)
 	stop()
 	ctx := context.Background()
-	tenant := sequencer.Tenant{Namespace: ns, ClusterName: "acme"}
+	tenant := rollout.Tenant{Namespace: ns, ClusterName: "acme"}
 
 	setVersion(t, ns, v2, "be")
 	beBefore, pods := read(t, ns, "be"), podsOf(t, ns)
@@ -156,7 +157,7 @@ func TestAUserChangeTheCacheHasNotSeenStillHoldsRecoveringPods(t *testing.T) {
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(podsOf(t, ns), read(t, ns, "be"), read(t, ns, "fe1"), fe2Down, read(t, ns, "fe3"))...)
-	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), sequencer.Tenant{Namespace: ns, ClusterName: "acme"})
+	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.NoError(t, err)
 	assert.NotEmpty(t, held(), "fe3's pods wait for fe2, whatever the cache says")
 	assert.False(t, v2alpha1.IsGated(read(t, ns, "fe2")), "fe2, whose turn it is, is released")
@@ -178,7 +179,7 @@ func TestACrashTheCacheHasNotSeenStillHoldsTheNextNode(t *testing.T) {
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(before, read(t, ns, "be"), read(t, ns, "fe1"))...)
-	_, err := newLaggingReconciler(cache).Reconcile(ctx, sequencer.Tenant{Namespace: ns, ClusterName: "acme"})
+	_, err := newLaggingReconciler(cache).Reconcile(ctx, rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.NoError(t, err)
 	fe1 := read(t, ns, "fe1")
 	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the crashed backend, whatever the cache says")
@@ -199,7 +200,7 @@ func TestABackendChangeTheCacheHasNotSeenStillHoldsTheFrontends(t *testing.T) {
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(podsOf(t, ns), beDown, read(t, ns, "fe1"))...)
-	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), sequencer.Tenant{Namespace: ns, ClusterName: "acme"})
+	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.NoError(t, err)
 	fe1 := read(t, ns, "fe1")
 	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the backend brought back up, whatever the cache says")

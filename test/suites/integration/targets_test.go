@@ -16,7 +16,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
-	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
@@ -157,7 +157,7 @@ func TestTheTenantChartReversingTwoExplicitListsGoesThroughWithNoCycleActedOn(t 
 // time alone would hold it forever; the cap releases the backend change.
 func TestANodeRewrittenEveryThreeSecondsHoldsABackendChangeNoLongerThanTheCap(t *testing.T) {
 	startSequencer(t, func(o *app.Options) {
-		o.Grouping = sequencer.Grouping{SettleTime: 10 * time.Second, SettleCap: 15 * time.Second}
+		o.Grouping = rollout.Grouping{SettleTime: 10 * time.Second, SettleCap: 15 * time.Second}
 	})
 	ns, mark := settledTenant(t, 5)
 	setVersion(t, ns, v2, "be")

@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 // A change applied node by node lands as if applied at once (DESIGN §4),
 // also where a node crashed or came back up gated for it: no node goes
@@ -75,5 +75,5 @@ func TestACrashedBackendTheNewestRenderHasNotReachedWaitsForIt(t *testing.T) {
 	w.crash("be")
 	ticks(10)(w)
 	assert.Empty(t, w.startedSince(mark), "nothing starts while the render has not reached be")
-	assert.True(t, gated(w.nodes[w.name("be")]), "be is held: %s", w.condition("be").Message)
+	assert.True(t, Gated(w.nodes[w.name("be")]), "be is held: %s", w.condition("be").Message)
 }

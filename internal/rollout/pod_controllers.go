@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	appsv1 "k8s.io/api/apps/v1"

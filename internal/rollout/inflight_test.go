@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 // Rollouts under way whose pods are lost together with their
 // predecessors': the pod hold must neither deadlock nor let a backend
@@ -88,9 +88,9 @@ func TestTheBackendIsUpgradedOnlyAfterTheRollingFe2EvenWhenTheirPodsAreLost(t *t
 			w.evict("be", "fe1", "fe2")
 		}
 		for i := 0; i < 100 && !w.settled(); i++ {
-			wasGated := gated(w.nodes[w.name("be")])
+			wasGated := Gated(w.nodes[w.name("be")])
 			w.step()
-			if wasGated && !gated(w.nodes[w.name("be")]) && !w.snapshot().converged(w.name("fe2")) {
+			if wasGated && !Gated(w.nodes[w.name("be")]) && !w.snapshot().converged(w.name("fe2")) {
 				t.Errorf("crashBE=%v tick %d: be released for v2 while fe2 is not Ready on v2: %s", crashBE, w.tick, w.condition("fe2").Message)
 			}
 		}

@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"fmt"
@@ -170,7 +170,7 @@ func AdmissionCycle(node v2alpha1.Node, siblings []v2alpha1.Node, orders default
 	var keys []defaults.Key
 	byKey := map[defaults.Key]string{}
 	for _, n := range tenant {
-		if k, ok := defaults.KeyOf(n); ok && live(n) {
+		if k, ok := defaults.KeyOf(n); ok && Live(n) {
 			keys = append(keys, k)
 			byKey[k] = n.GetName()
 		}
@@ -283,12 +283,12 @@ func (p *planner) waitEdges(releasing map[string]bool, letGo, rollingPods bool) 
 	add := func(from string, to string, upgrade bool) { g[from] = append(g[from], wait{to: to, upgrade: upgrade}) }
 	for _, name := range p.names {
 		n := p.Nodes[name]
-		if !live(n) {
+		if !Live(n) {
 			continue
 		}
 		rel, pods, ready, tgt := vertex(stateRelease, name), vertex(statePods, name), vertex(stateReady, name), vertex(stateTarget, name)
 		ignored := annotated(n, v2alpha1.AnnotationIgnorePrerequisites)
-		held := gated(n) && !releasing[name]
+		held := Gated(n) && !releasing[name]
 		if held && !ignored {
 			waits := p.blockers[name]
 			if letGo || releasing != nil {
@@ -523,7 +523,7 @@ func (p *planner) findCycles(g waitGraph) map[string][]string {
 			continue
 		}
 		start := vertex(statePods, name)
-		if gated(p.Nodes[name]) {
+		if Gated(p.Nodes[name]) {
 			start = vertex(stateRelease, name)
 		}
 		if !onLoops[start] {
@@ -567,7 +567,7 @@ func loopNodes(start string, loop []wait) []string {
 // end only by the node's release: see findCycles.
 func (p *planner) waitsOnlyForItself(name string, b blocker) bool {
 	if b.upgrade {
-		return gated(p.Nodes[name])
+		return Gated(p.Nodes[name])
 	}
 	return !slices.ContainsFunc(p.Pods[name], func(pod Pod) bool { return !pod.HeldBySequencer() })
 }

@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"fmt"
@@ -24,8 +24,9 @@ type Admission struct {
 	SettleTime time.Duration
 }
 
-// sequencerOnly are the annotations only the sequencer writes.
-var sequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration, v2alpha1.AnnotationReleasedAfter, v2alpha1.AnnotationReleasedSetRevision}
+// SequencerOnly are the annotations only the sequencer writes: the record
+// of a release.
+var SequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration, v2alpha1.AnnotationReleasedAfter, v2alpha1.AnnotationReleasedSetRevision}
 
 // Admit applies the admission rules to node n in place and returns the
 // admission warnings:
@@ -66,7 +67,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		ann[v2alpha1.AnnotationTargetHash] = old[v2alpha1.AnnotationTargetHash]
 	}
 	if !a.FromSequencer {
-		for _, key := range sequencerOnly {
+		for _, key := range SequencerOnly {
 			if ann[key] != old[key] {
 				warnings = append(warnings, fmt.Sprintf("annotation %s is written by express-sequencer only: the change was dropped", key))
 			}
@@ -142,5 +143,5 @@ func restore(ann, old map[string]string, key string) {
 // before it stopped says a hold that has ended: it continues no run.
 func heldBySettling(n v2alpha1.Node, now time.Time) bool {
 	c := condition(n)
-	return gated(n) && c != nil && c.Reason == v2alpha1.ReasonSettling && now.Before(settleHoldEnd(c))
+	return Gated(n) && c != nil && c.Reason == v2alpha1.ReasonSettling && now.Before(settleHoldEnd(c))
 }

@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"strings"
@@ -77,7 +77,7 @@ func TestPreviewPredictsTheOrderTheRolloutTakes(t *testing.T) {
 			assert.Equal(t, c.want, order(w, p), "predicted")
 			assert.Empty(t, p.Stuck)
 			for name, n := range before.Nodes {
-				require.Equal(t, gated(n), v2alpha1.IsGated(w.nodes[name]), "Preview leaves the snapshot alone")
+				require.Equal(t, Gated(n), v2alpha1.IsGated(w.nodes[name]), "Preview leaves the snapshot alone")
 			}
 			mark := len(w.started)
 			w.run(400)

@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 // Exhaustive exploration of small tenants: every interleaving of the
 // sequencer's pass, the operator's step and the world's events, up to a

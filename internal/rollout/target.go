@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"bytes"
@@ -73,10 +73,10 @@ func TargetHashOf(s *v2alpha1.NodeSpec) string {
 	return h
 }
 
-// targetHash returns the node's target hash as the webhook stamped it.
-func targetHash(n v2alpha1.Node) string { return n.GetAnnotations()[v2alpha1.AnnotationTargetHash] }
+// StampedTarget returns the node's target hash as the webhook stamped it.
+func StampedTarget(n v2alpha1.Node) string { return n.GetAnnotations()[v2alpha1.AnnotationTargetHash] }
 
-// releasedTarget returns the target hash the node was last released for.
-func releasedTarget(n v2alpha1.Node) string {
+// ReleasedTarget returns the target hash the node was last released for.
+func ReleasedTarget(n v2alpha1.Node) string {
 	return n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget]
 }

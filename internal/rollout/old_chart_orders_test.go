@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 // The user's old chart renders allNodeConfig as explicit lists (seed 004).
 // Their edges are the user's words and the sequencer follows them as they

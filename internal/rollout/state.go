@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"encoding/json"
@@ -39,10 +39,12 @@ func isUp(n v2alpha1.Node) bool { return n.NodeSpec().IsUp() }
 
 func annotated(n v2alpha1.Node, key string) bool { return n.GetAnnotations()[key] == "true" }
 
-func gated(n v2alpha1.Node) bool { return n.NodeSpec().HasGate(v2alpha1.GateSequencer) }
+// Gated reports whether the node carries the sequencer's gate.
+func Gated(n v2alpha1.Node) bool { return n.NodeSpec().HasGate(v2alpha1.GateSequencer) }
 
-// live: up and not being deleted. Only live nodes take part in the order.
-func live(n v2alpha1.Node) bool { return isUp(n) && n.GetDeletionTimestamp() == nil }
+// Live reports whether the node is up and not being deleted. Only live
+// nodes take part in the order.
+func Live(n v2alpha1.Node) bool { return isUp(n) && n.GetDeletionTimestamp() == nil }
 
 // isReady: at least one pod, every pod Ready, and none missing that the
 // pods' controller wants.
@@ -57,7 +59,7 @@ func (s *Snapshot) isReady(name string) bool {
 // revision labels.
 func (s *Snapshot) onTarget(name string) bool {
 	n := s.Nodes[name]
-	if gated(n) {
+	if Gated(n) {
 		return false
 	}
 	for _, p := range s.Pods[name] {
@@ -70,7 +72,7 @@ func (s *Snapshot) onTarget(name string) bool {
 
 func podOnTarget(n v2alpha1.Node, p Pod) bool {
 	if p.Hash != "" {
-		return p.Hash == targetHash(n)
+		return p.Hash == StampedTarget(n)
 	}
 	return p.Version == n.NodeSpec().ExpressVersion && p.Revision == n.NodeSpec().DeploymentRevision
 }
@@ -87,17 +89,17 @@ func (s *Snapshot) converged(name string) bool { return s.isReady(name) && s.onT
 // hasPendingWork: live, and gated or not converged.
 func (s *Snapshot) hasPendingWork(name string) bool {
 	n := s.Nodes[name]
-	return live(n) && (gated(n) || !s.converged(name))
+	return Live(n) && (Gated(n) || !s.converged(name))
 }
 
 // newTarget reports whether the node's target is one the sequencer has not
 // released: first rollouts and changes.
-func newTarget(n v2alpha1.Node) bool { return targetHash(n) != releasedTarget(n) }
+func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget(n) }
 
 // mode returns how a gated node is rolled.
 func (s *Snapshot) mode(name string) Mode {
 	n := s.Nodes[name]
-	if releasedTarget(n) != "" && newTarget(n) {
+	if ReleasedTarget(n) != "" && newTarget(n) {
 		return ModeUpgrade
 	}
 	return ModeProvisioning
@@ -181,7 +183,7 @@ func (s *Snapshot) recordedConverged(name string) bool {
 // the node is Ready for no one.
 func (s *Snapshot) inFlight(name string) bool {
 	n := s.Nodes[name]
-	if !live(n) || gated(n) || targetHash(n) == "" || newTarget(n) || s.converged(name) || s.SetsConverged[name] {
+	if !Live(n) || Gated(n) || StampedTarget(n) == "" || newTarget(n) || s.converged(name) || s.SetsConverged[name] {
 		return false
 	}
 	c := condition(n)
@@ -191,10 +193,21 @@ func (s *Snapshot) inFlight(name string) bool {
 	return !s.recordedConverged(name)
 }
 
+// AnyInFlight reports whether any node of the snapshot is in a released
+// rollout that has not converged yet (inFlight).
+func (s *Snapshot) AnyInFlight() bool {
+	for name := range s.Nodes {
+		if s.inFlight(name) {
+			return true
+		}
+	}
+	return false
+}
+
 // recovering reports whether a live, ungated node lost its Ready state (or
 // its pods) on a target whose rollout had converged: a crash, an eviction, a
 // node failure. Its recovery is ordered at the pods.
 func (s *Snapshot) recovering(name string) bool {
 	n := s.Nodes[name]
-	return live(n) && !gated(n) && !s.converged(name) && !s.inFlight(name)
+	return Live(n) && !Gated(n) && !s.converged(name) && !s.inFlight(name)
 }

@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"slices"
@@ -61,7 +61,7 @@ func Preview(s *Snapshot) Prediction {
 		var step Step
 		for _, d := range Plan(sim) {
 			n := sim.Nodes[d.Node]
-			if !gated(n) || d.Gated || !live(n) {
+			if !Gated(n) || d.Gated || !Live(n) {
 				continue
 			}
 			if step.Modes == nil {
@@ -80,7 +80,7 @@ func Preview(s *Snapshot) Prediction {
 		p.Steps = append(p.Steps, step)
 	}
 	for _, d := range Plan(sim) {
-		if d.Gated && live(sim.Nodes[d.Node]) {
+		if d.Gated && Live(sim.Nodes[d.Node]) {
 			p.Stuck = append(p.Stuck, d)
 		}
 	}
@@ -123,12 +123,12 @@ func (s *Snapshot) rolledOut(name string) {
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[v2alpha1.AnnotationReleasedTarget] = targetHash(n)
+	ann[v2alpha1.AnnotationReleasedTarget] = StampedTarget(n)
 	ann[v2alpha1.AnnotationReleasedGeneration] = strconv.FormatInt(n.GetGeneration(), 10)
 	n.SetAnnotations(ann)
 	spec := n.NodeSpec()
 	s.Pods[name] = []Pod{{
-		Name: name + "-preview", Version: spec.ExpressVersion, Revision: spec.DeploymentRevision, Hash: targetHash(n),
+		Name: name + "-preview", Version: spec.ExpressVersion, Revision: spec.DeploymentRevision, Hash: StampedTarget(n),
 		Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionTrue)},
 	}}
 	SetCondition(&n.NodeStatus().Conditions, metav1.Condition{

@@ -1,10 +1,12 @@
-package sequencer
+package rollout
 
 import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // SetCondition puts c into conds, returning whether anything changed. Its
@@ -25,4 +27,9 @@ func SetCondition(conds *[]metav1.Condition, c metav1.Condition, now time.Time) 
 	// SetStatusCondition keeps the old time when the status is unchanged.
 	meta.FindStatusCondition(*conds, c.Type).LastTransitionTime = c.LastTransitionTime
 	return true
+}
+
+// condition returns the node's PrerequisitesReady condition, or nil.
+func condition(n v2alpha1.Node) *metav1.Condition {
+	return meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
 }

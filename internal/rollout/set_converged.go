@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"strings"
@@ -60,7 +60,7 @@ func setRevisions(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map
 // strategy never completes a rollout (OnDelete) or completes only part of it
 // (a partition) records nothing.
 func recordsConvergence(sts appsv1.StatefulSet, n v2alpha1.Node) bool {
-	hash := targetHash(n)
+	hash := StampedTarget(n)
 	if hash == "" || sts.Spec.Template.Labels[v2alpha1.LabelTargetHash] != hash || sts.Status.ObservedGeneration != sts.Generation {
 		return false
 	}

@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ type Event struct {
 
 // Changed reports whether applying the decision changes the node or its pods.
 func (d Decision) Changed(n v2alpha1.Node) bool {
-	if d.Gated != gated(n) || len(d.PodsToRelease) > 0 {
+	if d.Gated != Gated(n) || len(d.PodsToRelease) > 0 {
 		return true
 	}
 	if d.KeepCondition {
@@ -155,7 +155,7 @@ func (p *planner) findWaits() {
 		dropped := false
 		for tier := 0; tier < 3 && !dropped; tier++ { // the narrowest drops that leave a loop to break
 			for _, name := range p.names {
-				if len(p.blockers[name]) == 0 || !gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
+				if len(p.blockers[name]) == 0 || !Gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
 					continue
 				}
 				for _, r := range p.circularUpgradeWaits(name, letGo, tier) {
@@ -178,10 +178,10 @@ func (p *planner) findWaits() {
 // evaluate records what node name waits for, if it waits for anyone.
 func (p *planner) evaluate(name string) {
 	n := p.Nodes[name]
-	if !live(n) {
+	if !Live(n) {
 		return
 	}
-	if !gated(n) {
+	if !Gated(n) {
 		if p.recovering(name) {
 			p.blockers[name], p.reliesOn[name] = p.wait(name, false, nil)
 		}
@@ -292,7 +292,7 @@ func (p *planner) mayUpgradeAfter(x string) []string {
 			}
 			seen[y] = true
 			out = append(out, y)
-			if m, ok := p.Nodes[y]; ok && !live(m) {
+			if m, ok := p.Nodes[y]; ok && !Live(m) {
 				walk(y)
 			}
 		}
@@ -378,7 +378,7 @@ func PodsMayStart(s *Snapshot, name string) (bool, string) {
 
 func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []blocker) {
 	n := p.Nodes[name]
-	if !live(n) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) || releasing[name] {
+	if !Live(n) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) || releasing[name] {
 		return true, nil
 	}
 	blockers, _ := p.wait(name, false, releasing)
@@ -426,7 +426,7 @@ func (p *planner) decide(name string) Decision {
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonNodeDown, "%s is being deleted and takes no part in the order", name)
 	case !isUp(n):
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonNodeDown, "%s is intentionally down (up: false) and takes no part in the order", name)
-	case gated(n):
+	case Gated(n):
 		p.decideGated(name, &d)
 	case p.converged(name):
 		msg := "Ready on " + describeTarget(n)
@@ -599,7 +599,7 @@ func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 		return nil
 	}
 	cur := condition(n)
-	gateChanged := d.Gated != gated(n)
+	gateChanged := d.Gated != Gated(n)
 	if !gateChanged && cur != nil && cur.Reason == d.Condition.Reason && len(d.PodsToRelease) == 0 {
 		return nil
 	}

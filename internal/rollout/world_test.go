@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"encoding/json"
@@ -112,7 +112,7 @@ func (w *world) admit(n, old v2alpha1.Node) {
 	w.orders.Apply(n)
 	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime}
 	if old != nil {
-		a.OldHash = targetHash(old)
+		a.OldHash = StampedTarget(old)
 	}
 	Admit(n, a)
 	switch {
@@ -261,7 +261,7 @@ func (w *world) blip(keys ...string) {
 func (w *world) scaleUp(keys ...string) {
 	for _, k := range keys {
 		name := w.name(k)
-		if n := w.nodes[name]; n == nil || !live(n) || len(w.pods[name]) == 0 || w.crashed[name] > 0 {
+		if n := w.nodes[name]; n == nil || !Live(n) || len(w.pods[name]) == 0 || w.crashed[name] > 0 {
 			continue // a crashed node is re-provisioned, not scaled
 		}
 		w.scaling[name]++
@@ -275,7 +275,7 @@ func (w *world) scaleUp(keys ...string) {
 func (w *world) lose(keys ...string) {
 	for _, k := range keys {
 		name := w.name(k)
-		if n := w.nodes[name]; n == nil || !live(n) || len(w.pods[name]) == 0 {
+		if n := w.nodes[name]; n == nil || !Live(n) || len(w.pods[name]) == 0 {
 			continue
 		}
 		delete(w.pods, name)
@@ -304,7 +304,7 @@ func (w *world) evict(keys ...string) {
 	for _, k := range keys {
 		name := w.name(k)
 		n := w.nodes[name]
-		if n == nil || !live(n) || !had[k] {
+		if n == nil || !Live(n) || !had[k] {
 			continue
 		}
 		delete(w.crashed, name)
@@ -331,7 +331,7 @@ func (w *world) snapshot() *Snapshot {
 func (w *world) statefulSets() []appsv1.StatefulSet {
 	var out []appsv1.StatefulSet
 	for name, n := range w.nodes {
-		if !live(n) || w.lastHash[name] == "" {
+		if !Live(n) || w.lastHash[name] == "" {
 			continue
 		}
 		sts := appsv1.StatefulSet{}
@@ -420,7 +420,7 @@ func (w *world) sequence() { w.apply(Plan(w.snapshot())) }
 func (w *world) apply(decisions []Decision) {
 	releasing := map[string]bool{}
 	for _, d := range decisions {
-		if n := w.nodes[d.Node]; gated(n) && !d.Gated && live(n) {
+		if n := w.nodes[d.Node]; Gated(n) && !d.Gated && Live(n) {
 			releasing[d.Node] = true
 		}
 	}
@@ -436,13 +436,13 @@ func (w *world) apply(decisions []Decision) {
 			}
 		}
 	}
-	releases := releasesAny(w.snapshot(), decisions)
+	releases := ReleasesAny(w.snapshot(), decisions)
 	for _, d := range decisions {
 		n := w.nodes[d.Node]
 		if !d.Changed(n) {
 			continue
 		}
-		if was := gated(n); was != d.Gated {
+		if was := Gated(n); was != d.Gated {
 			if d.Gated {
 				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
 			} else {
@@ -450,7 +450,7 @@ func (w *world) apply(decisions []Decision) {
 			}
 			n.SetGeneration(n.GetGeneration() + 1)
 			if d.RecordRelease {
-				setAnnotation(n, v2alpha1.AnnotationReleasedTarget, targetHash(n))
+				setAnnotation(n, v2alpha1.AnnotationReleasedTarget, StampedTarget(n))
 				setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, strconv.FormatInt(n.GetGeneration(), 10))
 				delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedAfter)
 				delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedSetRevision)
@@ -519,14 +519,14 @@ func (w *world) operate() {
 				w.logf("%s Ready again", key)
 			}
 		}
-		if w.scaling[name] > 0 && live(n) {
+		if w.scaling[name] > 0 && Live(n) {
 			w.scaling[name]--
 			w.createPod(name, w.lastHash[name], true)
 			w.logf("StatefulSet of %s creates a pod%s", key, w.gatedSuffix(name))
 		}
 		schedulable := len(w.pods[name]) > 0 && !slices.ContainsFunc(w.pods[name], func(p Pod) bool { return len(p.Gates) > 0 })
 		switch {
-		case !live(n):
+		case !Live(n):
 			delete(w.setCurrent, name) // scaled to 0, or deleted: a StatefulSet of no replica records nothing
 			delete(w.crashed, name)
 			delete(w.rolling, name)
@@ -542,9 +542,9 @@ func (w *world) operate() {
 			}
 		case w.crashed[name] > 1:
 			w.crashed[name]--
-		case w.crashed[name] == 1 && !v2alpha1.IsGated(n) && w.lastHash[name] != targetHash(n):
+		case w.crashed[name] == 1 && !v2alpha1.IsGated(n) && w.lastHash[name] != StampedTarget(n):
 			delete(w.crashed, name)
-			w.createPods(name, targetHash(n))
+			w.createPods(name, StampedTarget(n))
 			w.logf("operator rolls %s to %s%s", key, spec.ExpressVersion, w.gatedSuffix(name))
 		case w.crashed[name] == 1 && !v2alpha1.IsGated(n):
 			delete(w.crashed, name)
@@ -562,16 +562,16 @@ func (w *world) operate() {
 				}
 				if w.missing[name] == 0 && w.scaling[name] == 0 {
 					w.setCurrent[name] = w.lastHash[name]
-					if w.lastHash[name] == targetHash(n) && releasedTarget(n) == targetHash(n) && !w.releasedBare[name] {
+					if w.lastHash[name] == StampedTarget(n) && ReleasedTarget(n) == StampedTarget(n) && !w.releasedBare[name] {
 						w.convergedSince[name] = w.lastHash[name]
 					}
 				}
 				w.logf("operator: %s Ready on %s", key, spec.ExpressVersion)
 			}
 		case w.rolling[name] > 0, v2alpha1.IsGated(n):
-		case len(w.pods[name]) == 0 || w.lastHash[name] != targetHash(n):
+		case len(w.pods[name]) == 0 || w.lastHash[name] != StampedTarget(n):
 			delete(w.crashed, name)
-			w.createPods(name, targetHash(n))
+			w.createPods(name, StampedTarget(n))
 			w.logf("operator rolls %s to %s%s", key, spec.ExpressVersion, w.gatedSuffix(name))
 		}
 	}
@@ -659,7 +659,7 @@ func (w *world) dump() string {
 		if d := n.NodeSpec().DeploymentDependencies; d != nil {
 			deps = "prov " + list(d.ProvisioningPrerequisites) + " upg " + list(d.UpgradePrerequisites)
 		}
-		fmt.Fprintf(&b, "%s: up=%v gated=%v mode=%s inFlight=%v %s defaulted=%q pods=%v\n", w.key(name), live(n), gated(n), s.mode(name), s.inFlight(name),
+		fmt.Fprintf(&b, "%s: up=%v gated=%v mode=%s inFlight=%v %s defaulted=%q pods=%v\n", w.key(name), Live(n), Gated(n), s.mode(name), s.inFlight(name),
 			deps, n.GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites], w.pods[name])
 	}
 	return b.String()

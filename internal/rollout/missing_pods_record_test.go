@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"fmt"
@@ -13,13 +13,13 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
-// reconcile chooses its plan as Reconciler.plan does (planOnFreshest): on
-// the cache, which knows no StatefulSet (MissingPods nil), or on fresh
-// reads, which do; and applies that plan.
+// reconcile chooses its plan as sequencer.Reconciler.plan does
+// (PlanOnFreshest): on the cache, which knows no StatefulSet (MissingPods
+// nil), or on fresh reads, which do; and applies that plan.
 func (w *world) reconcile() {
 	cached := w.snapshot()
 	cached.MissingPods, cached.SetsConverged, cached.SetRevisions = nil, nil, nil
-	_, decisions, _, err := planOnFreshest(cached, nil, func() (*Snapshot, error) { return w.snapshot(), nil })
+	_, decisions, _, err := PlanOnFreshest(cached, func() (*Snapshot, error) { return w.snapshot(), nil })
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestARolloutCompleteIsNotRecordedWhileTheStatefulSetStillWantsAPod(t *testi
 	assert.NotEqual(t, v2alpha1.ReasonRolloutComplete, w.condition("fe2").Reason, "fe2 is not complete with a pod missing")
 	w.crash("be")
 	w.podSeq++
-	pod := Pod{Name: fmt.Sprintf("%s-%d", fe2, w.podSeq), Version: v2, Hash: targetHash(w.nodes[fe2]),
+	pod := Pod{Name: fmt.Sprintf("%s-%d", fe2, w.podSeq), Version: v2, Hash: StampedTarget(w.nodes[fe2]),
 		Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)}}
 	ok, why := PodsMayStart(w.snapshot(), fe2) // the pod webhook reads fresh: still missing while admitted
 	assert.True(t, ok, "fe2's second pod is part of its rollout: %s", why)
@@ -75,7 +75,7 @@ func TestARolloutCompleteIsNotRecordedWhileTheStatefulSetStillWantsAPod(t *testi
 	beReleased, fe2Ready := -1, -1
 	for range 60 {
 		w.reconcileStep()
-		if beReleased < 0 && !gated(w.nodes[w.name("be")]) {
+		if beReleased < 0 && !Gated(w.nodes[w.name("be")]) {
 			beReleased = w.tick
 		}
 		if fe2Ready < 0 && w.snapshot().converged(fe2) && !slices.ContainsFunc(w.pods[fe2], Pod.HeldBySequencer) {

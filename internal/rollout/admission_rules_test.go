@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"testing"
@@ -116,9 +116,9 @@ func TestAdmissionRules(t *testing.T) {
 				c.edit(n)
 			}
 			warnings := Admit(n, Admission{Old: c.old, OldHash: c.oldHash, Hash: c.hash, FromSequencer: c.fromSequencer, Now: now, SettleTime: 10 * time.Second})
-			assert.Equal(t, c.wantGate, gated(n), "gated")
-			assert.Equal(t, c.wantStamp, targetHash(n), "target-hash")
-			assert.Equal(t, c.wantReleased, releasedTarget(n), "released-target")
+			assert.Equal(t, c.wantGate, Gated(n), "gated")
+			assert.Equal(t, c.wantStamp, StampedTarget(n), "target-hash")
+			assert.Equal(t, c.wantReleased, ReleasedTarget(n), "released-target")
 			assert.Len(t, warnings, c.wantWarnings, "%v", warnings)
 			changed := n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt] == now.Format(time.RFC3339Nano)
 			assert.Equal(t, c.wantChangedNow, changed, "target-changed-at stamped now")

@@ -1,4 +1,4 @@
-package sequencer
+package rollout
 
 import (
 	"fmt"
@@ -58,7 +58,7 @@ func podsIn(pods []Pod, condType, condStatus, version, revision string) (inState
 func (s *Snapshot) liveKeys() map[defaults.Key]string {
 	keys := map[defaults.Key]string{}
 	for name, n := range s.Nodes {
-		if k, ok := defaults.KeyOf(n); ok && live(n) {
+		if k, ok := defaults.KeyOf(n); ok && Live(n) {
 			keys[k] = name
 		}
 	}
@@ -134,7 +134,7 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 		switch {
 		case !ok:
 			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via})
-		case !live(dep):
+		case !Live(dep):
 			seen[p.ExpressNode] = true
 			reqs = append(reqs, s.listRequirements(p.ExpressNode, l, upToDate, append(slices.Clone(via), p.ExpressNode), seen)...)
 		default:
@@ -165,7 +165,7 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 	}
 	n := s.Nodes[r.node]
 	reason := v2alpha1.ReasonWaitingForPrerequisite
-	if annotated(n, v2alpha1.AnnotationPauseRollout) && gated(n) {
+	if annotated(n, v2alpha1.AnnotationPauseRollout) && Gated(n) {
 		// A pause holds a release, not a rollout under way nor a recovery:
 		// only a gated node is held by its pause.
 		reason = v2alpha1.ReasonRolloutPaused
@@ -185,7 +185,7 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 		need += " on " + describeTarget(n)
 	}
 	blocked := blocker{node: r.node, reason: reason, message: "waiting for " + who + " to be " + need, upgrade: r.upToDate, via: r.via}
-	if r.upToDate && gated(n) || releasing[r.node] || s.inFlight(r.node) {
+	if r.upToDate && Gated(n) || releasing[r.node] || s.inFlight(r.node) {
 		return blocked, true // not started, starting now, or under way: Ready for no one
 	}
 	pods := s.Pods[r.node]
@@ -221,7 +221,7 @@ func (s *Snapshot) readyOnTarget(name string) int {
 // revision, and the target hash that also covers every other field.
 func describeTarget(n v2alpha1.Node) string {
 	t := target(n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision)
-	if h := targetHash(n); h != "" {
+	if h := StampedTarget(n); h != "" {
 		if t == "" {
 			return "target " + h
 		}

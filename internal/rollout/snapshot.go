@@ -1,0 +1,218 @@
+package rollout
+
+import (
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+)
+
+// Tenant identifies a tenant: its namespace and clusterConfig.clusterName.
+type Tenant struct {
+	Namespace   string
+	ClusterName string
+}
+
+// String renders the tenant as namespace/clusterName.
+func (t Tenant) String() string { return t.Namespace + "/" + t.ClusterName }
+
+// Pod is what the sequencer needs of one pod of a node.
+type Pod struct {
+	// Name of the pod.
+	Name string
+	// Conditions maps each pod condition type to its status.
+	Conditions map[string]string
+	// Version and Revision are the pod's express-version and
+	// deployment-revision labels.
+	Version, Revision string
+	// Hash is the pod's target-hash label: the target it was created for.
+	Hash string
+	// Gates are the pod's scheduling gates; the pod is not scheduled while
+	// any is present.
+	Gates []string
+	// Failing: the pod will not become Ready by itself — it failed, or a
+	// container is crash-looping or cannot start (FailingPod). A pod that
+	// is not Ready without failing (starting, a readiness blip, restarted
+	// in place once) is expected to become Ready by itself.
+	Failing bool
+	// Set is the name of the StatefulSet that controls the pod (its
+	// controller owner reference), empty for a pod of any other controller
+	// or of none: the fresh read by name finds a node's pods through it.
+	Set string
+}
+
+// failingWaits are the reasons a container waits that it does not leave by
+// itself: the kubelet backs off a crash loop or an image it cannot pull, and
+// a container that cannot be created stays so until its spec changes.
+var failingWaits = []string{
+	"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "ErrImageNeverPull", "InvalidImageName",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+}
+
+// FailingPod reports whether a pod will not become Ready by itself: it
+// failed (phase Failed), or one of its containers, init containers
+// included, waits for a reason it does not leave by itself.
+func FailingPod(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, c := range statuses {
+			if w := c.State.Waiting; w != nil && FailingWait(w.Reason) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FailingWait reports whether a container that waits for reason does not
+// leave it by itself (failingWaits).
+func FailingWait(reason string) bool { return slices.Contains(failingWaits, reason) }
+
+// StatefulSetOf returns the name of the StatefulSet that controls a pod,
+// empty when its controller is anything else or there is none.
+func StatefulSetOf(p *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.APIVersion == appsv1.SchemeGroupVersion.String() && ref.Kind == "StatefulSet" {
+		return ref.Name
+	}
+	return ""
+}
+
+// HeldBySequencer reports whether the pod carries the sequencer's
+// scheduling gate.
+func (p Pod) HeldBySequencer() bool { return slices.Contains(p.Gates, v2alpha1.GateSequencer) }
+
+// PodOf reads a pod into a Pod. A pod that is being deleted counts as not
+// Ready, whatever its conditions still say.
+func PodOf(p *corev1.Pod) Pod {
+	out := Pod{
+		Name:       p.Name,
+		Conditions: make(map[string]string, len(p.Status.Conditions)),
+		Version:    p.Labels[v2alpha1.LabelExpressVersion],
+		Revision:   p.Labels[v2alpha1.LabelDeploymentRevision],
+		Hash:       p.Labels[v2alpha1.LabelTargetHash],
+		Failing:    FailingPod(p),
+		Set:        StatefulSetOf(p),
+	}
+	for _, g := range p.Spec.SchedulingGates {
+		out.Gates = append(out.Gates, g.Name)
+	}
+	for _, c := range p.Status.Conditions {
+		out.Conditions[string(c.Type)] = string(c.Status)
+	}
+	if p.DeletionTimestamp != nil {
+		out.Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
+	}
+	return out
+}
+
+// Snapshot is everything Plan decides on: one tenant's nodes and their pods
+// at one moment, the installation's default orders, and the time.
+type Snapshot struct {
+	Tenant Tenant
+	Orders defaults.Orders
+	// Nodes are the tenant's Backend and Frontends by name.
+	Nodes map[string]v2alpha1.Node
+	// Pods are the pods of each node, by node name.
+	Pods map[string][]Pod
+	// MissingPods are, by node name, the pods the controllers of the node's
+	// pods want beyond those that exist (a StatefulSet still creating or
+	// replacing one): such a node is not Ready, whatever its pods say. Read
+	// for the fresh snapshots every release is planned on; nil in a
+	// snapshot of the cache, which then takes the pods as they are.
+	MissingPods map[string]int
+	// SetsConverged are the nodes in flight whose StatefulSet records that
+	// their released rollout converged (DESIGN §2): every replica updated
+	// and Ready at once, whatever happened to the pods since.
+	// SetRevisions are, by node name, what a release records of the node's
+	// StatefulSet (released-set-revision). Both are read for the fresh
+	// snapshots every release is planned on; nil in a snapshot of the cache.
+	SetsConverged map[string]bool
+	SetRevisions  map[string]string
+	// Now is when the snapshot was taken.
+	Now time.Time
+	// ProgressDeadline is how long a released node may take to become
+	// Ready on its target before it is reported stalled; 0 turns it off.
+	ProgressDeadline time.Duration
+	// Grouping says how a change applied node by node is recognised as
+	// one change.
+	Grouping Grouping
+}
+
+// Grouping holds the change-grouping settings (DESIGN §4).
+type Grouping struct {
+	// LandingTimeout is how long a tenant whose live nodes disagree on
+	// rollout-id is held before the sequencer proceeds with what landed;
+	// 0 holds it until they agree.
+	LandingTimeout time.Duration
+	// SettleTime is how long after the latest target change of a tenant
+	// without rollout-id its gated nodes are held; 0 turns it off.
+	SettleTime time.Duration
+	// SettleCap bounds the settle hold: a node's changes hold the tenant
+	// no longer than this after its run of changes (each less than
+	// SettleTime after the one before, or made while the settle hold still
+	// holds it) began, however often it keeps changing; 0 means no cap.
+	SettleCap time.Duration
+}
+
+// DefaultGrouping is the change grouping express-sequencer runs with unless
+// told otherwise (--landing-timeout, --settle-time, --settle-cap), and what
+// kubectl express plans with.
+var DefaultGrouping = Grouping{LandingTimeout: 5 * time.Minute, SettleTime: 10 * time.Second, SettleCap: time.Minute}
+
+// DefaultProgressDeadline is how long a released node may take to be Ready
+// on its target before it is reported stuck (--progress-deadline).
+const DefaultProgressDeadline = 15 * time.Minute
+
+// Objects are what a fresh read found of a tenant's namespace: the objects
+// SnapshotOf builds a snapshot from.
+type Objects struct {
+	// Nodes are Backends and Frontends of the namespace; those of other
+	// tenants are left out of the snapshot.
+	Nodes []v2alpha1.Node
+	// Pods are Express pods (labelled express.medallia.com/node) of the
+	// namespace; those of other tenants' nodes are left out.
+	Pods []corev1.Pod
+	// StatefulSets are the namespace's StatefulSets, none when they may
+	// not be read: pods are then taken as they are.
+	StatefulSets []appsv1.StatefulSet
+	// LostMachines are the Nodes (machines) Ready pods are bound to that
+	// no longer exist or are not Ready: their pods are not Ready, whatever
+	// their stale status says (no kubelet is left to say otherwise).
+	LostMachines map[string]bool
+}
+
+// SnapshotOf builds the tenant's snapshot from what a fresh read found of
+// its namespace. Only the tenant's own pods are counted against their
+// StatefulSets: the namespace may hold other tenants, whose controllers this
+// snapshot has no business reading.
+func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Time) *Snapshot {
+	s := &Snapshot{Tenant: tenant, Orders: orders, Now: now, Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]Pod{}}
+	for _, n := range read.Nodes {
+		if n.NodeSpec().ClusterConfig.ClusterName == tenant.ClusterName {
+			s.Nodes[n.GetName()] = n
+		}
+	}
+	var own []*corev1.Pod
+	for i := range read.Pods {
+		name := read.Pods[i].Labels[v2alpha1.LabelNode]
+		if _, ok := s.Nodes[name]; ok {
+			pod := PodOf(&read.Pods[i])
+			if read.LostMachines[read.Pods[i].Spec.NodeName] {
+				pod.Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
+			}
+			s.Pods[name] = append(s.Pods[name], pod)
+			own = append(own, &read.Pods[i])
+		}
+	}
+	s.MissingPods = missingPods(own, read.StatefulSets, s.Nodes)
+	s.SetRevisions = setRevisions(read.StatefulSets, s.Nodes)
+	s.SetsConverged = setsConverged(s, read.StatefulSets)
+	return s
+}
