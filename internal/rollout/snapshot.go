@@ -6,7 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
@@ -40,10 +39,6 @@ type Pod struct {
 	// is not Ready without failing (starting, a readiness blip, restarted
 	// in place once) is expected to become Ready by itself.
 	Failing bool
-	// Set is the name of the StatefulSet that controls the pod (its
-	// controller owner reference), empty for a pod of any other controller
-	// or of none: the fresh read by name finds a node's pods through it.
-	Set string
 }
 
 // failingWaits are the reasons a container waits that it does not leave by
@@ -75,15 +70,6 @@ func FailingPod(p *corev1.Pod) bool {
 // leave it by itself (failingWaits).
 func FailingWait(reason string) bool { return slices.Contains(failingWaits, reason) }
 
-// StatefulSetOf returns the name of the StatefulSet that controls a pod,
-// empty when its controller is anything else or there is none.
-func StatefulSetOf(p *corev1.Pod) string {
-	if ref := metav1.GetControllerOf(p); ref != nil && ref.APIVersion == appsv1.SchemeGroupVersion.String() && ref.Kind == "StatefulSet" {
-		return ref.Name
-	}
-	return ""
-}
-
 // HeldBySequencer reports whether the pod carries the sequencer's
 // scheduling gate.
 func (p Pod) HeldBySequencer() bool { return slices.Contains(p.Gates, v2alpha1.GateSequencer) }
@@ -98,7 +84,6 @@ func PodOf(p *corev1.Pod) Pod {
 		Revision:   p.Labels[v2alpha1.LabelDeploymentRevision],
 		Hash:       p.Labels[v2alpha1.LabelTargetHash],
 		Failing:    FailingPod(p),
-		Set:        StatefulSetOf(p),
 	}
 	for _, g := range p.Spec.SchedulingGates {
 		out.Gates = append(out.Gates, g.Name)

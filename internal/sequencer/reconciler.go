@@ -137,22 +137,11 @@ func stripPod(obj any) (any, error) {
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, OwnerReferences: controllerOnly(p.OwnerReferences),
+			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
 		},
 		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates},
 		Status: corev1.PodStatus{Conditions: conds, Phase: p.Status.Phase, ContainerStatuses: failingContainers(p)},
 	}, nil
-}
-
-// controllerOnly keeps, of a pod's owner references, its controller's:
-// the fresh read by name finds a node's pods through their StatefulSet.
-func controllerOnly(refs []metav1.OwnerReference) []metav1.OwnerReference {
-	for _, ref := range refs {
-		if ptr.Deref(ref.Controller, false) {
-			return []metav1.OwnerReference{ref}
-		}
-	}
-	return nil
 }
 
 // failingContainers keeps, of a pod's container statuses, the state of one

@@ -30,10 +30,9 @@ type PodGate struct {
 	// Reader reads the tenant straight from the API server, not from a cache
 	// that may lag a crash by the very milliseconds that matter.
 	Reader client.Reader
-	// Cache, when set, names what Reader reads: the tenant's nodes, their
-	// StatefulSets and pods, each then read fresh by name
-	// (sequencer.GatherFreshByName); without it, or where a name cannot be
-	// known, the namespace is listed.
+	// Cache, when set, names the tenant's nodes Reader reads by name
+	// (sequencer.GatherFreshByName); without it the namespace's nodes are
+	// listed.
 	Cache client.Reader
 	// Orders are the installation's default orders.
 	Orders defaults.Orders
@@ -56,7 +55,7 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%q names no Express node (%s): the pod is not held for its prerequisites", v2alpha1.LabelNode, name, errs[0]))
 	}
-	snap, err := g.gather(ctx, req.Namespace, name, &pod)
+	snap, err := g.gather(ctx, req.Namespace, name)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -86,11 +85,11 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	return admission.Patched("", op)
 }
 
-// gather reads fresh the tenant of the node called name, the pod's: by name
-// from what the cache names (the pod's own StatefulSet among them), else by
-// listing the namespace. It returns nil when no Backend or Frontend has that
-// name.
-func (g *PodGate) gather(ctx context.Context, namespace, name string, pod *corev1.Pod) (*rollout.Snapshot, error) {
+// gather reads fresh the tenant of the node called name, the pod's: its
+// nodes by name from what the cache names (sequencer.GatherFreshByName),
+// else by listing the namespace. It returns nil when no Backend or Frontend
+// has that name.
+func (g *PodGate) gather(ctx context.Context, namespace, name string) (*rollout.Snapshot, error) {
 	now := g.Clock.Now()
 	if g.Cache != nil {
 		for _, n := range []v2alpha1.Node{&v2alpha1.Backend{}, &v2alpha1.Frontend{}} { // as GatherFreshFor finds it
@@ -102,7 +101,6 @@ func (g *PodGate) gather(ctx context.Context, namespace, name string, pod *corev
 			if err != nil {
 				break // listed below
 			}
-			cached.Pods[name] = append(cached.Pods[name], rollout.PodOf(pod))
 			snap, err := sequencer.GatherFreshFromCache(ctx, g.Reader, cached, t, g.Orders, now, 0, g.Grouping)
 			if err != nil {
 				return nil, err
