@@ -71,7 +71,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations i
 	hack/argocd-snippets.sh
 
 .PHONY: verify
-verify: manifests generate ## Fail if generated code or manifests differ from what is committed, code is unformatted or vetted unclean, or the API module imports more than k8s.io/apimachinery.
+verify: manifests generate ## Fail if generated code or manifests differ from what is committed, code is unformatted or vetted unclean, the API module imports more than k8s.io/apimachinery, or the pure decisions (internal/rollout) a client or a clock.
 	@git diff --exit-code --stat -- api config charts internal/applyconfiguration && test -z "$$(git ls-files --others --exclude-standard -- api config charts internal/applyconfiguration)" \
 		|| { echo "generated files are stale or untracked: run 'make manifests generate' and commit them"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "unformatted: $$(gofmt -l $$(git ls-files '*.go'))"; exit 1; }

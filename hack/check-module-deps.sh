@@ -19,3 +19,14 @@ check() { # dir, pattern of forbidden module paths
 test_only='^(helm\.sh/|github\.com/cert-manager/|github\.com/yuin/gopher-lua|github\.com/itchyny/gojq)'
 check . "${test_only%)}|sigs\.k8s\.io/kustomize/)"
 check cmd/kubectl-express "$test_only"
+
+# The pure decisions import no client and no clock: internal/rollout reaches
+# neither controller-runtime, client-go nor a clock (the time comes in the
+# snapshot).
+deps=$(go list -deps ./internal/rollout) # fails the script if it cannot be listed
+found=$(echo "$deps" | grep -E '^(sigs\.k8s\.io/controller-runtime|k8s\.io/client-go|k8s\.io/utils/clock)(/|$)' || true)
+if [ -n "$found" ]; then
+  echo "internal/rollout must decide without a client; it imports:" $found >&2
+  exit 1
+fi
+echo "internal/rollout: no controller-runtime, no client-go, no clock"

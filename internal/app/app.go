@@ -175,9 +175,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		}
 	}
 	ready := healthz.Ping
-	if err := sequencer.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
-	}
 	if o.Webhooks {
 		self, err := whoAmI(ctx, cfg)
 		if err != nil {

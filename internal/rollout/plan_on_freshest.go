@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"errors"
 	"slices"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -11,13 +12,17 @@ import (
 // complete — then the plan of a snapshot read fresh (readFresh; nil when
 // there is no fresh reader, as in the preview). A nil cached snapshot (the
 // cache could not be compared with the sequencer's own writes) is read
-// fresh; readFresh must not be nil then. It reports whether it read fresh.
+// fresh, and is an error without a fresh reader. It reports whether it read
+// fresh.
 func PlanOnFreshest(cached *Snapshot, readFresh func() (*Snapshot, error)) (*Snapshot, []Decision, bool, error) {
 	if cached != nil {
 		decisions := Plan(cached)
 		if readFresh == nil || !needsFreshReads(cached, decisions) {
 			return cached, decisions, false, nil
 		}
+	}
+	if readFresh == nil {
+		return nil, nil, false, errors.New("no snapshot to plan: none cached and no fresh reader")
 	}
 	snap, err := readFresh()
 	if err != nil {

@@ -245,3 +245,11 @@ func TestPlanDecidesOneNode(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanningWithNeitherACachedSnapshotNorAFreshReaderIsAnError(t *testing.T) {
+	snap, decisions, fresh, err := PlanOnFreshest(nil, nil)
+	assert.Error(t, err)
+	assert.Nil(t, snap)
+	assert.Nil(t, decisions)
+	assert.False(t, fresh)
+}

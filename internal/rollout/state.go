@@ -193,17 +193,6 @@ func (s *Snapshot) inFlight(name string) bool {
 	return !s.recordedConverged(name)
 }
 
-// AnyInFlight reports whether any node of the snapshot is in a released
-// rollout that has not converged yet (inFlight).
-func (s *Snapshot) AnyInFlight() bool {
-	for name := range s.Nodes {
-		if s.inFlight(name) {
-			return true
-		}
-	}
-	return false
-}
-
 // recovering reports whether a live, ungated node lost its Ready state (or
 // its pods) on a target whose rollout had converged: a crash, an eviction, a
 // node failure. Its recovery is ordered at the pods.

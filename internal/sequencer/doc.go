@@ -15,11 +15,9 @@
 // Passes that only wait or explain are decided on the cache, with the
 // sequencer's own writes laid over it until the cache has them. A plan that
 // releases a node or a pod, or records a rollout complete, is made again
-// from fresh reads of the API server (rollout.PlanOnFreshest): by name where
-// the cache can name every object a decision rests on (GatherFreshByName),
-// else by consistent LISTs of the namespace (GatherFresh). The pod admission
-// webhook decides on the same fresh reads (GatherFreshFromCache,
-// GatherFreshFor).
+// from fresh reads of the API server (rollout.PlanOnFreshest): consistent
+// LISTs of the namespace (GatherFresh). The pod admission webhook decides on
+// the same fresh reads (GatherFreshFor).
 //
 // What the decisions mean — targets, modes and the state machine of one
 // node — is described in the rollout package and drawn in docs/sequencer.md.

@@ -65,11 +65,6 @@ var (
 		Help: "Events the API server refused, or did not take after every retry.",
 	})
 
-	freshReadsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "express_sequencer_fresh_reads_total",
-		Help: "Fresh reads of a tenant that a release or a pod admission was decided on, by how: names (GETs by name, answered from etcd at once) or list (consistent LISTs of the namespace, which wait for the API server's watch cache; used where a name cannot be known).",
-	}, []string{"how"})
-
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
 		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
@@ -77,7 +72,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, releases, podReleases, apiWrites, conditionWrites, eventsDropped, eventsFailed, freshReadsTotal, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, releases, podReleases, apiWrites, conditionWrites, eventsDropped, eventsFailed, reconcileErrors}
 
 // MetricNames are the names of the metrics the sequencer exports, read from
 // their descriptions, for alerting rules and their tests.

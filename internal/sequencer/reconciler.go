@@ -92,8 +92,7 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 	if r.Fresh != nil {
 		readFresh = func() (*rollout.Snapshot, error) {
 			watch.lap("plan")
-			// The cached snapshot names what a fresh read by name starts from.
-			return GatherFreshFromCache(ctx, r.Fresh, cached, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+			return GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
 		}
 	}
 	snap, decisions, fresh, err := rollout.PlanOnFreshest(cached, readFresh)
@@ -160,29 +159,22 @@ func failingContainers(p *corev1.Pod) []corev1.ContainerStatus {
 	return nil
 }
 
-// IndexFields registers the cache's field indexes that Gather reads
-// through: the sequencer plans from them, the pod webhook finds in them the
-// names it reads fresh. Register them once per manager.
-func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+// SetupWithManager registers the field indexes and the tenant controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	r.gated.gauge, r.all.gauge = gatedNodes, nodesByReason
+	ctx := context.Background()
 	byTenant := func(o client.Object) []string {
 		return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
 	}
 	if err := errors.Join(
-		indexer.IndexField(ctx, &v2alpha1.Backend{}, IndexTenant, byTenant),
-		indexer.IndexField(ctx, &v2alpha1.Frontend{}, IndexTenant, byTenant),
-		indexer.IndexField(ctx, &corev1.Pod{}, IndexPodNode, func(o client.Object) []string {
+		mgr.GetFieldIndexer().IndexField(ctx, &v2alpha1.Backend{}, IndexTenant, byTenant),
+		mgr.GetFieldIndexer().IndexField(ctx, &v2alpha1.Frontend{}, IndexTenant, byTenant),
+		mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, IndexPodNode, func(o client.Object) []string {
 			return []string{o.GetLabels()[v2alpha1.LabelNode]}
 		}),
 	); err != nil {
 		return fmt.Errorf("indexing the cache: %w", err)
 	}
-	return nil
-}
-
-// SetupWithManager registers the tenant controller; the manager's cache must
-// have the field indexes (IndexFields).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
-	r.gated.gauge, r.all.gauge = gatedNodes, nodesByReason
 	nodeTenant := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []rollout.Tenant {
 		t := rollout.Tenant{Namespace: o.GetNamespace(), ClusterName: o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
 		r.observe(t)

@@ -135,21 +135,22 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 // installation whose RBAC predates the read) are logged once and left out:
 // pods are then taken as they are, however many their StatefulSet wants.
 func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout.Objects, error) {
-	return freshReadsWith(ctx, r, namespace, func(ctx context.Context) ([]v2alpha1.Node, error) {
-		return NamespaceNodes(ctx, r, namespace)
-	})
-}
-
-// freshReadsWith is freshReads with the nodes read by readNodes, at the
-// same time as the pods and StatefulSets are listed.
-func freshReadsWith(ctx context.Context, r client.Reader, namespace string, readNodes func(context.Context) ([]v2alpha1.Node, error)) (rollout.Objects, error) {
-	var nodes []v2alpha1.Node
+	var bes v2alpha1.BackendList
+	var fes v2alpha1.FrontendList
 	var pods corev1.PodList
 	var sets appsv1.StatefulSetList
 	var g errgroup.Group
-	g.Go(func() (err error) {
-		nodes, err = readNodes(ctx)
-		return err
+	g.Go(func() error {
+		if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
+			return fmt.Errorf("listing Backends in %s: %w", namespace, err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if err := r.List(ctx, &fes, client.InNamespace(namespace)); err != nil {
+			return fmt.Errorf("listing Frontends in %s: %w", namespace, err)
+		}
+		return nil
 	})
 	g.Go(func() error {
 		if err := r.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{v2alpha1.LabelNode}); err != nil {
@@ -177,7 +178,7 @@ func freshReadsWith(ctx context.Context, r client.Reader, namespace string, read
 	if err != nil {
 		return rollout.Objects{}, err
 	}
-	return rollout.Objects{Nodes: nodes, Pods: pods.Items, StatefulSets: sets.Items, LostMachines: lost}, nil
+	return rollout.Objects{Nodes: nodesOf(bes.Items, fes.Items), Pods: pods.Items, StatefulSets: sets.Items, LostMachines: lost}, nil
 }
 
 // lostMachines reads, by name, the Nodes (machines) the Ready pods are

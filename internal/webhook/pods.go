@@ -30,10 +30,6 @@ type PodGate struct {
 	// Reader reads the tenant straight from the API server, not from a cache
 	// that may lag a crash by the very milliseconds that matter.
 	Reader client.Reader
-	// Cache, when set, names the tenant's nodes Reader reads by name
-	// (sequencer.GatherFreshByName); without it the namespace's nodes are
-	// listed.
-	Cache client.Reader
 	// Orders are the installation's default orders.
 	Orders defaults.Orders
 	// Grouping is the sequencer's change grouping: a hold it makes, the pod
@@ -55,7 +51,7 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%q names no Express node (%s): the pod is not held for its prerequisites", v2alpha1.LabelNode, name, errs[0]))
 	}
-	snap, err := g.gather(ctx, req.Namespace, name)
+	snap, err := sequencer.GatherFreshFor(ctx, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -83,33 +79,4 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		op = jsonpatch.NewOperation("add", "/spec/schedulingGates", []corev1.PodSchedulingGate{{Name: v2alpha1.GateSequencer}})
 	}
 	return admission.Patched("", op)
-}
-
-// gather reads fresh the tenant of the node called name, the pod's: its
-// nodes by name from what the cache names (sequencer.GatherFreshByName),
-// else by listing the namespace. It returns nil when no Backend or Frontend
-// has that name.
-func (g *PodGate) gather(ctx context.Context, namespace, name string) (*rollout.Snapshot, error) {
-	now := g.Clock.Now()
-	if g.Cache != nil {
-		for _, n := range []v2alpha1.Node{&v2alpha1.Backend{}, &v2alpha1.Frontend{}} { // as GatherFreshFor finds it
-			if g.Cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, n) != nil {
-				continue
-			}
-			t := rollout.Tenant{Namespace: namespace, ClusterName: n.NodeSpec().ClusterConfig.ClusterName}
-			cached, err := sequencer.Gather(ctx, g.Cache, t, g.Orders, now, 0, g.Grouping)
-			if err != nil {
-				break // listed below
-			}
-			snap, err := sequencer.GatherFreshFromCache(ctx, g.Reader, cached, t, g.Orders, now, 0, g.Grouping)
-			if err != nil {
-				return nil, err
-			}
-			if snap.Nodes[name] != nil {
-				return snap, nil
-			}
-			break // the node is gone, or in another tenant now: listed below
-		}
-	}
-	return sequencer.GatherFreshFor(ctx, g.Reader, namespace, name, g.Orders, now, g.Grouping)
 }

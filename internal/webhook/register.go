@@ -65,7 +65,7 @@ func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings)
 		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers}),
 		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders}),
 		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders}),
-		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Cache: reader, Orders: orders, Grouping: set.Grouping, Clock: clk}},
+		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk}},
 		ValidatePodPath:      {Handler: &PodGateGuard{Sequencer: sequencerUsers}},
 	}
 	for path, kind := range map[string]string{MutateBackendPath: v2alpha1.KindBackend, MutateFrontendPath: v2alpha1.KindFrontend} {

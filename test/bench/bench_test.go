@@ -20,7 +20,6 @@ func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	assert.Positive(t, res.APICalls)
 	assert.Positive(t, res.UpgradeWrites["patch frontends"], "gate patches are counted: %v", res.UpgradeWrites)
 	assert.Positive(t, res.UpgradeWrites["create events"], "%v", res.UpgradeWrites)
-	assert.Positive(t, res.FreshReads["names"], "releases are planned on fresh reads by name: %v", res.FreshReads)
 	assert.Positive(t, res.PeakRSSKiB)
 	assert.LessOrEqual(t, res.Percentile(50), res.Percentile(99))
 	assert.Contains(t, out.String(), "pod create, through the pod webhook:", "the admission measurements run too")

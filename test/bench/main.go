@@ -139,9 +139,6 @@ type Result struct {
 	// EventsDropped and EventWriteFailures count the Events of the upgrade
 	// that were dropped (a full queue) or refused by the API server.
 	EventsDropped, EventWriteFailures int
-	// FreshReads are the sequencer's fresh reads in the upgrade, by how
-	// (names, list).
-	FreshReads map[string]int
 	// Steps are the mean times of the steps of a reconcile that releases,
 	// during the upgrade.
 	Steps      map[string]time.Duration
@@ -208,7 +205,6 @@ func run(o options, out io.Writer) error {
 		fmt.Fprintf(out, "    %-28s %6d  %.2f per node rollout\n", k, res.UpgradeWrites[k], float64(res.UpgradeWrites[k])/rollouts)
 	}
 	fmt.Fprintf(out, "  Events not written:      %d dropped (queue full), %d refused\n", res.EventsDropped, res.EventWriteFailures)
-	fmt.Fprintf(out, "  fresh reads:             %d by name, %d listed\n", res.FreshReads["names"], res.FreshReads["list"])
 	if len(res.Steps) > 0 {
 		fmt.Fprint(out, "  a reconcile that releases, mean time by step:")
 		for _, s := range releaseSteps {
@@ -457,11 +453,6 @@ func measure(o options, out io.Writer) (Result, error) {
 				res.Steps[step] = time.Duration(d/n) * time.Microsecond
 			}
 		case strings.HasPrefix(k, stepCount+" "):
-		case strings.HasPrefix(k, freshReadsTotal+" "):
-			if res.FreshReads == nil {
-				res.FreshReads = map[string]int{}
-			}
-			res.FreshReads[strings.TrimPrefix(k, freshReadsTotal+" ")] = d
 		case k == eventsDropped:
 			res.EventsDropped = d
 		case k == eventWriteFailures:
@@ -697,13 +688,6 @@ func writes(url string) (map[string]int, error) {
 	s := bufio.NewScanner(resp.Body)
 	for s.Scan() {
 		line := s.Text()
-		if how, ok := strings.CutPrefix(line, freshReadsTotal+`{how="`); ok {
-			how, value, _ := strings.Cut(how, `"} `)
-			if v, err := strconv.ParseFloat(value, 64); err == nil {
-				out[freshReadsTotal+" "+how] = int(v)
-			}
-			continue
-		}
 		if name, ok := eventLoss(line); ok {
 			fields := strings.Fields(line)
 			if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
@@ -754,10 +738,8 @@ func writes(url string) (map[string]int, error) {
 	return out, s.Err()
 }
 
-// The counters of Events the sequencer did not write, and of its fresh
-// reads by how.
+// The counters of Events the sequencer did not write.
 const (
-	freshReadsTotal    = "express_sequencer_fresh_reads_total"
 	eventsDropped      = "express_sequencer_events_dropped_total"
 	eventWriteFailures = "express_sequencer_event_write_failures_total"
 )

@@ -43,29 +43,6 @@ func readyAt(events []controlplane.PodEvent, node string, at time.Time) bool {
 	return len(ready) > 0
 }
 
-// readyDuring reports whether node had a pod Ready and not Terminating at
-// some instant from from to to, by the pod log.
-func readyDuring(events []controlplane.PodEvent, node string, from, to time.Time) bool {
-	if readyAt(events, node, from) {
-		return true
-	}
-	return slices.ContainsFunc(events, func(e controlplane.PodEvent) bool {
-		return e.Node == node && e.Ready && e.At.After(from) && !e.At.After(to) && readyAt(events, node, e.At)
-	})
-}
-
-// lostBefore is when the pod that e's pod replaces began terminating: the
-// latest Terminating event of e's node before e, or e's own instant.
-func lostBefore(events []controlplane.PodEvent, e controlplane.PodEvent) time.Time {
-	at := e.Schedulable
-	for _, prev := range events {
-		if prev.Node == e.Node && prev.Terminating && !prev.At.After(e.Schedulable) {
-			at = prev.At
-		}
-	}
-	return at
-}
-
 // A Node drained with kubectl, through the Eviction API, while a
 // PodDisruptionBudget lets at most one pod of the tenant be unavailable:
 // drain evicts the tenant's pods one at a time, each once the one before
@@ -125,21 +102,12 @@ func TestADrainedNodeWithAPodDisruptionBudgetHandsItsPodsOverInOrder(t *testing.
 			continue
 		}
 		started++
-		// The order lets a pod go when it makes it schedulable (the gate
-		// removed, or admitted without it); the scheduler binds it a moment
-		// later, whatever its predecessors do meanwhile. A pod admitted
-		// without the gate was decided on state read after its node's pod
-		// was lost and before it was created: drain evicts every pod at
-		// once, so a predecessor evicted in between (milliseconds later)
-		// does not make that decision out of order — it was Ready when
-		// read. A gate the sequencer removes is judged at that instant.
-		from := e.Schedulable
-		if !e.Gated {
-			from = lostBefore(events, e)
-		}
+		// The order lets a pod go when it makes it schedulable (admitted
+		// without the gate, or the gate removed); the scheduler binds it
+		// a moment later, whatever its predecessors do meanwhile.
 		for _, prev := range order[:slices.Index(order, e.Node)] {
-			assert.True(t, readyDuring(events, prev, from, e.Schedulable), "%s's pod %s was let go (decided %s – %s) while %s was not Ready",
-				e.Node, e.Pod, from.Format(time.StampMilli), e.Schedulable.Format(time.StampMilli), prev)
+			assert.True(t, readyAt(events, prev, e.Schedulable), "%s's pod %s was let go (%s) while %s was Ready", e.Node, e.Pod,
+				e.Schedulable.Format(time.StampMilli), prev)
 		}
 	}
 	assert.Equal(t, 4, started, "each node's pod was evicted and recreated once")

@@ -191,8 +191,8 @@ func TestACrashTheCacheHasNotSeenStillHoldsTheNextNode(t *testing.T) {
 // The backend is brought back up (the webhook gates it) as fe1 gets a
 // change. A cache whose Backend informer has not delivered the backend's
 // change still shows it down, and fe1 free to go; the pass that would
-// release it is planned again from fresh reads — the Backend read by name —
-// and fe1 waits for the backend it needs.
+// release it is planned again from fresh reads — the Backends listed — and
+// fe1 waits for the backend it needs.
 func TestABackendChangeTheCacheHasNotSeenStillHoldsTheFrontends(t *testing.T) {
 	ns, beDown := settledWithDown(t, 2, "be")
 	setUp(t, ns, true, "be")
