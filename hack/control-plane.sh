@@ -34,7 +34,9 @@ want=$( (cat "$root/hack/tools/go.mod" "$root/hack/tools/go.sum" "$root/hack/kwo
 # KWOK's own stages: nodes become Ready and keep a heartbeat; pods are
 # created, become Ready and are deleted after their grace period, each
 # after the delay a pod's annotations ask for (pod-ready.stage.kwok.x-k8s.io/delay, ...);
-# and ours: a pod annotated to crash fails in place (hack/kwok/stage-crash-loop.yaml).
+# and ours: a pod annotated to crash fails in place (hack/kwok/stage-crash-loop.yaml),
+# and a running pod marked not Ready for its late Node is Ready again
+# (hack/kwok/stage-pod-ready-again.yaml).
 # Written again on every run (it takes a moment), the binaries only when stale.
 stages() {
   local dir

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,11 @@ import (
 	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
+
+// freshReadTimeout bounds the pod webhook's fresh read: a second short of
+// its timeoutSeconds (5, the marker in register.go), so that a read the API server
+// does not answer is refused in the webhook's own words.
+const freshReadTimeout = 4 * time.Second
 
 // PodGate is the pod admission webhook (DESIGN §4b): it adds the
 // sequencer's scheduling gate to a new pod of an Express node unless the node
@@ -51,7 +57,16 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%q names no Express node (%s): the pod is not held for its prerequisites", v2alpha1.LabelNode, name, errs[0]))
 	}
-	snap, err := sequencer.GatherFreshFor(ctx, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
+	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
+	defer cancel()
+	snap, err := sequencer.GatherFreshFor(read, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
+	if err != nil && read.Err() != nil {
+		// Say it before the API server's own deadline cuts the call short
+		// with no word of why.
+		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf(
+			"the API server did not answer the fresh read of %s's tenant within %s (is etcd stalled or the API server overloaded?): the pod is refused; its controller creates it again: %w",
+			name, freshReadTimeout, err))
+	}
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
