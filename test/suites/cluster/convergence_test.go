@@ -33,10 +33,7 @@ func TestARolloutThatConvergedUnseenRecoversAfterItsPredecessorsByItsStatefulSet
 	waitSettled(t, ns)
 
 	setVersion(t, ns, v2, keys(3)...)
-	fe1 := node(ns, "fe1")
-	require.True(t, waitFor(time.Minute, func() bool {
-		return harness.Client.Get(ctx, client.ObjectKeyFromObject(fe1), fe1) == nil && !v2alpha1.IsGated(fe1)
-	}), "fe1 is released")
+	fe1 := waitReleased(t, ns, "fe1")
 	stopSequencer()
 	t.Cleanup(func() { stopSequencer(); require.NoError(t, startSequencer()) })
 
@@ -100,10 +97,7 @@ func TestACrashedBackendGoesBeforeARolloutThatConvergedUnseen(t *testing.T) {
 	waitSettled(t, ns)
 
 	setVersion(t, ns, v2, keys(3)...)
-	fe1 := node(ns, "fe1")
-	require.True(t, waitFor(time.Minute, func() bool {
-		return harness.Client.Get(ctx, client.ObjectKeyFromObject(fe1), fe1) == nil && !v2alpha1.IsGated(fe1)
-	}), "fe1 is released")
+	fe1 := waitReleased(t, ns, "fe1")
 	stopSequencer()
 	t.Cleanup(func() { stopSequencer(); require.NoError(t, startSequencer()) })
 	set := &appsv1.StatefulSet{}

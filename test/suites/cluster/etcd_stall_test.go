@@ -51,10 +51,7 @@ func TestAnEtcdStalledForTenSecondsMidRolloutHoldsTheOrderWithoutARetryStorm(t *
 	ns := settledTenant(t, 4, 1)
 	mark := time.Now()
 	setVersion(t, ns, v2, keys(4)...)
-	fe1 := node(ns, "fe1")
-	require.True(t, waitFor(time.Minute, func() bool {
-		return harness.Client.Get(ctx, client.ObjectKeyFromObject(fe1), fe1) == nil && !v2alpha1.IsGated(fe1)
-	}), "fe1 is released")
+	waitReleased(t, ns, "fe1")
 	errorsBefore, successesBefore := reconciles(t, "error"), reconciles(t, "success")
 
 	resume, err := harness.StallEtcd()

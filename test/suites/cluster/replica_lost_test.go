@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // A backend of three replicas loses one while fe1 rolls a change to all:
@@ -24,10 +22,7 @@ func TestABackendThatLosesOneOfThreeReplicasWhileFe1RollsKeepsItsTurn(t *testing
 	ns := settledTenant(t, 4, 3)
 	mark := time.Now()
 	setVersion(t, ns, v2, keys(4)...)
-	fe1 := node(ns, "fe1")
-	require.True(t, waitFor(time.Minute, func() bool {
-		return harness.Client.Get(ctx, client.ObjectKeyFromObject(fe1), fe1) == nil && !v2alpha1.IsGated(fe1)
-	}), "fe1 is released")
+	waitReleased(t, ns, "fe1")
 	lost := &corev1.Pod{}
 	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-be-1"}, lost))
 	lostAt := time.Now()

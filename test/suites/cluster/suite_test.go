@@ -241,6 +241,17 @@ func starts(ns string, mark time.Time) string {
 	return strings.Join(out, " ")
 }
 
+// waitReleased waits until node k of ns is ungated, and returns it as read
+// then.
+func waitReleased(t *testing.T, ns, k string) v2alpha1.Node {
+	t.Helper()
+	n := node(ns, k)
+	require.True(t, waitFor(time.Minute, func() bool {
+		return harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n) == nil && !v2alpha1.IsGated(n)
+	}), "%s is released", n.GetName())
+	return n
+}
+
 func waitFor(timeout time.Duration, f func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
