@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -95,9 +98,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // process finds, among the machine's processes, the one running binary name
-// with an argument flag (--flag or --flag=…) whose value contains want, and
-// returns its pid and command line.
-func process(name, flag, want string) (int, []string, error) {
+// with an argument flag (--flag=… or --flag …) that lists a URL whose host
+// is host, and returns its pid and command line.
+func process(name, flag, host string) (int, []string, error) {
 	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
 	if err != nil {
 		return 0, nil, err
@@ -116,15 +119,18 @@ func process(name, flag, want string) (int, []string, error) {
 			args[i] = string(a)
 		}
 		for i, arg := range args[1:] {
-			value, ok := bytes.CutPrefix([]byte(arg), []byte(flag+"="))
+			value, ok := strings.CutPrefix(arg, flag+"=")
 			if !ok && arg == flag && i+2 < len(args) {
-				value, ok = []byte(args[i+2]), true
+				value, ok = args[i+2], true
 			}
-			if ok && bytes.Contains(value, []byte(want)) {
+			if ok && slices.ContainsFunc(strings.Split(value, ","), func(raw string) bool {
+				u, err := url.Parse(raw)
+				return err == nil && u.Host == host
+			}) {
 				pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
 				return pid, args, err
 			}
 		}
 	}
-	return 0, nil, fmt.Errorf("no %s process with %s %s", name, flag, want)
+	return 0, nil, fmt.Errorf("no %s process with %s naming %s", name, flag, host)
 }
