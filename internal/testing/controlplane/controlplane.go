@@ -62,7 +62,8 @@ type ControlPlane struct {
 	WebhookPort int
 	// restarted are the kube-apiservers RestartAPIServer started, stopped
 	// with the control plane.
-	restarted []*exec.Cmd
+	restarted   []*exec.Cmd
+	restartLogs []string
 }
 
 // Start starts the control plane. KUBEBUILDER_ASSETS must name a directory
@@ -99,6 +100,9 @@ func (cp *ControlPlane) Stop() error {
 	for _, cmd := range cp.restarted {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
+	}
+	for _, log := range cp.restartLogs {
+		_ = os.Remove(log)
 	}
 	if len(cp.restarted) > 0 {
 		// envtest's own kube-apiserver is gone: stop what remains of it.

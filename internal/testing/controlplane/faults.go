@@ -74,6 +74,7 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 		return fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
 	cp.restarted = append(cp.restarted, cmd)
+	cp.restartLogs = append(cp.restartLogs, log.Name())
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		return err
