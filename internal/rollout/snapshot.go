@@ -53,22 +53,23 @@ var failingWaits = []string{
 // failed (phase Failed), or one of its containers, init containers
 // included, waits for a reason it does not leave by itself.
 func FailingPod(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodFailed {
-		return true
-	}
+	_, failing := FailingContainer(p)
+	return p.Status.Phase == corev1.PodFailed || failing
+}
+
+// FailingContainer returns the first of a pod's containers, init
+// containers included, that waits for a reason it does not leave by itself
+// (failingWaits), and false when none does.
+func FailingContainer(p *corev1.Pod) (corev1.ContainerStatus, bool) {
 	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, c := range statuses {
-			if w := c.State.Waiting; w != nil && FailingWait(w.Reason) {
-				return true
+			if w := c.State.Waiting; w != nil && slices.Contains(failingWaits, w.Reason) {
+				return c, true
 			}
 		}
 	}
-	return false
+	return corev1.ContainerStatus{}, false
 }
-
-// FailingWait reports whether a container that waits for reason does not
-// leave it by itself (failingWaits).
-func FailingWait(reason string) bool { return slices.Contains(failingWaits, reason) }
 
 // HeldBySequencer reports whether the pod carries the sequencer's
 // scheduling gate.

@@ -144,19 +144,14 @@ func stripPod(obj any) (any, error) {
 }
 
 // failingContainers keeps, of a pod's container statuses, the state of one
-// that makes the pod failing (rollout.FailingPod), none otherwise.
+// that makes the pod failing (rollout.FailingContainer), none otherwise: a
+// failed pod needs none.
 func failingContainers(p *corev1.Pod) []corev1.ContainerStatus {
-	if !rollout.FailingPod(p) || p.Status.Phase == corev1.PodFailed {
+	c, failing := rollout.FailingContainer(p)
+	if !failing || p.Status.Phase == corev1.PodFailed {
 		return nil
 	}
-	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for _, c := range statuses {
-			if w := c.State.Waiting; w != nil && rollout.FailingWait(w.Reason) {
-				return []corev1.ContainerStatus{{Name: c.Name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason}}}}
-			}
-		}
-	}
-	return nil
+	return []corev1.ContainerStatus{{Name: c.Name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: c.State.Waiting.Reason}}}}
 }
 
 // SetupWithManager registers the field indexes and the tenant controller.

@@ -14,10 +14,8 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -60,10 +58,6 @@ type ControlPlane struct {
 	// WebhookPort is where the webhook configurations send admission reviews,
 	// on 127.0.0.1.
 	WebhookPort int
-	// restarted are the kube-apiservers RestartAPIServer started, stopped
-	// with the control plane.
-	restarted   []*exec.Cmd
-	restartLogs []string
 }
 
 // Start starts the control plane. KUBEBUILDER_ASSETS must name a directory
@@ -96,20 +90,7 @@ func Start() (*ControlPlane, error) {
 }
 
 // Stop stops the API server and etcd.
-func (cp *ControlPlane) Stop() error {
-	for _, cmd := range cp.restarted {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}
-	for _, log := range cp.restartLogs {
-		_ = os.Remove(log)
-	}
-	if len(cp.restarted) > 0 {
-		// envtest's own kube-apiserver is gone: stop what remains of it.
-		cp.Env.ControlPlane.APIServer = nil
-	}
-	return cp.Env.Stop()
-}
+func (cp *ControlPlane) Stop() error { return cp.Env.Stop() }
 
 // KubeconfigFile writes an admin kubeconfig into dir and returns its path.
 func (cp *ControlPlane) KubeconfigFile(dir string) (string, error) {

@@ -2,20 +2,15 @@ package controlplane
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // StallEtcd stops etcd's process (SIGSTOP), as a disk that stops answering
@@ -41,61 +36,6 @@ func (cp *ControlPlane) etcdPID() (int, error) {
 	}
 	pid, _, err := process("etcd", "--listen-client-urls", etcd.URL.Host)
 	return pid, err
-}
-
-// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling restart of a
-// control-plane node does) and starts it again with the same command line —
-// the same port, certificates and etcd, which keeps every object — and
-// returns once it answers /readyz. Every client's requests fail meanwhile
-// and its watches end; they must reconnect by themselves.
-func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
-	pid, args, err := process("kube-apiserver", "--etcd-servers", cp.Env.ControlPlane.Etcd.URL.Host)
-	if err != nil {
-		return err
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return fmt.Errorf("stopping kube-apiserver (pid %d): %w", pid, err)
-	}
-	for {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
-			break
-		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
-			return fmt.Errorf("waiting for kube-apiserver (pid %d) to stop: %w", pid, err)
-		}
-	}
-	log, err := os.CreateTemp("", "kube-apiserver-restarted-*.log")
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(args[0], args[1:]...) //nolint:gosec // the command line it ran with
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting kube-apiserver again: %w", err)
-	}
-	cp.restarted = append(cp.restarted, cmd)
-	cp.restartLogs = append(cp.restartLogs, log.Name())
-	cs, err := kubernetes.NewForConfig(cp.Config)
-	if err != nil {
-		return err
-	}
-	for {
-		if body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err == nil && string(body) == "ok" {
-			return nil
-		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return fmt.Errorf("waiting for the restarted kube-apiserver (log %s): %w", log.Name(), err)
-		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
 
 // process finds, among the machine's processes, the one running binary name

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -18,25 +17,7 @@ import (
 // reconciles is the sequencer's count of tenant reconciles that ended in
 // result (controller-runtime's controller_runtime_reconcile_total).
 func reconciles(t *testing.T, result string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	require.NoError(t, err)
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["controller"] == "sequencer" && labels["result"] == result {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
+	return counter(t, "controller_runtime_reconcile_total", map[string]string{"controller": "sequencer", "result": result})
 }
 
 // etcd stops answering for 10 s (SIGSTOP) while a change to all nodes

@@ -21,6 +21,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
@@ -239,6 +240,35 @@ func starts(ns string, mark time.Time) string {
 		out = append(out, strings.TrimPrefix(n, "acme-"))
 	}
 	return strings.Join(out, " ")
+}
+
+// counter sums the samples of the counter called name, in this process's
+// metrics registry (the suite's sequencer runs in it), whose labels
+// include every label of match.
+func counter(t *testing.T, name string, match map[string]string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			matches := true
+			for k, v := range match {
+				matches = matches && labels[k] == v
+			}
+			if matches {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
 }
 
 // waitReleased waits until node k of ns is ungated, and returns it as read
