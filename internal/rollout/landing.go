@@ -176,7 +176,9 @@ func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landin
 		if began := stamp(n, v2alpha1.AnnotationTargetChangesBeganAt); s.Grouping.SettleCap > 0 && !began.IsZero() && began.Add(s.Grouping.SettleCap).Before(end) {
 			end = began.Add(s.Grouping.SettleCap)
 		}
-		if end.After(until) {
+		// Ties (two changes capped at the same instant) go to the latest
+		// change, so the message does not depend on map order.
+		if end.After(until) || end.Equal(until) && last.After(held) {
 			held, until = last, end
 		}
 	}
