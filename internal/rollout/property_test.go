@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"github.com/stretchr/testify/assert"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -26,11 +27,12 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 	if testing.Short() {
 		scenarios = 1000
 	}
-	releases, podReleases := 0, 0
+	releases, podReleases, wakes, refused := 0, 0, 0, 0
 	for seed := uint64(1); seed <= uint64(scenarios); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0x5eed))
 		w := newWorld(t, "t")
 		w.rng = rng
+		w.freezes = seed%2 == 0 // a frozen replica's writes land late, through the API server's guards
 		w.logf("scenario seed %d", seed)
 		size := 1 + rng.IntN(8)
 		keys := keysOf(size)
@@ -103,8 +105,11 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		w.run(1000)
 		releases += w.released
 		podReleases += w.podsReleased
+		wakes += w.wakes
+		refused += w.refused
 	}
-	t.Logf("%d scenarios, %d releases and %d pod releases, every one checked", scenarios, releases, podReleases)
+	t.Logf("%d scenarios, %d releases and %d pod releases, every one checked; a frozen replica woke %d times, %d of its writes refused", scenarios, releases, podReleases, wakes, refused)
+	assert.Positive(t, refused, "frozen replicas' stale writes meet the guards")
 }
 
 // chartApply renders a change to a random subset of the tenant — a new

@@ -83,6 +83,12 @@ type world struct {
 	released int
 	// podsReleased counts pods that became schedulable, each checked.
 	podsReleased int
+	// freezes: with rng, a second replica now and then plans, freezes, and
+	// wakes some ticks later to send its writes (frozen_sequencer_test.go);
+	// frozen is its plan meanwhile, and wakes and refused count its writes.
+	freezes        bool
+	frozen         *frozenPlan
+	wakes, refused int
 }
 
 func newWorld(t testing.TB, cluster string) *world {
@@ -604,12 +610,23 @@ func (w *world) step() {
 			w.blip(ready[w.rng.IntN(len(ready))])
 		}
 	}
+	if w.freezes && w.rng != nil && w.frozen != nil && w.rng.IntN(3) == 0 {
+		w.refused += w.wake(*w.frozen)
+		w.wakes++
+		w.frozen = nil
+	}
 	if w.rng != nil && w.rng.IntN(2) == 0 {
 		w.operate()
 		w.sequence()
 	} else {
 		w.sequence()
 		w.operate()
+	}
+	if w.freezes && w.rng != nil && w.frozen == nil && w.rng.IntN(4) == 0 {
+		// Planned on what the operator just did, before the live
+		// sequencer's next pass: a release it has not made yet.
+		f := w.freeze()
+		w.frozen = &f
 	}
 }
 

@@ -1,0 +1,41 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+)
+
+// ReleaseStands is the check the API server asks for as a release is
+// written (the validating webhooks): does Plan, on s — the tenant read at
+// that moment — release node name (pod empty), or the scheduling gate of its
+// pod called pod? A release decided on state that has changed since (a
+// sequencer frozen between its read and its write, a leader that lost its
+// lease while a write was under way) stands only if the state it meets lets
+// it go too. Otherwise it returns why the node or the pod is held now.
+//
+// Only the gate is judged, not the record written with it: a record states
+// which rollouts had converged, a fact no later state undoes.
+func ReleaseStands(s *Snapshot, name, pod string) (bool, string) {
+	if _, ok := s.Nodes[name]; !ok {
+		return true, "" // no such node: nothing orders it
+	}
+	if pod != "" && !slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Name == pod && p.HeldBySequencer() }) {
+		return true, "" // the pod is gone, or no longer held: nothing to judge
+	}
+	for _, d := range Plan(s) {
+		if d.Node != name {
+			continue
+		}
+		switch {
+		case pod == "" && !d.Gated, pod != "" && slices.Contains(d.PodsToRelease, pod):
+			return true, ""
+		case pod == "":
+			return false, d.Condition.Message
+		}
+		if _, why := PodsMayStart(s, name); why != "" {
+			return false, why
+		}
+		return false, fmt.Sprintf("%s: %s", d.Condition.Reason, d.Condition.Message)
+	}
+	return true, ""
+}
