@@ -30,7 +30,7 @@ import (
 // stays as the test sets it) and a tenant caught mid-upgrade: fe1 released
 // and rolling, fe2 down, the rest gated.
 var shared = controlplane.Lazy{
-	Edits: []func(*app.Options){controlplane.WebhooksOnly},
+	Edits: []func(*app.Options){controlplane.WebhooksOnly, controlplane.HandReleases},
 	Setup: func(h *controlplane.Harness) error { return upgradeInProgress(context.Background(), h.Client) },
 }
 

@@ -94,6 +94,9 @@ type Options struct {
 	// sequencer's, besides the one this process runs as (which it learns
 	// from the API server): for a sequencer run apart from the webhooks.
 	SequencerUsers []string
+	// RecheckReleases has the webhooks judge every release again as it is
+	// written, on the tenant read fresh at that moment.
+	RecheckReleases bool
 
 	// Clock drives certificate renewal; the real clock unless a test sets it.
 	Clock clock.Clock
@@ -120,6 +123,7 @@ func DefaultOptions() Options {
 		ValidatingName:   expresswebhook.ValidatingConfigurationName,
 		Webhooks:         true,
 		Sequencer:        true,
+		RecheckReleases:  true,
 		ProgressDeadline: rollout.DefaultProgressDeadline,
 		Grouping:         rollout.DefaultGrouping,
 		MaxConcurrent:    32,
@@ -183,6 +187,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		o.Log.Info("Gate ownership", "sequencer identities", append([]string{self}, o.SequencerUsers...))
 		expresswebhook.Register(mgr, expresswebhook.Settings{
 			Orders: orders, Grouping: o.Grouping, Clock: o.Clock, SequencerUsers: append([]string{self}, o.SequencerUsers...),
+			RecheckReleases: o.RecheckReleases,
 		})
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}

@@ -3,12 +3,16 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -22,13 +26,19 @@ import (
 // and an Event, and the sequencer then removes the gates itself. Kubernetes
 // only lets a scheduling gate be removed, never added back, so refusing is
 // the only way to keep it.
+//
+// The sequencer's own removal is judged again on the tenant as it is now
+// (Releases, when set): a release planned on state that has changed since
+// is refused.
 type PodGateGuard struct {
 	// Sequencer are the identities the sequencer writes as.
 	Sequencer []string
+	// Releases judges the sequencer's removals again.
+	Releases *ReleaseGuard
 }
 
 // Handle decides one pod update.
-func (g *PodGateGuard) Handle(_ context.Context, req admission.Request) admission.Response {
+func (g *PodGateGuard) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
@@ -42,11 +52,37 @@ func (g *PodGateGuard) Handle(_ context.Context, req admission.Request) admissio
 	held := func(p corev1.Pod) bool {
 		return slices.ContainsFunc(p.Spec.SchedulingGates, func(s corev1.PodSchedulingGate) bool { return s.Name == v2alpha1.GateSequencer })
 	}
-	if !held(old) || held(pod) || slices.Contains(g.Sequencer, req.UserInfo.Username) {
+	if !held(old) || held(pod) {
 		return admission.Allowed("")
+	}
+	if slices.Contains(g.Sequencer, req.UserInfo.Username) {
+		return g.sequencerRelease(ctx, req.Namespace, pod)
 	}
 	return admission.Denied(fmt.Sprintf(
 		"spec.schedulingGates: the %s gate of pod %s is removed by express-sequencer only, once the prerequisites of node %s are Ready; "+
 			"to let its pods start regardless, annotate the node %s=true",
 		v2alpha1.GateSequencer, pod.Name, pod.Labels[v2alpha1.LabelNode], v2alpha1.AnnotationIgnorePrerequisites))
+}
+
+// sequencerRelease lets the sequencer's removal of pod's gate through if it
+// stands on the tenant as it is now.
+func (g *PodGateGuard) sequencerRelease(ctx context.Context, namespace string, pod corev1.Pod) admission.Response {
+	if g.Releases == nil {
+		return admission.Allowed("")
+	}
+	node := pod.Labels[v2alpha1.LabelNode]
+	why, err := g.Releases.stands(ctx, namespace, node, pod.Name)
+	var status apierrors.APIStatus
+	switch {
+	case errors.As(err, &status):
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: ptr.To(status.Status())}}
+	case err != nil:
+		return admission.Errored(http.StatusInternalServerError, err)
+	case why != "":
+		resp := admission.Denied(fmt.Sprintf(
+			"spec.schedulingGates: the release of pod %s of %s does not stand on the tenant as it is now: %s; express-sequencer plans it again", pod.Name, node, why))
+		resp.Result.Code, resp.Result.Reason = http.StatusConflict, metav1.StatusReasonConflict
+		return resp
+	}
+	return admission.Allowed("")
 }

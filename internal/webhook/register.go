@@ -37,10 +37,11 @@ const (
 // other pod in the cluster is affected.
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"objectSelector":{"matchExpressions":[{"key":"express.medallia.com/node","operator":"Exists"}]}}`
 // The pod gate guard is sent only updates of pods labelled
-// express.medallia.com/node. Its failure policy is Ignore: while no replica
-// serves, updates of Express pods (labels, annotations) go through rather
-// than fail; only the hand removal of a gate goes unrefused meanwhile.
-// +kubebuilder:webhook:path=/validate-v1-pod,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=update,versions=v1,name=vpod.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"objectSelector":{"matchExpressions":[{"key":"express.medallia.com/node","operator":"Exists"}]}}`
+// express.medallia.com/node that carry the sequencer's scheduling gate (a
+// match condition): pods that have never been scheduled. Its failure policy
+// is Fail: while no replica serves, such a pod keeps its gate (its release
+// is retried); no running pod's update ever waits on it.
+// +kubebuilder:webhook:path=/validate-v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=update,versions=v1,name=vpod.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"objectSelector":{"matchExpressions":[{"key":"express.medallia.com/node","operator":"Exists"}]},"matchConditions":[{"name":"held-by-the-sequencer","expression":"has(oldObject.spec.schedulingGates) && oldObject.spec.schedulingGates.exists(g, g.name == 'express.medallia.com/sequencer')"}]}`
 // +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-backend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=backends,verbs=create;update,versions=v2alpha1,name=vbackend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 // +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-frontend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=frontends,verbs=create;update,versions=v2alpha1,name=vfrontend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 
@@ -53,20 +54,28 @@ type Settings struct {
 	Grouping       rollout.Grouping
 	Clock          clock.PassiveClock
 	SequencerUsers []string
+	// RecheckReleases judges every release again as it is written, on the
+	// tenant read fresh at that moment (ReleaseGuard).
+	RecheckReleases bool
 }
 
 // Handlers returns the admission webhooks by path. reader lists a tenant's
 // nodes for the validating checks (the manager's cache in production);
-// fresh reads them for the pod webhook straight from the API server.
+// fresh reads them straight from the API server for the pod webhook and the
+// release guard.
 func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings) map[string]*admission.Webhook {
 	orders, clk, sequencerUsers := set.Orders, set.Clock, set.SequencerUsers
+	var releases *ReleaseGuard
+	if set.RecheckReleases {
+		releases = &ReleaseGuard{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk}
+	}
 	hooks := map[string]*admission.Webhook{
 		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers}),
 		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers}),
-		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders}),
-		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders}),
+		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders, Releases: releases}),
+		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders, Releases: releases}),
 		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk}},
-		ValidatePodPath:      {Handler: &PodGateGuard{Sequencer: sequencerUsers}},
+		ValidatePodPath:      {Handler: &PodGateGuard{Sequencer: sequencerUsers, Releases: releases}},
 	}
 	for path, kind := range map[string]string{MutateBackendPath: v2alpha1.KindBackend, MutateFrontendPath: v2alpha1.KindFrontend} {
 		hooks[path].Handler = withSchemaErrors(kind, withWarnings(hooks[path].Handler))

@@ -22,7 +22,7 @@ import (
 // The control plane starts on first use, so that the fuzz target, which
 // needs none, does not pay for it. Only the webhooks run: the gates they add
 // stay for the tests to see.
-var shared = controlplane.Lazy{Edits: []func(*app.Options){controlplane.WebhooksOnly}}
+var shared = controlplane.Lazy{Edits: []func(*app.Options){controlplane.WebhooksOnly, controlplane.HandReleases}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()

@@ -41,6 +41,9 @@ type Validator[T v2alpha1.Node] struct {
 	// Orders are the installation's default orders, which defaulted lists
 	// follow when the validator looks for a cycle.
 	Orders defaults.Orders
+	// Releases, when set, judges every removal of the sequencer's gate
+	// again on the tenant as it is now (release_guard.go).
+	Releases *ReleaseGuard
 }
 
 // ValidateCreate checks a new node.
@@ -60,6 +63,11 @@ func (v *Validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.War
 func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, obj T) (admission.Warnings, error) {
 	if obj.GetDeletionTimestamp() != nil {
 		return nil, nil
+	}
+	if v.Releases != nil && rollout.Gated(oldObj) && !rollout.Gated(obj) {
+		if err := v.Releases.nodeRelease(ctx, obj); err != nil {
+			return nil, err
+		}
 	}
 	return v.validate(ctx, obj, !sameOrderingInputs(oldObj, obj))
 }

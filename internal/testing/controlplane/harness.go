@@ -88,3 +88,10 @@ func (l *Lazy) Stop() {
 // WebhooksOnly runs express-sequencer without its sequencer: gates the
 // webhooks add stay for tests to see.
 func WebhooksOnly(o *app.Options) { o.Sequencer = false }
+
+// HandReleases lets tests release nodes and pods by hand, as the sequencer
+// identity, in states the sequencer would not release them in (a node
+// released with no pod of its backend anywhere): the fixtures of suites
+// that check admission rules rather than the order. Every suite that runs
+// the sequencer keeps the release guard on.
+func HandReleases(o *app.Options) { o.RecheckReleases = false }

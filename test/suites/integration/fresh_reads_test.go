@@ -79,8 +79,9 @@ func scale(t *testing.T, ns, k string, n int32) {
 // fresh reads — the StatefulSet that wants two pods, and acme-be-1, a pod
 // the cache never held, not Ready — and fe1 waits (either read alone would
 // hold it; the crash test below pins the pods' read by itself). The same
-// pass with the cache as its fresh reader releases fe1: what this test
-// catches.
+// pass with the cache as its fresh reader — a replica acting on a stale
+// view — tries to release fe1, and the API server's release guard refuses
+// it: the pass fails, which is what this test catches.
 func TestAPodTheCacheHasNeverSeenStillHoldsTheNextNode(t *testing.T) {
 	stop := startSequencer(t)
 	ns, _ := settledTenant(t, 2)
@@ -107,10 +108,16 @@ func TestAPodTheCacheHasNeverSeenStillHoldsTheNextNode(t *testing.T) {
 		assert.Contains(t, c.Message, "acme-be", "the wait names the backend")
 	}
 
-	fromCache := &sequencer.Reconciler{Client: cache, Fresh: cache, Orders: defaults.Builtin(), Clock: clock.RealClock{}, Recorder: events.NewFakeRecorder(100)}
-	_, err = fromCache.Reconcile(ctx, tenant)
-	require.NoError(t, err)
-	assert.False(t, v2alpha1.IsGated(read(t, ns, "fe1")), "the check can fail: from the cache alone, fe1 is released")
+	_, err = staleReplica(cache).Reconcile(ctx, tenant)
+	require.Error(t, err, "the check can fail: from the cache alone, fe1 is released")
+	assert.Contains(t, err.Error(), "the release of acme-fe1 does not stand on the tenant as it is now: waiting for acme-be", "the release guard names the wait")
+	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "the stale release is refused")
+}
+
+// staleReplica is a sequencer whose every read, fresh ones too, comes from
+// cache: a replica acting on a stale view of the tenant.
+func staleReplica(cache client.Client) *sequencer.Reconciler {
+	return &sequencer.Reconciler{Client: cache, Fresh: cache, Orders: defaults.Builtin(), Clock: clock.RealClock{}, Recorder: events.NewFakeRecorder(100)}
 }
 
 // The backend crashes in place, and fe1's StatefulSet asks to create a pod

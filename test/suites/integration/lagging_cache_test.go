@@ -138,7 +138,8 @@ func newLaggingReconciler(c *laggingCache) *sequencer.Reconciler {
 // not Ready. A cache whose Frontend informer has not delivered fe2's change
 // still shows it down, and fe3's pods free to start; no write of the
 // sequencer is involved. The pass that would release them is planned again
-// from fresh reads: they stay held.
+// from fresh reads: they stay held. A replica that plans on the cache alone
+// tries to release them, and the API server's release guard refuses it.
 func TestAUserChangeTheCacheHasNotSeenStillHoldsRecoveringPods(t *testing.T) {
 	ns, fe2Down := settledWithDown(t, 4, "fe2")
 	setUp(t, ns, true, "fe2")
@@ -156,11 +157,16 @@ func TestAUserChangeTheCacheHasNotSeenStillHoldsRecoveringPods(t *testing.T) {
 		"the pod webhook holds fe3's new pod, its StatefulSet's: fe2 is live and not Ready")
 
 	cache := &laggingCache{Client: harness.Client}
-	cache.reads = copyOf(t, append(podsOf(t, ns), read(t, ns, "be"), read(t, ns, "fe1"), fe2Down, read(t, ns, "fe3"))...)
+	cache.reads = copyOf(t, append(append(podsOf(t, ns), machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"), fe2Down, read(t, ns, "fe3"))...)
 	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.NoError(t, err)
 	assert.NotEmpty(t, held(), "fe3's pods wait for fe2, whatever the cache says")
 	assert.False(t, v2alpha1.IsGated(read(t, ns, "fe2")), "fe2, whose turn it is, is released")
+
+	_, err = staleReplica(cache).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
+	require.Error(t, err, "from the cache alone, fe3's pods are released")
+	assert.Contains(t, err.Error(), "of acme-fe3 does not stand on the tenant as it is now: waiting for acme-fe2", "the release guard names the wait")
+	assert.NotEmpty(t, held(), "the stale release is refused")
 }
 
 // The backend crashes (and stays down) as the frontend gets a change. A

@@ -144,11 +144,15 @@ func TestTheCertManagerInstallHangsTogether(t *testing.T) {
 	}
 	for _, w := range validating.Webhooks {
 		if w.Name == "vpod.express.medallia.com" {
-			// The pod gate guard: updates of Express pods only, failing
-			// open so that no pod update waits on it.
+			// The pod gate guard: updates of Express pods the sequencer
+			// holds only (never scheduled), failing closed so that no
+			// release goes unjudged.
 			require.NotNil(t, w.ObjectSelector, "the pod gate guard must never see other pods")
 			assert.Equal(t, []metav1.LabelSelectorRequirement{{Key: v2alpha1.LabelNode, Operator: metav1.LabelSelectorOpExists}}, w.ObjectSelector.MatchExpressions)
-			assert.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy)
+			if assert.Len(t, w.MatchConditions, 1, "only pods that carry the sequencer's gate") {
+				assert.Contains(t, w.MatchConditions[0].Expression, "oldObject.spec.schedulingGates.exists(g, g.name == '"+v2alpha1.GateSequencer+"')")
+			}
+			assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy)
 			assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects)
 			assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, w.Rules[0].Operations)
 			assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)

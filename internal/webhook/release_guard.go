@@ -1,0 +1,92 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+)
+
+// ReleaseGuard judges a release again as the API server is about to store
+// it: the removal of the sequencer's gate from a node, or of its scheduling
+// gate from an Express pod. It reads the tenant straight from the API server
+// and lets the release through only if Plan, on the tenant as it is now,
+// releases it too (rollout.ReleaseStands). A sequencer decides on state read
+// an instant before it writes; a replica frozen between its read and its
+// write (stopped, starved, a leader whose lease passed on meanwhile) writes
+// on state that may have changed since. Kubernetes has no write conditioned
+// on another object; this check, made in the write's own admission, is the
+// nearest thing: the write is refused with the reason, and the sequencer
+// plans again.
+type ReleaseGuard struct {
+	// Reader reads the tenant straight from the API server.
+	Reader client.Reader
+	// Orders are the installation's default orders.
+	Orders defaults.Orders
+	// Grouping is the sequencer's change grouping. The guard holds a
+	// release for a change still landing as the sequencer does (rollout-id,
+	// --landing-timeout: state it can see), but not for the settle time: a
+	// hold of time alone, which a release the sequencer made after it had
+	// passed must not meet again as it is written (a sequencer and webhooks
+	// run apart with different settle times would refuse every release).
+	// A change that lands after the decision is judged by the state it
+	// leaves: a gated predecessor holds the release.
+	Grouping rollout.Grouping
+	// Clock dates the snapshot.
+	Clock clock.PassiveClock
+}
+
+// nodeRelease refuses the removal of node n's gate unless it stands.
+func (g *ReleaseGuard) nodeRelease(ctx context.Context, n v2alpha1.Node) error {
+	gr := schema.GroupResource{Group: v2alpha1.GroupVersion.Group, Resource: resourceOf(n)}
+	why, err := g.stands(ctx, n.GetNamespace(), n.GetName(), "")
+	switch {
+	case err != nil:
+		return err
+	case why != "":
+		return apierrors.NewConflict(gr, n.GetName(), fmt.Errorf(
+			"spec.rolloutGates: the release of %s does not stand on the tenant as it is now: %s; express-sequencer plans it again", n.GetName(), why))
+	}
+	return nil
+}
+
+// stands reads the tenant of node name and returns why its release (of pod,
+// when set) does not stand now, or "" when it does.
+func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) (string, error) {
+	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
+	defer cancel()
+	grouping := g.Grouping
+	grouping.SettleTime, grouping.SettleCap = 0, 0
+	snap, err := sequencer.GatherFreshFor(read, g.Reader, namespace, name, g.Orders, g.Clock.Now(), grouping)
+	if err != nil && read.Err() != nil {
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf(
+			"the API server did not answer the fresh read of %s's tenant within %s (is etcd stalled or the API server overloaded?): the release is refused; express-sequencer plans it again: %v",
+			name, freshReadTimeout, err))
+	}
+	if err != nil {
+		return "", apierrors.NewInternalError(fmt.Errorf("reading %s's tenant to judge its release: %w", name, err))
+	}
+	if snap == nil {
+		return "", nil // no such node: nothing orders it
+	}
+	if ok, why := rollout.ReleaseStands(snap, name, pod); !ok {
+		return why, nil
+	}
+	return "", nil
+}
+
+// resourceOf is the API resource of a node.
+func resourceOf(n v2alpha1.Node) string {
+	if n.NodeKind() == v2alpha1.KindBackend {
+		return "backends"
+	}
+	return "frontends"
+}
