@@ -33,7 +33,7 @@ func (w *world) freeze() frozenPlan {
 // reconciler's order — the gate, the pods' gates, the condition — each
 // through the API server's guards; a write refused ends its decision, as
 // an error ends the reconciler's apply. The oracle checks every release
-// that gets through.
+// that gets through. It returns the releases the release guard refused.
 func (w *world) wake(f frozenPlan) (refused int) {
 	for _, d := range f.decisions {
 		n := w.nodes[d.Node]
@@ -43,7 +43,6 @@ func (w *world) wake(f frozenPlan) (refused int) {
 		gen := f.generation[d.Node]
 		if f.gated[d.Node] != d.Gated {
 			if n.GetGeneration() != gen { // the gate patch's test of the generation
-				refused++
 				continue
 			}
 			if !d.Gated {
@@ -59,13 +58,13 @@ func (w *world) wake(f frozenPlan) (refused int) {
 		}
 		held := false
 		for _, pod := range d.PodsToRelease {
+			if !slices.ContainsFunc(w.pods[d.Node], func(p Pod) bool { return p.Name == pod && p.HeldBySequencer() }) {
+				continue // gone, or released meanwhile: the patch's test of the gates fails
+			}
 			if ok, _ := ReleaseStands(w.snapshot(), d.Node, pod); !ok {
 				refused++
 				held = true
 				continue
-			}
-			if !slices.ContainsFunc(w.pods[d.Node], func(p Pod) bool { return p.Name == pod && p.HeldBySequencer() }) {
-				continue // gone, or released meanwhile: the patch's test of the gates fails
 			}
 			podOnly := Decision{Node: d.Node, Gated: Gated(n), PodsToRelease: []string{pod}, KeepCondition: true}
 			w.apply([]Decision{podOnly})

@@ -108,8 +108,8 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		wakes += w.wakes
 		refused += w.refused
 	}
-	t.Logf("%d scenarios, %d releases and %d pod releases, every one checked; a frozen replica woke %d times, %d of its writes refused", scenarios, releases, podReleases, wakes, refused)
-	assert.Positive(t, refused, "frozen replicas' stale writes meet the guards")
+	t.Logf("%d scenarios, %d releases and %d pod releases, every one checked; a frozen replica woke %d times, the release guard refused %d of its releases", scenarios, releases, podReleases, wakes, refused)
+	assert.Positive(t, refused, "frozen replicas' stale releases meet the release guard")
 }
 
 // chartApply renders a change to a random subset of the tenant — a new

@@ -85,7 +85,8 @@ type world struct {
 	podsReleased int
 	// freezes: with rng, a second replica now and then plans, freezes, and
 	// wakes some ticks later to send its writes (frozen_sequencer_test.go);
-	// frozen is its plan meanwhile, and wakes and refused count its writes.
+	// frozen is its plan meanwhile; wakes counts them, refused the releases
+	// the release guard refused.
 	freezes        bool
 	frozen         *frozenPlan
 	wakes, refused int

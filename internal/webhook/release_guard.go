@@ -31,14 +31,12 @@ type ReleaseGuard struct {
 	Reader client.Reader
 	// Orders are the installation's default orders.
 	Orders defaults.Orders
-	// Grouping is the sequencer's change grouping. The guard holds a
-	// release for a change still landing as the sequencer does (rollout-id,
-	// --landing-timeout: state it can see), but not for the settle time: a
-	// hold of time alone, which a release the sequencer made after it had
-	// passed must not meet again as it is written (a sequencer and webhooks
-	// run apart with different settle times would refuse every release).
-	// A change that lands after the decision is judged by the state it
-	// leaves: a gated predecessor holds the release.
+	// Grouping is the sequencer's change grouping: the guard judges with
+	// the sequencer's own rule and settings, so that a release the sequencer
+	// makes on the state of the moment stands (a hold for a change landing
+	// or settling ends at the same instant for both). A sequencer and
+	// webhooks run apart must be given the same --settle-time,
+	// --settle-cap and --landing-timeout.
 	Grouping rollout.Grouping
 	// Clock dates the snapshot.
 	Clock clock.PassiveClock
@@ -63,9 +61,7 @@ func (g *ReleaseGuard) nodeRelease(ctx context.Context, n v2alpha1.Node) error {
 func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) (string, error) {
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
 	defer cancel()
-	grouping := g.Grouping
-	grouping.SettleTime, grouping.SettleCap = 0, 0
-	snap, err := sequencer.GatherFreshFor(read, g.Reader, namespace, name, g.Orders, g.Clock.Now(), grouping)
+	snap, err := sequencer.GatherFreshFor(read, g.Reader, namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
 	if err != nil && read.Err() != nil {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf(
 			"the API server did not answer the fresh read of %s's tenant within %s (is etcd stalled or the API server overloaded?): the release is refused; express-sequencer plans it again: %v",

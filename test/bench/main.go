@@ -79,6 +79,8 @@ type options struct {
 	// limit there (its own default is 20 requests/s, burst 30).
 	cluster       bool
 	controllerQPS int
+	// recheckReleases: express-sequencer's --recheck-releases.
+	recheckReleases bool
 }
 
 // phase names what a node is Ready on: its version and configChangeset.
@@ -114,6 +116,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 32, "express-sequencer's --max-concurrent-reconciles: tenants sequenced in parallel.")
 	flag.BoolVar(&o.cluster, "cluster", false, "Run on Kubernetes' own control loops: kube-controller-manager (StatefulSet controller, garbage collector), kube-scheduler and KWOK as the kubelet of 4 fake Nodes, the Express operator's part one StatefulSet per node (expressoperator), instead of the simulated operator that plays all of them.")
 	flag.IntVar(&o.controllerQPS, "controller-qps", 0, "With -cluster: kube-controller-manager's --kube-api-qps (burst 1.5 times it); 0 keeps its default, 20 requests/s with bursts of 30, which bounds how fast StatefulSets create and replace pods.")
+	flag.BoolVar(&o.recheckReleases, "recheck-releases", true, "express-sequencer's --recheck-releases: the webhooks judge every release again on a fresh read of its tenant; false measures without that read.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
@@ -338,6 +341,7 @@ func measure(o options, out io.Writer) (Result, error) {
 		"--cert-dir", filepath.Join(dir, "certs"), "--cert-hosts", "127.0.0.1",
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-secure=false", "--health-probe-bind-address", "0",
 		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", strconv.Itoa(o.concurrency),
+		"--recheck-releases="+strconv.FormatBool(o.recheckReleases),
 		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error",
 		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	seq.Stdout, seq.Stderr = os.Stderr, os.Stderr

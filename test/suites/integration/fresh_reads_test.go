@@ -100,6 +100,7 @@ func TestAPodTheCacheHasNeverSeenStillHoldsTheNextNode(t *testing.T) {
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(append(before, machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
+	pastSettle()
 	_, err := newLaggingReconciler(cache).Reconcile(ctx, tenant)
 	require.NoError(t, err)
 	fe1 := read(t, ns, "fe1")
@@ -117,7 +118,7 @@ func TestAPodTheCacheHasNeverSeenStillHoldsTheNextNode(t *testing.T) {
 // staleReplica is a sequencer whose every read, fresh ones too, comes from
 // cache: a replica acting on a stale view of the tenant.
 func staleReplica(cache client.Client) *sequencer.Reconciler {
-	return &sequencer.Reconciler{Client: cache, Fresh: cache, Orders: defaults.Builtin(), Clock: clock.RealClock{}, Recorder: events.NewFakeRecorder(100)}
+	return &sequencer.Reconciler{Client: cache, Fresh: cache, Orders: defaults.Builtin(), Clock: clock.RealClock{}, Grouping: grouping, Recorder: events.NewFakeRecorder(100)}
 }
 
 // The backend crashes in place, and fe1's StatefulSet asks to create a pod

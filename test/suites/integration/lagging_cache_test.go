@@ -89,16 +89,15 @@ func TestAReleaseTheCacheHasNotSeenYetStillHoldsItsDependents(t *testing.T) {
 	require.True(t, v2alpha1.IsGated(beBefore), "the webhook gates the backend's change")
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(pods, beBefore, read(t, ns, "fe1"))...)
-	r := &sequencer.Reconciler{
-		Client: cache, Fresh: harness.Client, Orders: defaults.Builtin(), Clock: clock.RealClock{},
-		Recorder: events.NewFakeRecorder(100),
-	}
+	r := newLaggingReconciler(cache)
+	pastSettle()
 	_, err := r.Reconcile(ctx, tenant)
 	require.NoError(t, err)
 	require.False(t, v2alpha1.IsGated(read(t, ns, "be")), "the backend's change is released: fe1 is on its target")
 
 	setVersion(t, ns, v2, "fe1")
 	cache.reads = copyOf(t, append(pods, beBefore, read(t, ns, "fe1"))...) // the Backend informer still lags
+	pastSettle()
 	_, err = r.Reconcile(ctx, tenant)
 	require.NoError(t, err)
 	fe1 := read(t, ns, "fe1")
@@ -128,7 +127,7 @@ func settledWithDown(t *testing.T, size int, down string) (string, v2alpha1.Node
 // the API server before a release.
 func newLaggingReconciler(c *laggingCache) *sequencer.Reconciler {
 	return &sequencer.Reconciler{
-		Client: c, Fresh: harness.Client, Orders: defaults.Builtin(), Clock: clock.RealClock{},
+		Client: c, Fresh: harness.Client, Orders: defaults.Builtin(), Clock: clock.RealClock{}, Grouping: grouping,
 		Recorder: events.NewFakeRecorder(100),
 	}
 }
@@ -158,6 +157,7 @@ func TestAUserChangeTheCacheHasNotSeenStillHoldsRecoveringPods(t *testing.T) {
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(append(podsOf(t, ns), machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"), fe2Down, read(t, ns, "fe3"))...)
+	pastSettle()
 	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.NoError(t, err)
 	assert.NotEmpty(t, held(), "fe3's pods wait for fe2, whatever the cache says")
@@ -185,6 +185,7 @@ func TestACrashTheCacheHasNotSeenStillHoldsTheNextNode(t *testing.T) {
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(before, read(t, ns, "be"), read(t, ns, "fe1"))...)
+	pastSettle()
 	_, err := newLaggingReconciler(cache).Reconcile(ctx, rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.NoError(t, err)
 	fe1 := read(t, ns, "fe1")
@@ -206,6 +207,7 @@ func TestABackendChangeTheCacheHasNotSeenStillHoldsTheFrontends(t *testing.T) {
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(podsOf(t, ns), beDown, read(t, ns, "fe1"))...)
+	pastSettle()
 	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.NoError(t, err)
 	fe1 := read(t, ns, "fe1")

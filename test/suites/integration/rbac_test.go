@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,7 +45,7 @@ func TestTheSequencerNeedsNoMoreThanItsGeneratedRole(t *testing.T) {
 
 	o := harness.ManagerOptions("", controlplane.TestLogger())
 	o.Webhooks = false
-	o.Grouping.SettleTime = 300 * time.Millisecond
+	settings(&o)
 	_, stop, err := harness.StartManagerAs(user.Config(), o)
 	require.NoError(t, err)
 	defer stop()

@@ -30,6 +30,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 )
@@ -66,6 +67,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) (int, error) {
 	var err error
 	if harness, err = controlplane.NewHarness(logr.Discard(), func(o *app.Options) {
+		settings(o) // the webhooks judge releases with the sequencer's settings
 		o.Sequencer = false
 		o.SequencerUsers = []string{leastPrivilegeUser} // the sequencer of the RBAC test runs as its own user
 	}); err != nil {
@@ -107,6 +109,15 @@ func run(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
+// grouping is the suite's change grouping, the webhooks' and every
+// sequencer's: updates here land within milliseconds of each other.
+var grouping = rollout.Grouping{LandingTimeout: rollout.DefaultGrouping.LandingTimeout, SettleTime: 300 * time.Millisecond, SettleCap: 5 * time.Second}
+
+func settings(o *app.Options) { o.Grouping = grouping }
+
+// pastSettle waits until the settle hold of a change just made has ended.
+func pastSettle() { time.Sleep(grouping.SettleTime + 200*time.Millisecond) }
+
 // startSequencer runs a sequencer-only express-sequencer until the test ends
 // (or stop is called).
 func startSequencer(t *testing.T, edits ...func(*app.Options)) (stop func()) {
@@ -114,7 +125,7 @@ func startSequencer(t *testing.T, edits ...func(*app.Options)) (stop func()) {
 	o := harness.ManagerOptions("", logr.Discard())
 	o.Webhooks = false
 	o.ProgressDeadline = time.Minute
-	o.Grouping.SettleTime = 300 * time.Millisecond // updates here land within milliseconds of each other
+	settings(&o)
 	for _, e := range edits {
 		e(&o)
 	}
