@@ -120,7 +120,7 @@ func releaseRecorded(ctx context.Context, c client.Client, n v2alpha1.Node) erro
 // operator does, with the given Ready status.
 func runningPod(ctx context.Context, c client.Client, n v2alpha1.Node, name string, ready corev1.ConditionStatus) error {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: n.GetNamespace(), Labels: map[string]string{
 			v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelExpressVersion: n.NodeSpec().ExpressVersion,
 			v2alpha1.LabelTargetHash: n.GetAnnotations()[v2alpha1.AnnotationTargetHash]}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},

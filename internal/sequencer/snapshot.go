@@ -127,6 +127,13 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	return s, nil
 }
 
+// ReadNamespace reads, straight from the API server, what the sequencer
+// plans on in a namespace — in every namespace when it is empty — with one
+// LIST per kind: the fleet view's read.
+func ReadNamespace(ctx context.Context, r client.Reader, namespace string) (rollout.Objects, error) {
+	return freshReads(ctx, r, namespace)
+}
+
 // freshReads lists, at the same time, the namespace's Backends, Frontends,
 // Express pods (labelled express.medallia.com/node) and StatefulSets: one
 // round trip's latency instead of four. Each list is as fresh as the API

@@ -149,6 +149,8 @@ type Result struct {
 	CPU        time.Duration
 	// Crash is the crash measurement, when asked for.
 	Crash CrashResult
+	// FleetView is what the fleet view costs on the settled fleet.
+	FleetView FleetViewResult
 }
 
 // Percentile returns the p-th percentile (0–100) of the release latencies.
@@ -217,6 +219,8 @@ func run(o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB\n", res.PeakRSSKiB/1024)
 	fmt.Fprintf(out, "  sequencer CPU time:      %s (of %s wall clock for both phases)\n", res.CPU.Round(time.Second), (res.Provision + res.Upgrade).Round(time.Second))
+	fmt.Fprintf(out, "  fleet view (kubectl express status -A): %d tenants, %d done, in %s (one LIST per kind %s, planning %s)\n",
+		res.FleetView.Tenants, res.FleetView.Done, (res.FleetView.Read + res.FleetView.Plan).Round(time.Millisecond), res.FleetView.Read.Round(time.Millisecond), res.FleetView.Plan.Round(time.Millisecond))
 	if o.slowest > 0 {
 		idx := make([]int, len(res.Latencies))
 		for i := range idx {
@@ -440,6 +444,9 @@ func measure(o options, out io.Writer) (Result, error) {
 	}
 	writesAfter, err := settledWrites(ctx, metricsURL)
 	if err != nil {
+		return res, err
+	}
+	if res.FleetView, err = measureFleetView(ctx, c, o.tenants); err != nil {
 		return res, err
 	}
 	if o.memProfile != "" {

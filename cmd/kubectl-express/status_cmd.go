@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+)
+
+func newStatusCommand(e *env) *cobra.Command {
+	var all, stuck, watch bool
+	var output, selector string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "The fleet at a glance: every tenant's progress, what rolls, what holds the next node",
+		Long: `status reads every tenant of the namespace — of all namespaces with -A —
+with one LIST per kind (Backends, Frontends, Express pods, StatefulSets),
+decides with the sequencer's own code, and prints one line per tenant: its
+live nodes on target as a progress bar, its state, the nodes rolling now,
+the next node and what holds it (reason and blocker, as explain names them),
+and how long it has been so. Stuck tenants (a dependency cycle, a
+prerequisite that does not exist, a rollout past its progress deadline)
+come first, then held ones (paused, settling, a change landing, a
+predecessor not Ready), rolling ones and done ones. A summary line counts
+them, with the fleet's nodes on target.
+
+States:
+  stuck    a node cannot go on by itself: kubectl express explain it
+  held     a node waits and nothing it waits for is rolling
+  rolling  a released rollout or a recovery is under way
+  done     every live node is released and Ready on its target
+
+-w prints the view again whenever a Backend, Frontend or Express pod
+changes (a watch, no polling). Bars are drawn in block characters on a
+terminal, in ASCII otherwise.`,
+		Example: `  kubectl express status -n tenant-123634-prod
+  kubectl express status -A --stuck
+  kubectl express status -A -l express.medallia.com/source-deployer=argocd -o wide
+  kubectl express status -A -o json | jq '.summary'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "", "wide", "json", "yaml":
+			default:
+				return fmt.Errorf("-o %q: want wide, json or yaml", output)
+			}
+			sel, err := labels.Parse(selector)
+			if err != nil {
+				return fmt.Errorf("-l %q: %w", selector, err)
+			}
+			c, ns, err := e.client()
+			if err != nil {
+				return err
+			}
+			if all {
+				ns = ""
+			}
+			ctx := contextOf(cmd)
+			orders, err := e.liveOrders(ctx, c)
+			if err != nil {
+				return err
+			}
+			view := func(ctx context.Context) (string, error) {
+				now := time.Now()
+				f, err := e.readFleet(ctx, c, ns, orders, sel, stuck, now)
+				if err != nil {
+					return "", err
+				}
+				return renderFleet(f, output, all, isTerminal(e.out), now)
+			}
+			text, err := view(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(e.out, text)
+			if !watch {
+				return nil
+			}
+			return e.watchPlan(ctx, ns, text, view)
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Every namespace's tenants.")
+	cmd.Flags().BoolVar(&stuck, "stuck", false, "Only stuck tenants.")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Print the view again whenever a tenant changes, until interrupted.")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide (adds the next node's message), json or yaml.")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "Only tenants with a node matching this label selector (e.g. express.medallia.com/source-deployer=argocd).")
+	return cmd
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// barWidth is the cells of a progress bar.
+const barWidth = 10
+
+// bar draws done of total as a progress bar: block characters on a
+// terminal, ASCII otherwise.
+func bar(done, total int, tty bool) string {
+	full, empty := "#", "."
+	if tty {
+		full, empty = "█", "░"
+	}
+	n := 0
+	if total > 0 {
+		n = done * barWidth / total
+	}
+	return "[" + strings.Repeat(full, n) + strings.Repeat(empty, barWidth-n) + "]"
+}
+
+// renderFleet prints the view: a table (wide adds the message) or the
+// fleet as JSON or YAML.
+func renderFleet(f fleet, output string, withNamespace, tty bool, now time.Time) (string, error) {
+	switch output {
+	case "json":
+		data, err := json.MarshalIndent(f, "", "  ")
+		return string(data) + "\n", err
+	case "yaml":
+		data, err := yaml.Marshal(f)
+		return string(data), err
+	}
+	var buf bytes.Buffer
+	if len(f.Tenants) == 0 {
+		buf.WriteString("No tenants.\n")
+	} else {
+		tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+		header := []string{"TENANT", "PROGRESS", "STATE", "ROLLING", "NEXT", "REASON", "BLOCKER", "AGE"}
+		if withNamespace {
+			header = append([]string{"NAMESPACE"}, header...)
+		}
+		if output == "wide" {
+			header = append(header, "MESSAGE")
+		}
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for _, t := range f.Tenants {
+			next, reason, blocker, message := "-", "-", "-", "-"
+			if t.Next != nil {
+				next, reason, message = t.Next.Node, t.Next.Reason, t.Next.Message
+				if len(t.Next.WaitingFor) > 0 {
+					blocker = strings.Join(t.Next.WaitingFor, ",")
+				}
+			}
+			rolling := "-"
+			if len(t.Rolling) > 0 {
+				rolling = strings.Join(t.Rolling, ",")
+			}
+			age := "-"
+			if t.Since != nil {
+				age = duration.HumanDuration(now.Sub(*t.Since))
+			}
+			cells := []string{t.Tenant, fmt.Sprintf("%s %d/%d", bar(t.NodesOnTarget, t.LiveNodes, tty), t.NodesOnTarget, t.LiveNodes), t.State, rolling, next, reason, blocker, age}
+			if withNamespace {
+				cells = append([]string{t.Namespace}, cells...)
+			}
+			if output == "wide" {
+				cells = append(cells, message)
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return "", err
+		}
+	}
+	s := f.Summary
+	percent := 0
+	if s.LiveNodes > 0 {
+		percent = s.NodesOnTarget * 100 / s.LiveNodes
+	}
+	fmt.Fprintf(&buf, "\n%d tenants: %d stuck, %d held, %d rolling, %d done. Nodes on target %s %d/%d (%d%%)\n",
+		s.Tenants, s.Stuck, s.Held, s.Rolling, s.Done, bar(s.NodesOnTarget, s.LiveNodes, tty), s.NodesOnTarget, s.LiveNodes, percent)
+	return buf.String(), nil
+}

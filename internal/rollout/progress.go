@@ -1,0 +1,202 @@
+package rollout
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+)
+
+// TenantState is where a tenant's rollout stands, as the fleet view shows it.
+type TenantState string
+
+// The states, in the order the fleet view lists them: what needs a human
+// first.
+const (
+	// Stuck: a node cannot go on by itself (a cycle, a prerequisite that
+	// does not exist, a rollout past its progress deadline).
+	Stuck TenantState = "stuck"
+	// Held: a node waits and nothing rolls that it waits for (paused,
+	// settling, a change landing, a predecessor not Ready).
+	Held TenantState = "held"
+	// Rolling: a released rollout or a recovery is under way.
+	Rolling TenantState = "rolling"
+	// Done: every live node is released and Ready on its target.
+	Done TenantState = "done"
+)
+
+// stuckReasons are the reasons of a node that does not go on by itself.
+var stuckReasons = []string{v2alpha1.ReasonDependencyCycle, v2alpha1.ReasonPrerequisiteNotFound, v2alpha1.ReasonProgressDeadlineExceeded}
+
+// rollingReasons are the reasons of a node whose rollout or recovery is
+// under way.
+var rollingReasons = []string{v2alpha1.ReasonReleased, v2alpha1.ReasonPrerequisitesIgnored, v2alpha1.ReasonRecovering}
+
+// Progress is one tenant's rollout at a glance.
+type Progress struct {
+	State TenantState
+	// Live are the tenant's live nodes; OnTarget those of them released
+	// and Ready on their target.
+	Live, OnTarget int
+	// Rolling are the nodes whose rollout or recovery is under way.
+	Rolling []string
+	// Next is the node the fleet view names: the stuck one, or the first
+	// gated one in the upgrade order; nil when none waits.
+	Next *Decision
+	// Since is when the tenant's state began, as the conditions tell: the
+	// named node's condition for a stuck or held tenant, the latest
+	// release for a rolling one, the latest condition for a done one. Zero
+	// when no condition says.
+	Since time.Time
+}
+
+// ProgressOf sums up a tenant from its plan (Plan(s)).
+func ProgressOf(s *Snapshot, decisions []Decision) Progress {
+	var p Progress
+	byNode := map[string]Decision{}
+	for _, d := range decisions {
+		byNode[d.Node] = d
+	}
+	var live []string
+	for name, n := range s.Nodes {
+		if Live(n) {
+			live = append(live, name)
+		}
+	}
+	live = s.inUpgradeOrder(live)
+	p.Live = len(live)
+	var stuck, held *Decision
+	for _, name := range live {
+		d := byNode[name]
+		switch {
+		case slices.Contains(stuckReasons, d.Condition.Reason):
+			if stuck == nil {
+				stuck = &d
+			}
+		case d.Gated:
+			if held == nil {
+				held = &d
+			}
+		case slices.Contains(rollingReasons, d.Condition.Reason):
+			p.Rolling = append(p.Rolling, name)
+		}
+		if !d.Gated && s.onTarget(name) && s.isReady(name) {
+			p.OnTarget++
+		}
+	}
+	switch {
+	case stuck != nil:
+		p.State, p.Next = Stuck, stuck
+		p.Since = s.transition(stuck.Node)
+	case len(p.Rolling) > 0:
+		p.State, p.Next = Rolling, held
+		for _, name := range p.Rolling {
+			if t := s.transition(name); t.After(p.Since) {
+				p.Since = t
+			}
+		}
+	case held != nil:
+		p.State, p.Next = Held, held
+		p.Since = s.transition(held.Node)
+	default:
+		p.State = Done
+		for _, name := range live {
+			if t := s.transition(name); t.After(p.Since) {
+				p.Since = t
+			}
+		}
+	}
+	return p
+}
+
+// transition is when node name's PrerequisitesReady condition last changed
+// status; zero when it has none.
+func (s *Snapshot) transition(name string) time.Time {
+	c := meta.FindStatusCondition(s.Nodes[name].NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
+	if c == nil {
+		return time.Time{}
+	}
+	return c.LastTransitionTime.Time
+}
+
+// inUpgradeOrder returns names in the tenant's upgrade order: keyed nodes
+// in order, then the rest by name.
+func (s *Snapshot) inUpgradeOrder(names []string) []string {
+	byKey := map[defaults.Key]string{}
+	var keys []defaults.Key
+	var rest []string
+	for _, name := range names {
+		if k, ok := defaults.KeyOf(s.Nodes[name]); ok {
+			byKey[k] = name
+			keys = append(keys, k)
+		} else {
+			rest = append(rest, name)
+		}
+	}
+	out := make([]string, 0, len(names))
+	for _, k := range s.Orders.Upgrade.Sequence(keys) {
+		out = append(out, byKey[k])
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// TenantProgress is one tenant of a fleet and its progress.
+type TenantProgress struct {
+	Tenant Tenant
+	// Nodes are the tenant's nodes, for a caller that filters by label.
+	Nodes []v2alpha1.Node
+	Progress
+}
+
+// FleetOf sums up every tenant of read — one namespace's objects or many
+// namespaces' — with Plan, at now, with the sequencer's progress deadline
+// and change grouping. Tenants come sorted by namespace and name.
+func FleetOf(read Objects, orders defaults.Orders, now time.Time, deadline time.Duration, grouping Grouping) []TenantProgress {
+	byNamespace := map[string]*Objects{}
+	var namespaces []string
+	for _, n := range read.Nodes {
+		o, ok := byNamespace[n.GetNamespace()]
+		if !ok {
+			o = &Objects{LostMachines: read.LostMachines}
+			byNamespace[n.GetNamespace()] = o
+			namespaces = append(namespaces, n.GetNamespace())
+		}
+		o.Nodes = append(o.Nodes, n)
+	}
+	for _, p := range read.Pods {
+		if o, ok := byNamespace[p.Namespace]; ok {
+			o.Pods = append(o.Pods, p)
+		}
+	}
+	for _, set := range read.StatefulSets {
+		if o, ok := byNamespace[set.Namespace]; ok {
+			o.StatefulSets = append(o.StatefulSets, set)
+		}
+	}
+	slices.Sort(namespaces)
+	var out []TenantProgress
+	for _, namespace := range namespaces {
+		o := byNamespace[namespace]
+		nodes := map[string][]v2alpha1.Node{}
+		var clusters []string
+		for _, n := range o.Nodes {
+			cluster := n.NodeSpec().ClusterConfig.ClusterName
+			if _, ok := nodes[cluster]; !ok {
+				clusters = append(clusters, cluster)
+			}
+			nodes[cluster] = append(nodes[cluster], n)
+		}
+		slices.Sort(clusters)
+		for _, cluster := range clusters {
+			t := Tenant{Namespace: namespace, ClusterName: cluster}
+			s := SnapshotOf(*o, t, orders, now)
+			s.ProgressDeadline, s.Grouping = deadline, grouping
+			out = append(out, TenantProgress{Tenant: t, Nodes: nodes[cluster], Progress: ProgressOf(s, Plan(s))})
+		}
+	}
+	return out
+}
