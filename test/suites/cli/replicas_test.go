@@ -7,14 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
@@ -29,22 +27,7 @@ func TestTwoSelfSignedReplicasSurviveTheLeaderGoingAway(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cp.Stop()) }()
 
-	replica := func(port int) app.Options {
-		o := cp.ManagerOptions(t.TempDir(), logr.Discard())
-		o.WebhookPort = port
-		o.CASecret = "default/express-sequencer-webhook-ca"
-		o.LeaderElect, o.LeaderElectionNS, o.LeaderElectionID = true, "default", "replicas-test"
-		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond
-		o.Grouping.SettleTime = 300 * time.Millisecond
-		return o
-	}
-	leader, stopA, err := cp.StartManager(replica(cp.WebhookPort))
-	require.NoError(t, err)
-	<-leader.Elected()
-	portB, err := controlplane.FreePort()
-	require.NoError(t, err)
-	_, stopB, err := cp.StartManager(replica(portB))
-	require.NoError(t, err)
+	portB, stopA, stopB := twoReplicas(t, cp, "replicas-test")
 	defer stopB()
 
 	pods, stopStack, err := realStack(cp)

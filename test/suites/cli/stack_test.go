@@ -2,8 +2,13 @@ package cli
 
 import (
 	"context"
+	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 )
@@ -47,4 +52,29 @@ func startsIn(pods *controlplane.PodLog, ns string) []string {
 		out = append(out, e.Node)
 	}
 	return out
+}
+
+// twoReplicas starts two replicas of express-sequencer on cp as in a
+// cluster with --cert-mode=self-signed: both serve the webhooks from one
+// shared CA, one leads the sequencer (lease 2 s). The first is the leader
+// and serves on cp.WebhookPort; the second serves on portB.
+func twoReplicas(t *testing.T, cp *controlplane.ControlPlane, lease string) (portB int, stopA, stopB func()) {
+	t.Helper()
+	replica := func(port int) app.Options {
+		o := cp.ManagerOptions(t.TempDir(), logr.Discard())
+		o.WebhookPort = port
+		o.CASecret = "default/express-sequencer-webhook-ca"
+		o.LeaderElect, o.LeaderElectionNS, o.LeaderElectionID = true, "default", lease
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond
+		o.Grouping.SettleTime = 300 * time.Millisecond
+		return o
+	}
+	leader, stopA, err := cp.StartManager(replica(cp.WebhookPort))
+	require.NoError(t, err)
+	<-leader.Elected()
+	portB, err = controlplane.FreePort()
+	require.NoError(t, err)
+	_, stopB, err = cp.StartManager(replica(portB))
+	require.NoError(t, err)
+	return portB, stopA, stopB
 }
