@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,7 +113,7 @@ installation's sequencer does only with its change-grouping settings: see
 			if !watch {
 				return nil
 			}
-			return e.watchPlan(contextOf(cmd), ns, text, func(ctx context.Context) (string, error) {
+			return e.watchPlan(contextOf(cmd), ns, text, 100*time.Millisecond, 15*time.Second, func(ctx context.Context) (string, error) {
 				return e.plan(ctx, c, ns, tenant, output, orders)
 			})
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -39,7 +40,7 @@ type nextNode struct {
 	WaitingFor []string `json:"waitingFor,omitempty"`
 }
 
-// fleetSummary counts the fleet's tenants by state, and its nodes.
+// fleetSummary counts the tenants shown by state, and their nodes.
 type fleetSummary struct {
 	Tenants       int `json:"tenants"`
 	Stuck         int `json:"stuck"`
@@ -80,7 +81,7 @@ func (e *env) readFleet(ctx context.Context, c client.Reader, ns string, orders 
 		if ra != rb {
 			return ra - rb
 		}
-		return strings.Compare(a.Namespace+"/"+a.Tenant, b.Namespace+"/"+b.Tenant)
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Tenant, b.Tenant))
 	})
 	for _, t := range f.Tenants {
 		f.Summary.Tenants++

@@ -25,24 +25,27 @@ func newStatusCommand(e *env) *cobra.Command {
 		Use:   "status",
 		Short: "The fleet at a glance: every tenant's progress, what rolls, what holds the next node",
 		Long: `status reads every tenant of the namespace — of all namespaces with -A —
-with one LIST per kind (Backends, Frontends, Express pods, StatefulSets),
+with one LIST per kind (Backends, Frontends, Express pods, StatefulSets;
+and a GET of each machine Ready pods run on, as the sequencer reads them),
 decides with the sequencer's own code, and prints one line per tenant: its
 live nodes on target as a progress bar, its state, the nodes rolling now,
 the next node and what holds it (reason and blocker, as explain names them),
-and how long it has been so. Stuck tenants (a dependency cycle, a
-prerequisite that does not exist, a rollout past its progress deadline)
-come first, then held ones (paused, settling, a change landing, a
-predecessor not Ready), rolling ones and done ones. A summary line counts
-them, with the fleet's nodes on target.
+and how long that node has had its reason (AGE; "-" until the sequencer has
+written it). Stuck tenants (a dependency cycle, a prerequisite that does not
+exist, a rollout past its progress deadline) come first, then held ones
+(paused, settling, a change landing, a predecessor not Ready), rolling ones
+and done ones. A summary line counts the tenants shown, with their nodes on
+target.
 
 States:
   stuck    a node cannot go on by itself: kubectl express explain it
-  held     a node waits and nothing it waits for is rolling
+  held     a node waits (gated, or its pods held) and nothing is rolling
   rolling  a released rollout or a recovery is under way
   done     every live node is released and Ready on its target
 
 -w prints the view again whenever a Backend, Frontend or Express pod
-changes (a watch, no polling). Bars are drawn in block characters on a
+changes (a watch; with -A once the changes have paused for a second), and
+every 15 s for holds that end with time alone. Bars are drawn in block characters on a
 terminal, in ASCII otherwise.`,
 		Example: `  kubectl express status -n tenant-123634-prod
   kubectl express status -A --stuck
@@ -87,7 +90,13 @@ terminal, in ASCII otherwise.`,
 			if !watch {
 				return nil
 			}
-			return e.watchPlan(ctx, ns, text, view)
+			// Across the cluster, every pod's change would read the
+			// whole fleet again: a burst settles for a second first.
+			settle := 100 * time.Millisecond
+			if all {
+				settle = time.Second
+			}
+			return e.watchPlan(ctx, ns, text, settle, 15*time.Second, view)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Every namespace's tenants.")

@@ -14,10 +14,12 @@ import (
 )
 
 // watchPlan prints the plan again each time it changes: it watches the
-// namespace's Backends, Frontends and Express pods (no polling) and plans
-// again after each burst of events, until ctx ends. A watch the API server
-// closes is opened again.
-func (e *env) watchPlan(ctx context.Context, ns, last string, plan func(context.Context) (string, error)) error {
+// namespace's Backends, Frontends and Express pods (every namespace's when
+// ns is empty) and plans again once a burst of events has settled for
+// settle, and every every (holds that end with time alone: a settle time,
+// a progress deadline), until ctx ends. A watch the API server closes is
+// opened again.
+func (e *env) watchPlan(ctx context.Context, ns, last string, settle, every time.Duration, plan func(context.Context) (string, error)) error {
 	cfg, err := e.flags.ToRESTConfig()
 	if err != nil {
 		return err
@@ -40,7 +42,7 @@ func (e *env) watchPlan(ctx context.Context, ns, last string, plan func(context.
 					w, err = wc.Watch(ctx, list, client.InNamespace(ns))
 				}
 				if err != nil {
-					errs <- fmt.Errorf("watching namespace %s: %w", ns, err)
+					errs <- fmt.Errorf("watching %s: %w", where(ns), err)
 					return
 				}
 				for range w.ResultChan() {
@@ -53,6 +55,8 @@ func (e *env) watchPlan(ctx context.Context, ns, last string, plan func(context.
 			}
 		}()
 	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -60,12 +64,13 @@ func (e *env) watchPlan(ctx context.Context, ns, last string, plan func(context.
 		case err := <-errs:
 			return err
 		case <-events:
-		}
-		// Let a burst of events settle, so one change prints once.
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(100 * time.Millisecond):
+			// Let a burst of events settle, so one change prints once.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(settle):
+			}
+		case <-tick.C:
 		}
 		text, err := plan(ctx)
 		if err != nil {
@@ -79,3 +84,11 @@ func (e *env) watchPlan(ctx context.Context, ns, last string, plan func(context.
 }
 
 func podList() client.ObjectList { return &corev1.PodList{} }
+
+// where names namespace ns in a message: every namespace when empty.
+func where(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return "namespace " + ns
+}

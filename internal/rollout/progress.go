@@ -44,16 +44,23 @@ type Progress struct {
 	// Rolling are the nodes whose rollout or recovery is under way.
 	Rolling []string
 	// Next is the node the fleet view names: the stuck one, or the first
-	// gated one in the upgrade order; nil when none waits.
+	// in the upgrade order that waits (gated, or released with its pods
+	// held); nil when none waits.
 	Next *Decision
-	// Since is when the tenant's state began, as the conditions tell: the
-	// named node's condition for a stuck or held tenant, the latest
-	// release for a rolling one, the latest condition for a done one. Zero
-	// when no condition says.
+	// Since is when the named node took its reason — for a rolling or done
+	// tenant, the latest of its rolling or live nodes — as the stored
+	// conditions say. Zero when none says: a reason the sequencer has not
+	// written yet.
 	Since time.Time
 }
 
-// ProgressOf sums up a tenant from its plan (Plan(s)).
+// settledReasons are the reasons of a live node whose rollout is done.
+var settledReasons = []string{v2alpha1.ReasonRolloutComplete, v2alpha1.ReasonNodeDown}
+
+// ProgressOf sums up a tenant from its plan (Plan(s)). A node waits when it
+// is gated, or released with pods still held (RolloutPodsHeld, a recovery
+// waiting for a predecessor); the tenant is done only when every live node
+// is released and Ready on its target.
 func ProgressOf(s *Snapshot, decisions []Decision) Progress {
 	var p Progress
 	byNode := map[string]Decision{}
@@ -68,20 +75,20 @@ func ProgressOf(s *Snapshot, decisions []Decision) Progress {
 	}
 	live = s.inUpgradeOrder(live)
 	p.Live = len(live)
-	var stuck, held *Decision
+	var stuck, waiting *Decision
 	for _, name := range live {
 		d := byNode[name]
-		switch {
-		case slices.Contains(stuckReasons, d.Condition.Reason):
+		switch reason := d.Condition.Reason; {
+		case slices.Contains(stuckReasons, reason):
 			if stuck == nil {
 				stuck = &d
 			}
-		case d.Gated:
-			if held == nil {
-				held = &d
-			}
-		case slices.Contains(rollingReasons, d.Condition.Reason):
+		case slices.Contains(rollingReasons, reason) && !d.Gated:
 			p.Rolling = append(p.Rolling, name)
+		case d.Gated || !slices.Contains(settledReasons, reason):
+			if waiting == nil {
+				waiting = &d
+			}
 		}
 		if !d.Gated && s.onTarget(name) && s.isReady(name) {
 			p.OnTarget++
@@ -90,21 +97,25 @@ func ProgressOf(s *Snapshot, decisions []Decision) Progress {
 	switch {
 	case stuck != nil:
 		p.State, p.Next = Stuck, stuck
-		p.Since = s.transition(stuck.Node)
+		p.Since = s.since(*stuck)
 	case len(p.Rolling) > 0:
-		p.State, p.Next = Rolling, held
+		p.State, p.Next = Rolling, waiting
 		for _, name := range p.Rolling {
-			if t := s.transition(name); t.After(p.Since) {
+			if t := s.since(byNode[name]); t.After(p.Since) {
 				p.Since = t
 			}
 		}
-	case held != nil:
-		p.State, p.Next = Held, held
-		p.Since = s.transition(held.Node)
+	case waiting != nil:
+		p.State, p.Next = Held, waiting
+		p.Since = s.since(*waiting)
+	case p.OnTarget < p.Live:
+		// Nothing holds or rolls them, yet not every node is Ready on its
+		// target: pods Kubernetes is bringing back by itself.
+		p.State = Rolling
 	default:
 		p.State = Done
 		for _, name := range live {
-			if t := s.transition(name); t.After(p.Since) {
+			if t := s.since(byNode[name]); t.After(p.Since) {
 				p.Since = t
 			}
 		}
@@ -112,11 +123,13 @@ func ProgressOf(s *Snapshot, decisions []Decision) Progress {
 	return p
 }
 
-// transition is when node name's PrerequisitesReady condition last changed
-// status; zero when it has none.
-func (s *Snapshot) transition(name string) time.Time {
-	c := meta.FindStatusCondition(s.Nodes[name].NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
-	if c == nil {
+// since is when node d.Node took the reason of its decision d, as its
+// stored PrerequisitesReady condition says (its last change of status or
+// reason); zero when the stored condition has another reason — the
+// sequencer has not written this decision yet — or there is none.
+func (s *Snapshot) since(d Decision) time.Time {
+	c := meta.FindStatusCondition(s.Nodes[d.Node].NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
+	if c == nil || c.Reason != d.Condition.Reason {
 		return time.Time{}
 	}
 	return c.LastTransitionTime.Time

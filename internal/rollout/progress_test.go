@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"k8s.io/utils/ptr"
@@ -49,6 +50,15 @@ func TestProgressSumsUpATenant(t *testing.T) {
 			},
 			state: Stuck, live: 3, onTarget: 2, next: "acme-fe1", reason: v2alpha1.ReasonPrerequisiteNotFound, wait: "acme-be",
 		},
+		"a frontend whose recreated pods wait for the recovering backend is held, named next": {
+			setup: func(w *world) {
+				settled(w)
+				w.crash("be")
+				w.evict("fe2")
+				w.sequence()
+			},
+			state: Rolling, live: 4, onTarget: 2, rolling: []string{"acme-be"}, next: "acme-fe2", reason: v2alpha1.ReasonWaitingForPrerequisite, wait: "acme-be",
+		},
 		"a node down takes no part": {
 			setup: func(w *world) {
 				settled(w)
@@ -67,7 +77,27 @@ func TestProgressSumsUpATenant(t *testing.T) {
 			assert.Equal(t, c.live, p.Live, "live")
 			assert.Equal(t, c.onTarget, p.OnTarget, "on target")
 			assert.Equal(t, c.rolling, p.Rolling, "rolling")
-			assert.False(t, p.Since.IsZero(), "since when, from the conditions")
+			named := p.Rolling
+			if p.Next != nil {
+				named = []string{p.Next.Node}
+			}
+			if p.State == Done {
+				named = nil
+				for name, n := range w.nodes {
+					if Live(n) {
+						named = append(named, name)
+					}
+				}
+			}
+			var want time.Time
+			for _, name := range named {
+				if c := condition(w.nodes[name]); c != nil && c.LastTransitionTime.After(want) {
+					want = c.LastTransitionTime.Time
+				}
+			}
+			if p.State != Rolling || p.Next == nil {
+				assert.Equal(t, want, p.Since, "since the named node's condition took its reason")
+			}
 			if c.next == "" {
 				assert.Nil(t, p.Next)
 				return
@@ -81,4 +111,19 @@ func TestProgressSumsUpATenant(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A state the sequencer has not written yet has no age: the stored
+// condition still says what the node was before.
+func TestProgressHasNoAgeForAReasonNotWrittenYet(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(100)
+	w.annotate("fe1", v2alpha1.AnnotationPauseRollout, "true")
+	w.setVersion(v2, "be", "fe1", "fe2")
+	s := w.snapshot()
+	p := ProgressOf(s, Plan(s))
+	assert.Equal(t, Held, p.State)
+	assert.Equal(t, v2alpha1.ReasonRolloutComplete, condition(w.nodes["acme-fe1"]).Reason, "the stored condition is the old one")
+	assert.True(t, p.Since.IsZero(), "no age from a condition of another reason: %s", p.Since)
 }

@@ -142,6 +142,10 @@ func ReadNamespace(ctx context.Context, r client.Reader, namespace string) (roll
 // installation whose RBAC predates the read) are logged once and left out:
 // pods are then taken as they are, however many their StatefulSet wants.
 func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout.Objects, error) {
+	where := namespace
+	if namespace == "" {
+		where = "all namespaces"
+	}
 	var bes v2alpha1.BackendList
 	var fes v2alpha1.FrontendList
 	var pods corev1.PodList
@@ -149,19 +153,19 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	var g errgroup.Group
 	g.Go(func() error {
 		if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
-			return fmt.Errorf("listing Backends in %s: %w", namespace, err)
+			return fmt.Errorf("listing Backends in %s: %w", where, err)
 		}
 		return nil
 	})
 	g.Go(func() error {
 		if err := r.List(ctx, &fes, client.InNamespace(namespace)); err != nil {
-			return fmt.Errorf("listing Frontends in %s: %w", namespace, err)
+			return fmt.Errorf("listing Frontends in %s: %w", where, err)
 		}
 		return nil
 	})
 	g.Go(func() error {
 		if err := r.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{v2alpha1.LabelNode}); err != nil {
-			return fmt.Errorf("listing the Express pods of %s: %w", namespace, err)
+			return fmt.Errorf("listing the Express pods of %s: %w", where, err)
 		}
 		return nil
 	})
@@ -174,7 +178,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("listing the StatefulSets of %s: %w", namespace, err)
+			return fmt.Errorf("listing the StatefulSets of %s: %w", where, err)
 		}
 		return nil
 	})

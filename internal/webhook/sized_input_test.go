@@ -75,6 +75,13 @@ func TestInputSizedToHurtIsAnsweredNamingTheField(t *testing.T) {
 		for i := 1; i < 200; i++ {
 			require.NoError(t, c.Create(ctx, frontendWith(ns, fmt.Sprintf("acme-fe%d", i), upgradeOn(fmt.Sprintf("acme-fe%d", i+1)))))
 		}
+		// The validating webhook reads the siblings from its cache (a cycle
+		// closed within milliseconds of its last link may pass admission,
+		// docs/sequencer.md): the closing node is written once it holds them.
+		require.Eventually(t, func() bool {
+			var list v2alpha1.FrontendList
+			return env(t).Manager.GetClient().List(ctx, &list, client.InNamespace(ns)) == nil && len(list.Items) == 199
+		}, 30*time.Second, 10*time.Millisecond)
 		err := timed(t, "the node closing a 200-node cycle", func() error {
 			return c.Create(ctx, frontendWith(ns, "acme-fe200", upgradeOn("acme-fe1")))
 		})

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ type roundRobin struct {
 	mu       sync.Mutex
 	backends []string
 	next     int
+	// unanswered counts connections sent to a backend that did not answer.
+	unanswered atomic.Int64
 }
 
 func newRoundRobin(t *testing.T, backends ...string) *roundRobin {
@@ -66,6 +69,7 @@ func (r *roundRobin) serve(conn net.Conn) {
 	r.mu.Unlock()
 	up, err := net.DialTimeout("tcp", backend, time.Second)
 	if err != nil {
+		r.unanswered.Add(1)
 		return
 	}
 	defer up.Close()
@@ -111,8 +115,11 @@ func TestAWebhookReplicaLostMidHelmUpgradeLeavesEveryNodeWholeAndGated(t *testin
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cp.Stop()) }()
 
-	portB, stopA, stopB := twoReplicas(t, cp, "replica-lost-test")
+	portB, stopReplicaA, stopB := twoReplicas(t, cp, "replica-lost-test")
 	defer stopB()
+	var stopOnce sync.Once
+	stopA := func() { stopOnce.Do(stopReplicaA) }
+	defer stopA()
 	addrA, addrB := "127.0.0.1:"+strconv.Itoa(cp.WebhookPort), "127.0.0.1:"+strconv.Itoa(portB)
 	service := newRoundRobin(t, addrA, addrB)
 	require.NoError(t, cp.PointWebhooksAt(ctx, service.port()))
@@ -172,6 +179,7 @@ func TestAWebhookReplicaLostMidHelmUpgradeLeavesEveryNodeWholeAndGated(t *testin
 	service.drop(addrA)
 	wg.Wait()
 
+	assert.Positive(t, service.unanswered.Load(), "connections went to the lost replica: the loss was felt")
 	var refused []string
 	for i, err := range errs {
 		if err != nil {
@@ -183,7 +191,11 @@ func TestAWebhookReplicaLostMidHelmUpgradeLeavesEveryNodeWholeAndGated(t *testin
 	wholeAndGated(t, ctx, cp, namespaces)
 
 	for _, ns := range refused {
-		require.Eventually(t, func() bool { return upgrade(ns) == nil }, time.Minute, time.Second, "helm upgrade of %s, run again", ns)
+		deadline := time.Now().Add(time.Minute)
+		for err := upgrade(ns); err != nil; err = upgrade(ns) {
+			require.True(t, time.Now().Before(deadline), "helm upgrade of %s, run again: %v", ns, err)
+			time.Sleep(time.Second)
+		}
 	}
 	require.Eventually(t, settled, 3*time.Minute, 100*time.Millisecond, "every tenant upgraded")
 	wholeAndGated(t, ctx, cp, namespaces)

@@ -69,13 +69,14 @@ func startReplica(t *testing.T, binary, kubeconfig, ns string) *replica {
 	return r
 }
 
-// The leading replica is frozen (SIGSTOP) just after it released fe1, with
-// releases due, for longer than its lease; the other replica takes over and
-// carries on. The frozen one is resumed: whatever writes it had under way go
-// out on a view of the tenant seconds old, meet the guarded patches and the
-// release guard, and move nothing out of order; it finds its lease gone and
-// stops. The change completes fe1, fe2, be, fe3, each after the last was
-// Ready.
+// The leading replica is frozen (SIGSTOP) just after it released fe1, for
+// longer than its lease; the other replica takes over and carries on. The
+// frozen one is resumed: whatever writes it had under way go out on a view
+// of the tenant seconds old (whether it had any is left to chance; the
+// release guard's refusal of such a write is shown by the stale-replica
+// tests of the integration suite), move nothing out of order, and it finds
+// its lease gone and stops. The change completes fe1, fe2, be, fe3, each
+// after the last was Ready.
 func TestAFrozenLeaderResumedAfterItsLeasePassedReleasesNothingOutOfOrder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -110,7 +110,10 @@ func run(m *testing.M) (int, error) {
 }
 
 // grouping is the suite's change grouping, the webhooks' and every
-// sequencer's: updates here land within milliseconds of each other.
+// sequencer's (one test runs a sequencer with the default flags, whose
+// holds are longer: the webhooks then judge its releases with shorter
+// ones, which lets them through): updates here land within milliseconds
+// of each other.
 var grouping = rollout.Grouping{LandingTimeout: rollout.DefaultGrouping.LandingTimeout, SettleTime: 300 * time.Millisecond, SettleCap: 5 * time.Second}
 
 func settings(o *app.Options) { o.Grouping = grouping }
