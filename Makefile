@@ -61,13 +61,16 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the typed server-side-
 	$(CONTROLLER_GEN) applyconfiguration:headerFile=hack/boilerplate.go.txt,omitToolVersion=true paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations into config/.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC, webhook configurations and the Grafana dashboard into config/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases \
 		rbac:roleName=manager-role paths=./... output:rbac:artifacts:config=config/rbac \
 		webhook paths=./... output:webhook:artifacts:config=config/webhook
 	cp config/crd/bases/*.yaml charts/express-sequencer/crds/
 	cp config/rbac/role.yaml charts/express-sequencer/files/role.yaml
 	cp config/webhook/manifests.yaml charts/express-sequencer/files/webhooks.yaml
+	mkdir -p config/grafana
+	$(GO) run ./hack/dashboard > config/grafana/express-sequencer-dashboard.json
+	cp config/grafana/express-sequencer-dashboard.json charts/express-sequencer/files/grafana-dashboard.json
 	hack/argocd-snippets.sh
 
 .PHONY: verify

@@ -282,7 +282,7 @@ func TestTheChartLintsClean(t *testing.T) {
 	dir := filepath.Join(controlplane.Root(), "charts", "express-sequencer")
 	for _, vals := range []map[string]any{
 		nil,
-		{"certMode": "cert-manager", "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}},
+		{"certMode": "cert-manager", "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}, "grafanaDashboard": map[string]any{"enabled": true}},
 	} {
 		result := action.NewLint().Run([]string{dir}, vals)
 		assert.Empty(t, result.Errors, "%v", vals)
