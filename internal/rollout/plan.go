@@ -615,10 +615,10 @@ func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 		return nil // the release's Event came with the gate: this only catches the condition up
 	}
 	typ := corev1.EventTypeNormal
-	switch d.Condition.Reason {
-	case v2alpha1.ReasonProgressDeadlineExceeded, v2alpha1.ReasonDependencyCycle, v2alpha1.ReasonPrerequisiteNotFound:
+	switch {
+	case slices.Contains(stuckReasons, d.Condition.Reason):
 		typ = corev1.EventTypeWarning
-	case v2alpha1.ReasonReleased:
+	case d.Condition.Reason == v2alpha1.ReasonReleased:
 		typ = l.eventType()
 	}
 	msg := d.Condition.Message

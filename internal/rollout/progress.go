@@ -28,7 +28,8 @@ const (
 	Done TenantState = "done"
 )
 
-// stuckReasons are the reasons of a node that does not go on by itself.
+// stuckReasons are the reasons of a node that does not go on by itself:
+// its Events are Warnings, and the fleet view calls its tenant stuck.
 var stuckReasons = []string{v2alpha1.ReasonDependencyCycle, v2alpha1.ReasonPrerequisiteNotFound, v2alpha1.ReasonProgressDeadlineExceeded}
 
 // rollingReasons are the reasons of a node whose rollout or recovery is
