@@ -24,9 +24,17 @@ demo: control-plane ## Run the local demo on an embedded control plane (DEMO_FLA
 	cd test && KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" $(GO) run ./demo $(DEMO_FLAGS)
 
 .PHONY: test
-test: manifests generate control-plane ## Build what is missing, then run every test against a real kube-apiserver + etcd.
+test: manifests generate control-plane mermaid-check ## Build what is missing, then run every test against a real kube-apiserver + etcd.
 	export KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)"; for m in $(MODULES); do (cd $$m && $(GO) test ./... -count=1 -timeout 30m) || exit 1; done
 	$(MAKE) fuzz
+
+# Mermaid's own parser (npm), for the check of every diagram we ship or print.
+MERMAID_CHECK := hack/mermaid-check/node_modules/.package-lock.json
+$(MERMAID_CHECK): hack/mermaid-check/package-lock.json
+	npm ci --prefix hack/mermaid-check --no-audit --no-fund --loglevel=error
+
+.PHONY: mermaid-check
+mermaid-check: $(MERMAID_CHECK) ## Install Mermaid's parser (npm ci in hack/mermaid-check) for the diagrams' syntax check.
 
 .PHONY: fuzz
 fuzz: ## Fuzz the admission handlers briefly (FUZZTIME, default 10s).

@@ -75,6 +75,22 @@ const (
 	// rollout converged: every replica updated and Ready at once.
 	AnnotationReleasedSetRevision = "express.medallia.com/released-set-revision"
 
+	// AnnotationReleasedAt is when the sequencer released the node for its
+	// released-target (RFC 3339, UTC), written in the same patch: the start
+	// of the rollout's rolling span in kubectl express history.
+	AnnotationReleasedAt = "express.medallia.com/released-at"
+
+	// AnnotationRolloutHistory keeps the node's last rollouts before its
+	// current one, oldest first, as a JSON list of records (target, rollout
+	// id, when it was gated, released and Ready on target, and what its
+	// release relied on). The admission webhook appends the current
+	// rollout's record when the node is gated for a new target, from what
+	// the stored node says at that moment — no write of its own — and keeps
+	// the last RolloutHistoryLength; nobody else changes it. It is what
+	// kubectl express history answers from once the sequencer's Events have
+	// expired.
+	AnnotationRolloutHistory = "express.medallia.com/rollout-history"
+
 	// AnnotationRolloutID groups a change applied node by node: the tenant
 	// chart renders one value on every node of one render (a hash of the
 	// values and of every node's rendered spec). While a tenant's live nodes
@@ -112,6 +128,10 @@ const (
 	// the state of its prerequisites: the escape hatch for an operator on call.
 	AnnotationIgnorePrerequisites = "express.medallia.com/ignore-prerequisites"
 )
+
+// RolloutHistoryLength is how many earlier rollouts a node's
+// rollout-history annotation keeps.
+const RolloutHistoryLength = 5
 
 // GateSequencer is the rollout gate owned by express-sequencer, on nodes and
 // as a pod scheduling gate. The admission webhook adds it to a node when its

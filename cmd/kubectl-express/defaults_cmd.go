@@ -116,6 +116,7 @@ func (e *env) admitLocally(ms []manifest, orders defaults.Orders, current map[st
 		delete(ann, v2alpha1.AnnotationTargetChangedAt)
 		delete(ann, v2alpha1.AnnotationTargetChangesBeganAt)
 		delete(ann, v2alpha1.AnnotationRolloutIDChangedAt)
+		delete(ann, v2alpha1.AnnotationRolloutHistory)
 		n.SetAnnotations(ann)
 		var others []v2alpha1.Node
 		for j, o := range ms {

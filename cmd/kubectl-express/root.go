@@ -47,6 +47,7 @@ tenant (one Backend and its Frontends) and why a node is or is not moving.
   kubectl express status -A                            every tenant's progress, what rolls, what holds the next node
   kubectl express plan acme -n tenant-123634-prod      the tenant's nodes in order, who waits for whom
   kubectl express explain acme-fe2 -n tenant-123634-prod  why acme-fe2 is (not) moving and what would unblock it
+  kubectl express history acme -n tenant-123634-prod   its last rollouts, node by node, as a timeline (-o mermaid: a Gantt chart)
   kubectl express defaults -f tenant.yaml              what the webhook would inject, offline
   kubectl express pause acme-fe2 / resume acme-fe2     hold a node (and everything after it), and let it go
 
@@ -69,7 +70,7 @@ otherwise.`,
 	pf.DurationVar(&e.grouping.SettleCap, "settle-cap", e.grouping.SettleCap, "The installation's express-sequencer --settle-cap.")
 	pf.DurationVar(&e.progressDeadline, "progress-deadline", e.progressDeadline, "The installation's express-sequencer --progress-deadline: a live plan reports a rollout stuck as the sequencer does.")
 	root.AddCommand(newPlanCommand(e), newExplainCommand(e), newDefaultsCommand(e),
-		newPauseCommand(e, true), newPauseCommand(e, false), newStatusCommand(e))
+		newPauseCommand(e, true), newPauseCommand(e, false), newStatusCommand(e), newHistoryCommand(e))
 	return root
 }
 

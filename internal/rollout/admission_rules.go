@@ -26,13 +26,13 @@ type Admission struct {
 
 // SequencerOnly are the annotations only the sequencer writes: the record
 // of a release.
-var SequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration, v2alpha1.AnnotationReleasedAfter, v2alpha1.AnnotationReleasedSetRevision}
+var SequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration, v2alpha1.AnnotationReleasedAfter, v2alpha1.AnnotationReleasedSetRevision, v2alpha1.AnnotationReleasedAt}
 
 // Admit applies the admission rules to node n in place and returns the
 // admission warnings:
 //
 //   - the target hash is stamped, overwriting whatever a user wrote;
-//   - released-target, released-generation and released-after keep their stored values
+//   - the release record (SequencerOnly) keeps its stored values
 //     unless the sequencer writes them; a node that predates
 //     express-sequencer (stored ungated, never stamped, never released) is
 //     adopted: its running target is recorded as released, so it is not
@@ -42,6 +42,8 @@ var SequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.Annotat
 //     sequencer removes is put back (the escape hatch is ignore-prerequisites),
 //     and one someone else adds otherwise is dropped (the way to hold a node
 //     is pause-rollout);
+//   - the rollout a new target replaces is kept in the node's
+//     rollout-history, which no one else changes;
 //   - target and rollout-id changes are timestamped (settle time, landing
 //     timeout), and so is the start of the node's run of target changes —
 //     each less than the settle time after the one before, or made while
@@ -83,6 +85,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	}
 	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
 	restore(ann, old, v2alpha1.AnnotationTargetChangesBeganAt)
+	restore(ann, old, v2alpha1.AnnotationRolloutHistory)
 	if ann[v2alpha1.AnnotationRolloutID] != old[v2alpha1.AnnotationRolloutID] {
 		ann[v2alpha1.AnnotationRolloutIDChangedAt] = a.Now.UTC().Format(time.RFC3339Nano)
 	} else {
@@ -97,6 +100,9 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	switch {
 	case spec.IsUp() && (a.Old == nil || !a.Old.NodeSpec().IsUp() || a.Hash != a.OldHash):
 		spec.AddGate(v2alpha1.GateSequencer)
+		if a.Old != nil {
+			keepInHistory(ann, a.Old)
+		}
 		now := a.Now.UTC().Format(time.RFC3339Nano)
 		// The node's run of changes goes on while its changes come less
 		// than the settle time apart, or while it is still held by the

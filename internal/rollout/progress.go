@@ -32,6 +32,10 @@ const (
 // its Events are Warnings, and the fleet view calls its tenant stuck.
 var stuckReasons = []string{v2alpha1.ReasonDependencyCycle, v2alpha1.ReasonPrerequisiteNotFound, v2alpha1.ReasonProgressDeadlineExceeded}
 
+// IsStuckReason reports whether a node with this reason cannot go on by
+// itself.
+func IsStuckReason(reason string) bool { return slices.Contains(stuckReasons, reason) }
+
 // rollingReasons are the reasons of a node whose rollout or recovery is
 // under way.
 var rollingReasons = []string{v2alpha1.ReasonReleased, v2alpha1.ReasonPrerequisitesIgnored, v2alpha1.ReasonRecovering}

@@ -459,6 +459,7 @@ func (w *world) apply(decisions []Decision) {
 			if d.RecordRelease {
 				setAnnotation(n, v2alpha1.AnnotationReleasedTarget, StampedTarget(n))
 				setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, strconv.FormatInt(n.GetGeneration(), 10))
+				setAnnotation(n, v2alpha1.AnnotationReleasedAt, w.now.UTC().Format(time.RFC3339Nano))
 				delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedAfter)
 				delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedSetRevision)
 				if d.ReleasedSetRevision != "" {

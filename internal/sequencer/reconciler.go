@@ -350,7 +350,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 	logger := log.FromContext(ctx).WithValues("node", n.GetName(), "kind", n.NodeKind())
 	before := rollout.Gated(n)
 	if before != d.Gated {
-		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter, d.ReleasedSetRevision)
+		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter, d.ReleasedSetRevision, r.Clock.Now())
 		if err != nil {
 			return err
 		}
@@ -448,11 +448,12 @@ func podGatePatch(p rollout.Pod) (client.Patch, error) {
 // guarded by tests of the generation and of the current gates. A release
 // (record) also writes, in the same patch, the target it released, the
 // generation the patch produces, the converged rollouts it relied on
-// (after) and the node's StatefulSet at that moment (set), guarded by a test
+// (after), the node's StatefulSet at that moment (set) and the time of the
+// release (now), guarded by a test
 // of the target hash: the release can never be
 // lost between two writes, nor recorded for a target that changed
 // meanwhile, and what it relied on is recorded with it.
-func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set string) (client.Patch, error) {
+func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set string, now time.Time) (client.Patch, error) {
 	gates := n.NodeSpec().RolloutGates
 	next := n.NodeSpec().DeepCopy()
 	if gated {
@@ -476,6 +477,7 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 		released := map[string]string{
 			v2alpha1.AnnotationReleasedTarget:     hash,
 			v2alpha1.AnnotationReleasedGeneration: strconv.FormatInt(n.GetGeneration()+1, 10),
+			v2alpha1.AnnotationReleasedAt:         now.UTC().Format(time.RFC3339Nano),
 		}
 		if len(after) > 0 {
 			data, err := json.Marshal(after)

@@ -11,15 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/medallia/express-sequencer/internal/golden"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
@@ -161,27 +157,8 @@ func TestPlanPredictsTheOrderTheRolloutThenTakes(t *testing.T) {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "preview-"}}
 	require.NoError(t, h.Client.Create(ctx, ns))
-	apply := func(file string) {
-		data, err := os.ReadFile(file)
-		require.NoError(t, err)
-		for _, doc := range strings.Split(string(data), "\n---") {
-			u := &unstructured.Unstructured{}
-			require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
-			if len(u.Object) == 0 {
-				continue
-			}
-			u.SetNamespace(ns.Name)
-			require.NoError(t, h.Client.Patch(ctx, u, client.Apply, client.FieldOwner("argocd-controller"), client.ForceOwnership))
-		}
-	}
-	settled := func() {
-		require.Eventually(t, func() bool {
-			done, _, err := controlplane.Settled(ctx, h.Client, ns.Name)
-			return err == nil && done
-		}, 60*time.Second, 50*time.Millisecond)
-	}
-	apply(render(t, "before", map[string]any{"namespace": ns.Name}))
-	settled()
+	applyFile(t, h.Client, ns.Name, render(t, "before", map[string]any{"namespace": ns.Name}))
+	settled(t, h.Client, ns.Name)
 	mark := len(startsIn(fullPods, ns.Name))
 
 	after := render(t, "after", map[string]any{"namespace": ns.Name, "expressVersion": v154})
@@ -193,7 +170,7 @@ func TestPlanPredictsTheOrderTheRolloutThenTakes(t *testing.T) {
 	assert.Equal(t, "acme-fe1 acme-fe2 acme-be acme-fe3 acme-fe4", predicted)
 	assert.Equal(t, mark, len(startsIn(fullPods, ns.Name)), "the prediction changed nothing")
 
-	apply(after)
-	settled()
+	applyFile(t, h.Client, ns.Name, after)
+	settled(t, h.Client, ns.Name)
 	assert.Equal(t, predicted, strings.Join(startsIn(fullPods, ns.Name)[mark:], " "), "the rollout takes the predicted order")
 }

@@ -1,0 +1,84 @@
+package rollout
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// RolloutRecord is one rollout of a node, as the API server keeps it: the
+// target it rolled to, and when the node was gated for it, released and
+// Ready on it. A time is zero when it is not (yet) known.
+type RolloutRecord struct {
+	// Target is the target hash.
+	Target string `json:"target"`
+	// RolloutID is the node's rollout-id for that target ("" without one).
+	RolloutID string `json:"rolloutID,omitempty"`
+	// Gated is when the admission webhook gated the node for the target.
+	Gated time.Time `json:"gated,omitzero"`
+	// Released is when the sequencer released it.
+	Released time.Time `json:"released,omitzero"`
+	// Ready is when the sequencer recorded it Ready on the target
+	// (RolloutComplete); a crash and recovery since move it.
+	Ready time.Time `json:"ready,omitzero"`
+	// After are the prerequisites whose converged rollouts the release
+	// relied on.
+	After []string `json:"after,omitempty"`
+}
+
+// recordOf is the node's current rollout as its stored object says: its
+// target, when it was gated for it, and — once released for it — when,
+// after whom, and when it was recorded Ready on it.
+func recordOf(n v2alpha1.Node) RolloutRecord {
+	ann := n.GetAnnotations()
+	r := RolloutRecord{Target: ann[v2alpha1.AnnotationTargetHash], RolloutID: ann[v2alpha1.AnnotationRolloutID],
+		Gated: stamp(n, v2alpha1.AnnotationTargetChangedAt)}
+	if r.Target == "" || ann[v2alpha1.AnnotationReleasedTarget] != r.Target {
+		return r
+	}
+	r.Released = stamp(n, v2alpha1.AnnotationReleasedAt)
+	var after map[string]string
+	if json.Unmarshal([]byte(ann[v2alpha1.AnnotationReleasedAfter]), &after) == nil {
+		r.After = slices.Sorted(maps.Keys(after))
+	}
+	c := condition(n)
+	released, err := strconv.ParseInt(ann[v2alpha1.AnnotationReleasedGeneration], 10, 64)
+	if c != nil && c.Reason == v2alpha1.ReasonRolloutComplete && (err != nil || c.ObservedGeneration >= released) {
+		r.Ready = c.LastTransitionTime.Time
+	}
+	return r
+}
+
+// HistoryIn decodes a node's rollout-history annotation: its earlier
+// rollouts, oldest first. A record that cannot be read is left out.
+func HistoryIn(n v2alpha1.Node) []RolloutRecord {
+	var records []RolloutRecord
+	if raw := n.GetAnnotations()[v2alpha1.AnnotationRolloutHistory]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &records) // written by the webhook only; unreadable is empty
+	}
+	return records
+}
+
+// keepInHistory appends the rollout of old (the node as stored, about to be
+// gated for a new target) to the rollout-history in ann, keeping the last
+// RolloutHistoryLength. A target the node was never released for rolled
+// nothing out (a change superseded while it waited): it is not kept.
+func keepInHistory(ann map[string]string, old v2alpha1.Node) {
+	r := recordOf(old)
+	if r.Target == "" || old.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] != r.Target {
+		return
+	}
+	records := append(HistoryIn(old), r)
+	if len(records) > v2alpha1.RolloutHistoryLength {
+		records = records[len(records)-v2alpha1.RolloutHistoryLength:]
+	}
+	data, err := json.Marshal(records)
+	if err != nil {
+		return // cannot happen: strings and times only
+	}
+	ann[v2alpha1.AnnotationRolloutHistory] = string(data)
+}
