@@ -102,6 +102,9 @@ func renderHistory(h history, tty bool, now time.Time) string {
 			if len(n.After) > 0 {
 				after = strings.Join(n.After, ",")
 			}
+			if n.AfterOmitted > 0 {
+				after += fmt.Sprintf(",+%d more", n.AfterOmitted)
+			}
 			if n.Current {
 				stands = n.Reason
 				if len(n.WaitingFor) > 0 {
@@ -209,7 +212,8 @@ func timeline(r rolloutHistory, end time.Time, tty bool) string {
 }
 
 // mermaidGantt draws rollout r as a Mermaid Gantt chart: a row per node,
-// its wait and its rollout, to the millisecond in UTC.
+// its wait and its rollout, in UTC (gated and released to the millisecond,
+// Ready to the second).
 func mermaidGantt(h history, r rolloutHistory, now time.Time) string {
 	const layout = "2006-01-02 15:04:05.000"
 	at := func(t time.Time) string { return t.UTC().Format(layout) }
@@ -220,7 +224,14 @@ func mermaidGantt(h history, r rolloutHistory, now time.Time) string {
 		id = " " + r.RolloutID
 	}
 	fmt.Fprintf(&b, "    title %s in %s, rollout%s from %s UTC\n", h.Tenant, h.Namespace, mermaidText(id), r.Began.UTC().Format("2006-01-02 15:04:05"))
-	b.WriteString("    dateFormat YYYY-MM-DD HH:mm:ss.SSS\n    axisFormat %H:%M:%S\n")
+	axis, end := "%H:%M:%S", r.Ended
+	if end.IsZero() {
+		end = now
+	}
+	if end.Sub(r.Began) < 10*time.Second {
+		axis += ".%L" // seconds alone would label every tick alike
+	}
+	fmt.Fprintf(&b, "    dateFormat YYYY-MM-DD HH:mm:ss.SSS\n    axisFormat %s\n", axis)
 	for _, n := range r.Nodes {
 		fmt.Fprintf(&b, "    section %s\n", mermaidText(n.Node))
 		start := n.Gated
@@ -242,9 +253,12 @@ func mermaidGantt(h history, r rolloutHistory, now time.Time) string {
 		case start.Before(n.Released):
 			fmt.Fprintf(&b, "    waited :done, %s, %s\n", at(start), at(n.Released))
 		}
-		if n.Ready.IsZero() {
+		switch {
+		case n.Ready.IsZero():
 			fmt.Fprintf(&b, "    rolling :active, %s, %s\n", at(n.Released), at(now))
-		} else {
+		case n.Ready.Before(n.Released): // Ready is to the second: within the second of the release
+			fmt.Fprintf(&b, "    rolled :%s, %s\n", at(n.Released), at(n.Released))
+		default:
 			fmt.Fprintf(&b, "    rolled :%s, %s\n", at(n.Released), at(n.Ready))
 		}
 	}

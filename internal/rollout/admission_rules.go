@@ -28,6 +28,12 @@ type Admission struct {
 // of a release.
 var SequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration, v2alpha1.AnnotationReleasedAfter, v2alpha1.AnnotationReleasedSetRevision, v2alpha1.AnnotationReleasedAt}
 
+// WebhookOnly are the annotations the admission webhook writes and keeps
+// (a user's value is overwritten or put back): with SequencerOnly, every
+// annotation express-sequencer adds to what a chart renders.
+var WebhookOnly = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationDefaultedPrerequisites, v2alpha1.AnnotationTargetChangedAt,
+	v2alpha1.AnnotationTargetChangesBeganAt, v2alpha1.AnnotationRolloutIDChangedAt, v2alpha1.AnnotationRolloutHistory}
+
 // Admit applies the admission rules to node n in place and returns the
 // admission warnings:
 //

@@ -26,9 +26,20 @@ type RolloutRecord struct {
 	// (RolloutComplete); a crash and recovery since move it.
 	Ready time.Time `json:"ready,omitzero"`
 	// After are the prerequisites whose converged rollouts the release
-	// relied on.
-	After []string `json:"after,omitempty"`
+	// relied on; in a kept record, the first historyAfter of them, and
+	// AfterOmitted says how many more there were.
+	After        []string `json:"after,omitempty"`
+	AfterOmitted int      `json:"afterOmitted,omitempty"`
 }
+
+// A kept record names at most historyAfter prerequisites, and the whole
+// rollout-history is kept under historyBytes, dropping the oldest records:
+// a node with a thousand prerequisites must not push its annotations past
+// the API server's limit (256 KiB in all).
+const (
+	historyAfter = 32
+	historyBytes = 16 << 10
+)
 
 // recordOf is the node's current rollout as its stored object says: its
 // target, when it was gated for it, and — once released for it — when,
@@ -72,13 +83,22 @@ func keepInHistory(ann map[string]string, old v2alpha1.Node) {
 	if r.Target == "" || old.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] != r.Target {
 		return
 	}
+	if len(r.After) > historyAfter {
+		r.After, r.AfterOmitted = r.After[:historyAfter], len(r.After)-historyAfter
+	}
 	records := append(HistoryIn(old), r)
 	if len(records) > v2alpha1.RolloutHistoryLength {
 		records = records[len(records)-v2alpha1.RolloutHistoryLength:]
 	}
-	data, err := json.Marshal(records)
-	if err != nil {
-		return // cannot happen: strings and times only
+	for len(records) > 0 {
+		data, err := json.Marshal(records)
+		if err != nil {
+			return // cannot happen: strings and times only
+		}
+		if len(data) <= historyBytes {
+			ann[v2alpha1.AnnotationRolloutHistory] = string(data)
+			return
+		}
+		records = records[1:]
 	}
-	ann[v2alpha1.AnnotationRolloutHistory] = string(data)
 }

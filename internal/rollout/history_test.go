@@ -64,6 +64,28 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 		{name: "the history keeps the last five rollouts, oldest first",
 			old: stored("h1", []RolloutRecord{older(1), older(2), older(3), older(4), older(5)}), hash: "h2",
 			want: []RolloutRecord{older(2), older(3), older(4), older(5), h1}},
+		{name: "a kept record names the first 32 prerequisites its release relied on and counts the rest",
+			old: func() v2alpha1.Node {
+				n := stored("h1", nil)
+				after := map[string]string{}
+				for i := range 1000 {
+					after[fmt.Sprintf("acme-fe%04d", i)] = "uid/1"
+				}
+				data, err := json.Marshal(after)
+				require.NoError(t, err)
+				n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter] = string(data)
+				return n
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready,
+				After: func() []string {
+					var names []string
+					for i := range 32 {
+						names = append(names, fmt.Sprintf("acme-fe%04d", i))
+					}
+					return names
+				}(), AfterOmitted: 968}}},
+		{name: "the history stays under 16 KiB, dropping its oldest records",
+			old: stored("h1", []RolloutRecord{{Target: strings.Repeat("a", 10000)}, {Target: strings.Repeat("b", 7000)}}), hash: "h2",
+			want: []RolloutRecord{{Target: strings.Repeat("b", 7000)}, h1}},
 		{name: "a user's write to the history is dropped",
 			old: stored("h1", []RolloutRecord{older(1)}), hash: "h1",
 			edit: func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationRolloutHistory] = `[{"target":"forged"}]` },

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/test/framework/argocd"
 	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
@@ -82,20 +84,16 @@ func TestArgoCDSeesAChangeMadeOutsideIt(t *testing.T) {
 }
 
 // injectedFields are the fields of a Backend/Frontend that express-sequencer
-// writes and a chart never renders, as docs/argocd.md lists them for tools
-// that compare whole objects.
-var injectedFields = []string{
-	"/metadata/annotations/express.medallia.com~1target-hash",
-	"/metadata/annotations/express.medallia.com~1defaulted-prerequisites",
-	"/metadata/annotations/express.medallia.com~1target-changed-at",
-	"/metadata/annotations/express.medallia.com~1target-changes-began-at",
-	"/metadata/annotations/express.medallia.com~1rollout-id-changed-at",
-	"/metadata/annotations/express.medallia.com~1released-target",
-	"/metadata/annotations/express.medallia.com~1released-generation",
-	"/metadata/annotations/express.medallia.com~1released-after",
-	"/spec/rolloutGates",
-	"/spec/deploymentDependencies",
-}
+// writes and a chart never renders — the annotations the webhook and the
+// sequencer own, as the code lists them, and two spec fields — as
+// docs/argocd.md must list them for tools that compare whole objects.
+var injectedFields = func() []string {
+	var out []string
+	for _, key := range append(slices.Clone(rollout.WebhookOnly), rollout.SequencerOnly...) {
+		out = append(out, "/metadata/annotations/"+strings.ReplaceAll(key, "/", "~1"))
+	}
+	return append(out, "/spec/rolloutGates", "/spec/deploymentDependencies")
+}()
 
 // Between what was rendered and what is stored, only the documented fields
 // differ (metadata the API server owns and status aside), and the list in
@@ -137,18 +135,15 @@ func assertOnlyDocumentedFieldsAdded(t *testing.T, desired []*unstructured.Unstr
 	}
 }
 
-// documentedIgnores are the jq path expressions docs/argocd.md gives.
-var documentedIgnores = []string{
-	`.spec.rolloutGates`,
-	`.metadata.annotations["express.medallia.com/target-hash"]`,
-	`.metadata.annotations["express.medallia.com/defaulted-prerequisites"]`,
-	`.metadata.annotations["express.medallia.com/target-changed-at"]`,
-	`.metadata.annotations["express.medallia.com/target-changes-began-at"]`,
-	`.metadata.annotations["express.medallia.com/rollout-id-changed-at"]`,
-	`.metadata.annotations["express.medallia.com/released-target"]`,
-	`.metadata.annotations["express.medallia.com/released-generation"]`,
-	`.metadata.annotations["express.medallia.com/released-after"]`,
-}
+// documentedIgnores are the jq path expressions docs/argocd.md must give:
+// every injected field but the prerequisite lists.
+var documentedIgnores = func() []string {
+	out := []string{`.spec.rolloutGates`}
+	for _, key := range append(slices.Clone(rollout.WebhookOnly), rollout.SequencerOnly...) {
+		out = append(out, `.metadata.annotations["`+key+`"]`)
+	}
+	return out
+}()
 
 func assertInSync(t *testing.T, desired []*unstructured.Unstructured) {
 	t.Helper()
