@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"testing"
 	"time"
 
@@ -54,4 +55,21 @@ func TestTheBenchmarkRunsOnKubernetesOwnControlLoops(t *testing.T) {
 	assert.Contains(t, out.String(), "Starting kube-controller-manager (its default client rate limit), kube-scheduler and KWOK")
 	assert.Empty(t, res.Crash.OutOfOrder)
 	assert.Len(t, res.Crash.Latencies, 2*3, "one latency per pod release after the backend: fe1, fe2, fe3 in each tenant")
+}
+
+// A short soak: changes keep coming for 40 s, sampled every 8 s; every
+// change is checked for order, the settled fleet is watched for writes,
+// and the plot is written.
+func TestTheSoakSamplesTheSequencerAndChecksEveryChange(t *testing.T) {
+	var out bytes.Buffer
+	plot := t.TempDir() + "/soak.png"
+	err := runSoak(options{tenants: 4, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, rate: 2, rolloutID: true, recheckReleases: true, concurrency: 4, statefulSets: true},
+		soakOptions{duration: 40 * time.Second, every: 8 * time.Second, quiet: 5 * time.Second, plot: plot}, &out)
+	require.NoError(t, err, out.String())
+	assert.Regexp(t, `every one of the \d+ changes rolled in order`, out.String())
+	assert.Contains(t, out.String(), "no write in the 5s of quiet after the soak")
+	assert.Regexp(t, `(?m)^ +\d+\.\d +\d+\.\d +\d+ +\d+ +\d+`, out.String(), "a table of samples")
+	info, err := os.Stat(plot)
+	require.NoError(t, err)
+	assert.Positive(t, info.Size())
 }

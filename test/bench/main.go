@@ -4,9 +4,12 @@
 // readiness, and a driver that creates and upgrades the tenants. It prints
 // the release latency (a prerequisite turning Ready on target → its
 // dependent starting to roll), the total time, the sequencer's API calls and
-// its peak memory, and fails if any tenant rolled out of order.
+// its peak memory, and fails if any tenant rolled out of order. With -soak
+// it changes the tenants one after another for a long time instead, and
+// samples the sequencer as it goes (soak.go).
 //
 //	make bench                      # 1,000 tenants × 8 nodes
+//	make soak                       # 30 minutes at 2 tenant changes/s
 //	cd test && go run ./bench -tenants 50 # a quick look
 package main
 
@@ -20,8 +23,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,16 +32,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
-	"github.com/medallia/express-sequencer/internal/scheme"
-	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/simoperator"
 )
 
@@ -118,8 +114,22 @@ func main() {
 	flag.IntVar(&o.controllerQPS, "controller-qps", 0, "With -cluster: kube-controller-manager's --kube-api-qps (burst 1.5 times it); 0 keeps its default, 20 requests/s with bursts of 30, which bounds how fast StatefulSets create and replace pods.")
 	flag.BoolVar(&o.recheckReleases, "recheck-releases", true, "express-sequencer's --recheck-releases: the webhooks judge every release again on a fresh read of its tenant; false measures without that read.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
+	var so soakOptions
+	flag.DurationVar(&so.duration, "soak", 0, "Soak instead: after creating the tenants, change them one after another at -upgrade-rate tenants/s (each to its next version) for this long, sampling the sequencer's RSS, goroutines and kube-apiserver's open watches every -soak-every; then watch the settled fleet for -soak-quiet and fail on any write, on a rollout out of order, or on growth beyond noise.")
+	flag.DurationVar(&so.every, "soak-every", time.Minute, "With -soak: how often to sample.")
+	flag.DurationVar(&so.quiet, "soak-quiet", time.Minute, "With -soak: how long to watch the settled fleet for writes.")
+	flag.StringVar(&so.plot, "soak-plot", "", "With -soak: write a PNG plot of the samples to this file.")
 	flag.Parse()
-	if err := run(o, os.Stdout); err != nil {
+	var err error
+	if so.duration > 0 {
+		if o.rate <= 0 {
+			o.rate = 2
+		}
+		err = runSoak(o, so, os.Stdout)
+	} else {
+		err = run(o, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -300,93 +310,12 @@ func measure(o options, out io.Writer) (Result, error) {
 	res := Result{Tenants: o.tenants, Nodes: o.nodes}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "express-sequencer-bench-")
+	st, stop, err := startStack(ctx, o, out)
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
-
-	binary := o.binary
-	if binary == "" {
-		binary = filepath.Join(dir, "express-sequencer")
-		build := exec.Command("go", "build", "-o", binary, "./cmd/express-sequencer")
-		build.Dir, build.Stdout, build.Stderr = controlplane.Root(), out, os.Stderr
-		if err := build.Run(); err != nil {
-			return res, fmt.Errorf("building express-sequencer: %w", err)
-		}
-	}
-	fmt.Fprintln(out, "Starting kube-apiserver and etcd…")
-	cp, err := controlplane.Start()
-	if err != nil {
-		return res, err
-	}
-	defer cp.Stop()
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return res, err
-	}
-
-	kubeconfig, err := cp.KubeconfigFile(dir)
-	if err != nil {
-		return res, err
-	}
-	metricsPort, err := controlplane.FreePort()
-	if err != nil {
-		return res, err
-	}
-	pprofPort, err := controlplane.FreePort()
-	if err != nil {
-		return res, err
-	}
-	seq := exec.CommandContext(ctx, binary,
-		"--kubeconfig", kubeconfig, "--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(cp.WebhookPort),
-		"--cert-dir", filepath.Join(dir, "certs"), "--cert-hosts", "127.0.0.1",
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-secure=false", "--health-probe-bind-address", "0",
-		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", strconv.Itoa(o.concurrency),
-		"--recheck-releases="+strconv.FormatBool(o.recheckReleases),
-		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error",
-		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
-	seq.Stdout, seq.Stderr = os.Stderr, os.Stderr
-	if err := seq.Start(); err != nil {
-		return res, fmt.Errorf("starting express-sequencer: %w", err)
-	}
-	defer func() { _ = seq.Process.Kill(); _ = seq.Wait() }()
-	if err := cp.WaitForWebhooks(ctx, time.Minute); err != nil {
-		return res, err
-	}
-
-	rec := &recorder{starts: map[string][]simoperator.Start{}, readyAt: map[string]time.Time{}, released: map[string][]time.Time{},
-		readyOn: map[string]map[string]bool{},
-		ready:   map[string]*atomic.Int64{phase(v1, ""): {}, o.upgraded(): {}}}
-	opCP := *cp
-	opCP.Config = cfg
-	var evict func(ctx context.Context, ns string, nodes ...string) error
-	if o.cluster {
-		stop, err := startCluster(ctx, &opCP, rec, o.controllerQPS, out)
-		if err != nil {
-			return res, err
-		}
-		defer stop()
-		// Every pod of the nodes in one call, as a lost machine takes them:
-		// their StatefulSets recreate them.
-		evict = func(ctx context.Context, ns string, nodes ...string) error {
-			in, err := labels.NewRequirement(v2alpha1.LabelNode, selection.In, nodes)
-			if err != nil {
-				return err
-			}
-			return c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*in)})
-		}
-	} else {
-		op := &simoperator.Operator{ReadyAfter: 0, RecoverAfter: time.Second, OnStart: rec.onStart, OnReady: rec.onReady, OnUngated: rec.onUngated, StatefulSets: o.statefulSets}
-		stopOp, err := opCP.StartOperator(op)
-		if err != nil {
-			return res, err
-		}
-		defer stopOp()
-		evict = func(ctx context.Context, ns string, nodes ...string) error { return op.Evict(ctx, c, ns, nodes...) }
-	}
+	defer stop()
+	cp, c, rec, seq := st.cp, st.c, st.rec, st.seq
 
 	total := int64(o.tenants * o.nodes)
 	fmt.Fprintf(out, "Creating %d tenants of %d nodes…\n", o.tenants, o.nodes)
@@ -399,7 +328,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	}
 	res.Provision = time.Since(start)
 
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	metricsURL := st.metricsURL
 	writesBefore, err := settledWrites(ctx, metricsURL)
 	if err != nil {
 		return res, err
@@ -415,7 +344,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	profiled := make(chan error, 1)
 	if o.cpuProfile != "" {
 		go func() {
-			profiled <- saveCPUProfiles(ctx, o.cpuProfile, o.cpuSeconds, fmt.Sprintf("http://127.0.0.1:%d", pprofPort), cp.Config)
+			profiled <- saveCPUProfiles(ctx, o.cpuProfile, o.cpuSeconds, st.pprofURL, cp.Config)
 		}()
 	} else {
 		profiled <- nil
@@ -450,7 +379,7 @@ func measure(o options, out io.Writer) (Result, error) {
 		return res, err
 	}
 	if o.memProfile != "" {
-		if err := saveHeapProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", pprofPort), o.memProfile); err != nil {
+		if err := saveHeapProfile(st.pprofURL+"/debug/pprof/heap", o.memProfile); err != nil {
 			return res, err
 		}
 	}
@@ -503,7 +432,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	rec.mu.Unlock()
 
 	if o.crash > 0 {
-		if res.Crash, err = measureCrash(ctx, out, evict, rec, o); err != nil {
+		if res.Crash, err = measureCrash(ctx, out, st.evict, rec, o); err != nil {
 			return res, err
 		}
 	}
@@ -519,7 +448,7 @@ func measure(o options, out io.Writer) (Result, error) {
 	if res.CPU, err = cpuTime(seq.Process.Pid); err != nil {
 		return res, err
 	}
-	res.APICalls, err = apiCalls(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+	res.APICalls, err = apiCalls(metricsURL)
 	return res, err
 }
 
@@ -554,25 +483,33 @@ func createTenant(ctx context.Context, c client.Client, i, nodes int, rolloutID 
 }
 
 func upgradeTenant(ctx context.Context, c client.Client, i int, o options) error {
-	for _, k := range keys(o.nodes) {
+	return updateNodes(ctx, c, i, o.nodes, func(n v2alpha1.Node) {
+		if o.change == "config" {
+			n.NodeSpec().ConfigChangeset = configChange
+		} else {
+			n.NodeSpec().ExpressVersion = v2
+		}
+		if o.rolloutID {
+			annotate(n, v2alpha1.AnnotationRolloutID, "upgrade")
+		}
+	})
+}
+
+// updateNodes edits every node of tenant i and writes it, again on a
+// conflict.
+func updateNodes(ctx context.Context, c client.Client, i, nodes int, edit func(v2alpha1.Node)) error {
+	for _, k := range keys(nodes) {
 		n := v2alpha1.NewNode(k.Kind())
 		key := client.ObjectKey{Namespace: namespace(i), Name: defaults.NodeName("t", k)}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := c.Get(ctx, key, n); err != nil {
 				return err
 			}
-			if o.change == "config" {
-				n.NodeSpec().ConfigChangeset = configChange
-			} else {
-				n.NodeSpec().ExpressVersion = v2
-			}
-			if o.rolloutID {
-				annotate(n, v2alpha1.AnnotationRolloutID, "upgrade")
-			}
+			edit(n)
 			return c.Update(ctx, n)
 		})
 		if err != nil {
-			return fmt.Errorf("upgrading %s: %w", key, err)
+			return fmt.Errorf("changing %s: %w", key, err)
 		}
 	}
 	return nil

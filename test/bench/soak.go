@@ -1,0 +1,387 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+)
+
+// soakOptions are the soak's own settings (-soak).
+type soakOptions struct {
+	// duration is how long changes keep coming; every is how often the
+	// sequencer is sampled; quiet is how long the fleet is watched for
+	// writes once every change has settled.
+	duration, every, quiet time.Duration
+	// plot is where the PNG of the samples goes ("" for none).
+	plot string
+}
+
+// soakSample is the sequencer at one moment of a soak.
+type soakSample struct {
+	At         time.Duration
+	RSSMiB     float64
+	Goroutines int
+	// Watches are kube-apiserver's open watch requests, from every client:
+	// the sequencer's, and the simulated operator's, which do not change.
+	Watches int
+	// Rollouts are the node rollouts completed since the sample before;
+	// Writes, Events and Conditions the sequencer's writes since (Events
+	// created, condition applies, and every write).
+	Rollouts, Writes, Events, Conditions int
+}
+
+// SoakResult is what a soak measured.
+type SoakResult struct {
+	Samples []soakSample
+	// Changes are the tenant changes made; Skipped those not made because
+	// the tenant's change before had not finished rolling.
+	Changes, Skipped int
+	OutOfOrder       []string
+	// QuietWrites are the sequencer's writes, by verb and resource, while
+	// nothing changed after the soak: any is a write loop.
+	QuietWrites map[string]int
+}
+
+// soakVersion is the version of a tenant's nth change in a soak.
+func soakVersion(n int) string { return fmt.Sprintf("express-e689.%d", 1000+n) }
+
+// runSoak creates the tenants, then changes them one after another at
+// o.rate tenants/s for so.duration, every node of a tenant to its next
+// version, sampling the sequencer every so.every; then it watches the
+// settled fleet for so.quiet, checks every rollout's order, and fails on a
+// write loop, an order broken, or growth that is not noise.
+func runSoak(o options, so soakOptions, out io.Writer) error {
+	res, err := soak(o, so, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nSoak: %d tenants × %d nodes, %g tenant changes/s for %s (%d changes, %d skipped: still rolling)\n",
+		o.tenants, o.nodes, o.rate, so.duration, res.Changes, res.Skipped)
+	fmt.Fprintln(out, "  minute  RSS MiB  goroutines  watches  rollouts  writes  events  conditions  writes/rollout")
+	for _, s := range res.Samples {
+		perRollout := 0.0
+		if s.Rollouts > 0 {
+			perRollout = float64(s.Writes) / float64(s.Rollouts)
+		}
+		fmt.Fprintf(out, "  %6.1f  %7.1f  %10d  %7d  %8d  %6d  %6d  %10d  %14.2f\n", s.At.Minutes(), s.RSSMiB, s.Goroutines, s.Watches, s.Rollouts, s.Writes, s.Events, s.Conditions, perRollout)
+	}
+	if so.plot != "" {
+		if err := plotSoak(res.Samples, so.plot); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "  plot: %s\n", so.plot)
+	}
+	var problems []error
+	if len(res.OutOfOrder) > 0 {
+		problems = append(problems, fmt.Errorf("%d rollouts out of order, e.g. %s", len(res.OutOfOrder), res.OutOfOrder[0]))
+	} else {
+		fmt.Fprintf(out, "  every one of the %d changes rolled in order, each node after the one before it was Ready\n", res.Changes)
+	}
+	if len(res.QuietWrites) > 0 {
+		problems = append(problems, fmt.Errorf("the sequencer wrote while nothing changed for %s: %v", so.quiet, res.QuietWrites))
+	} else {
+		fmt.Fprintf(out, "  no write in the %s of quiet after the soak: no Event or condition written in a loop\n", so.quiet)
+	}
+	if err := flat(res.Samples); err != nil {
+		problems = append(problems, err)
+	} else {
+		fmt.Fprintln(out, "  RSS, goroutines and watches flat: the last third of the samples within bounds of the first")
+	}
+	return errors.Join(problems...)
+}
+
+// flat fails on growth beyond noise between the first and the last third
+// of the samples (the first sample, taken while the caches fill, left out):
+// RSS by more than half, goroutines by more than a tenth and 20, any watch.
+func flat(samples []soakSample) error {
+	if len(samples) < 4 {
+		return fmt.Errorf("%d samples: too few to tell growth from noise", len(samples))
+	}
+	s := samples[1:]
+	third := max(len(s)/3, 1)
+	mean := func(part []soakSample, f func(soakSample) float64) float64 {
+		sum := 0.0
+		for _, x := range part {
+			sum += f(x)
+		}
+		return sum / float64(len(part))
+	}
+	first, last := s[:third], s[len(s)-third:]
+	var errs []error
+	check := func(what string, f func(soakSample) float64, grows func(a, b float64) bool) {
+		if a, b := mean(first, f), mean(last, f); grows(a, b) {
+			errs = append(errs, fmt.Errorf("%s grew from %.1f to %.1f (mean of the first and of the last third of the samples)", what, a, b))
+		}
+	}
+	check("RSS (MiB)", func(x soakSample) float64 { return x.RSSMiB }, func(a, b float64) bool { return b > a*1.5 })
+	check("goroutines", func(x soakSample) float64 { return float64(x.Goroutines) }, func(a, b float64) bool { return b > a*1.1+20 })
+	check("open watches", func(x soakSample) float64 { return float64(x.Watches) }, func(a, b float64) bool { return b > a+0.5 })
+	return errors.Join(errs...)
+}
+
+func soak(o options, so soakOptions, out io.Writer) (SoakResult, error) {
+	var res SoakResult
+	ctx, cancel := context.WithTimeout(context.Background(), so.duration+o.timeout)
+	defer cancel()
+	st, stop, err := startStack(ctx, o, out)
+	if err != nil {
+		return res, err
+	}
+	defer stop()
+	apiserver, err := kubernetes.NewForConfig(st.cfg)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(out, "Creating %d tenants of %d nodes…\n", o.tenants, o.nodes)
+	if err := parallel(ctx, o.workers, o.tenants, func(i int) error { return createTenant(ctx, st.c, i, o.nodes, o.rolloutID) }); err != nil {
+		return res, err
+	}
+	if err := waitCount(ctx, out, "provisioned", st.rec.ready[phase(v1, "")], int64(o.tenants*o.nodes)); err != nil {
+		return res, err
+	}
+
+	// changes[i] is how many changes tenant i has had.
+	changes := make([]int, o.tenants)
+	var sampler sync.WaitGroup
+	stopSampling := make(chan struct{})
+	sampler.Go(func() {
+		begin := time.Now()
+		last, _ := writes(st.metricsURL)
+		lastRollouts := 0
+		tick := time.NewTicker(so.every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+			}
+			s, now, err := sample(ctx, st, apiserver)
+			if err != nil {
+				fmt.Fprintln(out, "  sample:", err)
+				continue
+			}
+			s.At = time.Since(begin)
+			rollouts := st.rec.rolloutsDone(v1)
+			s.Rollouts, lastRollouts = rollouts-lastRollouts, rollouts
+			for k, v := range now {
+				d := v - last[k]
+				switch {
+				case strings.HasPrefix(k, conditionPrefix), strings.HasPrefix(k, stepSum), strings.HasPrefix(k, stepCount), k == eventsDropped, k == eventWriteFailures:
+				case k == "create events":
+					s.Events += d
+					s.Writes += d
+				default:
+					s.Writes += d
+				}
+				if strings.HasPrefix(k, conditionPrefix) {
+					s.Conditions += d
+				}
+			}
+			last = now
+			res.Samples = append(res.Samples, s)
+			fmt.Fprintf(out, "  %5.1f min: RSS %.1f MiB, %d goroutines, %d watches, %d rollouts, %d writes\n", s.At.Minutes(), s.RSSMiB, s.Goroutines, s.Watches, s.Rollouts, s.Writes)
+		}
+	})
+	fmt.Fprintf(out, "Changing %g tenants/s for %s…\n", o.rate, so.duration)
+	pace := time.NewTicker(time.Duration(float64(time.Second) / o.rate))
+	end := time.After(so.duration)
+	for k := 0; ; k++ {
+		select {
+		case <-end:
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-pace.C:
+			i := k % o.tenants
+			if changes[i] > 0 && st.rec.readyCount(namespace(i), phase(soakVersion(changes[i]), "")) < o.nodes {
+				res.Skipped++
+				continue
+			}
+			changes[i]++
+			res.Changes++
+			if err := changeTenant(ctx, st.c, i, o, soakVersion(changes[i])); err != nil {
+				return res, err
+			}
+			continue
+		}
+		break
+	}
+	pace.Stop()
+	fmt.Fprintln(out, "Waiting for the last changes to roll out…")
+	for i, n := range changes {
+		for n > 0 && st.rec.readyCount(namespace(i), phase(soakVersion(n), "")) < o.nodes {
+			select {
+			case <-ctx.Done():
+				return res, fmt.Errorf("tenant %s did not finish rolling %s", namespace(i), soakVersion(n))
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	close(stopSampling)
+	sampler.Wait()
+
+	before, err := settledWrites(ctx, st.metricsURL)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(out, "Watching the settled fleet for %s…\n", so.quiet)
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(so.quiet):
+	}
+	after, err := writes(st.metricsURL)
+	if err != nil {
+		return res, err
+	}
+	res.QuietWrites = map[string]int{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 && !strings.HasPrefix(k, stepSum) && !strings.HasPrefix(k, stepCount) {
+			res.QuietWrites[k] = d
+		}
+	}
+	if len(res.QuietWrites) == 0 {
+		res.QuietWrites = nil
+	}
+	res.OutOfOrder = st.rec.soakOrder(o, changes)
+	return res, nil
+}
+
+// changeTenant changes every node of tenant i to version, with a new
+// rollout-id, as one render of the tenant chart.
+func changeTenant(ctx context.Context, c client.Client, i int, o options, version string) error {
+	return updateNodes(ctx, c, i, o.nodes, func(n v2alpha1.Node) {
+		n.NodeSpec().ExpressVersion = version
+		if o.rolloutID {
+			annotate(n, v2alpha1.AnnotationRolloutID, version)
+		}
+	})
+}
+
+// sample reads the sequencer's RSS and goroutines, kube-apiserver's open
+// watches, and the sequencer's write counters.
+func sample(ctx context.Context, st *stack, apiserver kubernetes.Interface) (soakSample, map[string]int, error) {
+	var s soakSample
+	rss, err := procStatus(st.seq.Process.Pid, "VmRSS:")
+	if err != nil {
+		return s, nil, err
+	}
+	s.RSSMiB = float64(rss) / 1024
+	if s.Goroutines, err = gauge(st.metricsURL, "go_goroutines"); err != nil {
+		return s, nil, err
+	}
+	metrics, err := apiserver.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return s, nil, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(metrics))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "apiserver_longrunning_requests{") && strings.Contains(line, `verb="WATCH"`) {
+			fields := strings.Fields(line)
+			v, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
+			s.Watches += int(v)
+		}
+	}
+	now, err := writes(st.metricsURL)
+	return s, now, err
+}
+
+// procStatus reads a field of /proc/<pid>/status in KiB.
+func procStatus(pid int, field string) (int, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the sequencer's status: %w", err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			return strconv.Atoi(strings.Fields(v)[0])
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc status", field)
+}
+
+// gauge reads an unlabelled gauge from a /metrics endpoint.
+func gauge(url, name string) (int, error) {
+	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return int(f), err
+		}
+	}
+	return 0, fmt.Errorf("no %s at %s", name, url)
+}
+
+// rolloutsDone counts the nodes Ready on a version other than the first:
+// the node rollouts of the changes.
+func (r *recorder) rolloutsDone(first string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for ph, nodes := range r.readyOn {
+		if ph != phase(first, "") {
+			n += len(nodes)
+		}
+	}
+	return n
+}
+
+// soakOrder checks every change of a soak: its nodes started rolling in
+// the upgrade order, each only after the one before it was Ready on that
+// version (the simulated operator's record, not the sequencer's).
+func (r *recorder) soakOrder(o options, changes []int) []string {
+	order := defaults.Builtin().Upgrade.Sequence(keys(o.nodes))
+	var want []string
+	for _, k := range order {
+		want = append(want, "t-"+k.String())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var bad []string
+	for i, n := range changes {
+		ns := namespace(i)
+		byVersion := map[string][]string{}
+		startAt := map[string]time.Time{}
+		for _, s := range r.starts[ns] {
+			byVersion[s.Version] = append(byVersion[s.Version], s.Node)
+			startAt[s.Node+"/"+s.Version] = s.At
+		}
+		for c := 1; c <= n; c++ {
+			v := soakVersion(c)
+			if got := byVersion[v]; !slices.Equal(got, want) {
+				bad = append(bad, fmt.Sprintf("%s %s: started %v", ns, v, got))
+				continue
+			}
+			for j := 1; j < len(want); j++ {
+				ready, started := r.readyAt[ns+"/"+want[j-1]+"/"+phase(v, "")], startAt[want[j]+"/"+v]
+				if ready.IsZero() || started.Before(ready) {
+					bad = append(bad, fmt.Sprintf("%s %s: %s started at %s, %s Ready at %s", ns, v, want[j], started.Format(time.StampMilli), want[j-1], ready.Format(time.StampMilli)))
+				}
+			}
+		}
+	}
+	return bad
+}
