@@ -10,9 +10,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 10s
 # The Go modules besides api/ (checked by hack/check-api-deps.sh): the
-# binary's, the kubectl plugin's (cli-runtime), and the tests' (Helm,
-# kustomize, cert-manager, Argo CD's Lua).
-MODULES := . cmd/kubectl-express test
+# binary's, the kubectl plugin's (cli-runtime), the tests' (Helm,
+# kustomize, cert-manager), and Argo CD's code the tests run (test/argocd).
+MODULES := . cmd/kubectl-express test test/argocd
 
 .PHONY: help
 help: ## Show the targets.

@@ -2,7 +2,6 @@ package chart
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,11 +26,12 @@ import (
 // What Argo CD compares for the tenant chart, with express-sequencer's
 // webhooks in the API server: the chart rendered for each kind of values,
 // applied with kubectl apply as Argo CD syncs (and again with a change),
-// then diffed the way Argo CD diffs — its default three-way diff (ported
-// from gitops-engine) and a server-side diff (a real server-side apply dry
-// run through the webhooks, as manager argocd-controller). Nothing the
-// webhooks inject or the API server defaults may show: no permanent
-// OutOfSync, and no ignoreDifferences needed.
+// then diffed by Argo CD's own code — its default three-way diff and its
+// server-side diff (a real server-side apply dry run through the webhooks,
+// as manager argocd-controller), with and without the webhooks' mutations
+// (compare option IncludeMutationWebhook). Nothing the webhooks inject or
+// the API server defaults may show: no permanent OutOfSync, and no
+// ignoreDifferences needed.
 func TestArgoCDSeesNoDifferenceOnTheTenantChart(t *testing.T) {
 	for _, values := range []string{"", "version-override-values.yaml", "node-down-values.yaml", "disable-dependencies-values.yaml",
 		"per-node-disable-values.yaml", "explicit-prerequisite-values.yaml"} {
@@ -75,11 +75,16 @@ func TestArgoCDSeesAChangeMadeOutsideIt(t *testing.T) {
 			continue
 		}
 		live := liveOf(t, d)
-		modified, paths, err := argocd.LegacyDiff(d, live, nil)
+		modified, paths, err := argocd.Diff(d, live, nil)
 		require.NoError(t, err)
 		assert.True(t, modified)
 		assert.Equal(t, []string{"/spec/expressVersion"}, paths)
-		assert.Contains(t, serverSideDiff(t, d, live), "/spec/expressVersion")
+		for _, withWebhooks := range []bool{false, true} {
+			modified, paths, err := argocd.ServerSideDiff(d, live, nil, kubeconfig(t), "argocd-controller", withWebhooks)
+			require.NoError(t, err)
+			assert.True(t, modified, "the server-side diff, webhook mutations kept: %v", withWebhooks)
+			assert.Contains(t, paths, "/spec/expressVersion")
+		}
 	}
 }
 
@@ -149,36 +154,23 @@ func assertInSync(t *testing.T, desired []*unstructured.Unstructured) {
 	t.Helper()
 	for _, d := range desired {
 		live := liveOf(t, d)
-		modified, paths, err := argocd.LegacyDiff(d, live, nil)
+		modified, paths, err := argocd.Diff(d, live, nil)
 		require.NoError(t, err)
 		assert.False(t, modified, "%s: the three-way diff shows %v", d.GetName(), paths)
-		assert.Empty(t, serverSideDiff(t, d, live), "%s: the server-side diff", d.GetName())
+		for _, withWebhooks := range []bool{false, true} {
+			modified, paths, err := argocd.ServerSideDiff(d, live, nil, kubeconfig(t), "argocd-controller", withWebhooks)
+			require.NoError(t, err)
+			assert.False(t, modified, "%s: the server-side diff (webhook mutations kept: %v) shows %v", d.GetName(), withWebhooks, paths)
+		}
 	}
 }
 
-// serverSideDiff runs Argo CD's server-side diff with IncludeMutationWebhook
-// (the strictest form: the dry run's own webhook mutations are kept) and
-// returns the paths where the predicted object differs from the live one.
-func serverSideDiff(t *testing.T, desired, live *unstructured.Unstructured) []string {
+// kubeconfig is a kubeconfig file for the suite's API server.
+func kubeconfig(t *testing.T) string {
 	t.Helper()
-	predicted := desired.DeepCopy()
-	require.NoError(t, harness.Client.Patch(context.Background(), predicted, client.Apply, client.DryRunAll,
-		client.FieldOwner("argocd-controller"), client.ForceOwnership))
-	strip := func(u *unstructured.Unstructured) map[string]any {
-		var out map[string]any
-		b, err := json.Marshal(u.Object)
-		require.NoError(t, err)
-		require.NoError(t, json.Unmarshal(b, &out))
-		md := out["metadata"].(map[string]any)
-		for _, f := range []string{"managedFields", "resourceVersion", "generation"} {
-			delete(md, f)
-		}
-		if a, ok := md["annotations"].(map[string]any); ok {
-			delete(a, corev1.LastAppliedConfigAnnotation)
-		}
-		return out
-	}
-	return argocd.Differences(strip(predicted), strip(live))
+	path, err := harness.KubeconfigFile(t.TempDir())
+	require.NoError(t, err)
+	return path
 }
 
 func newNamespace(t *testing.T) string {

@@ -17,19 +17,17 @@ import (
 	"github.com/medallia/express-sequencer/test/framework/argocd"
 )
 
-// The Argo CD health check (config/argocd/health.lua), run in gopher-lua as
-// Argo CD runs it, on Backends and Frontends read back from the API server
-// in each state a real rollout puts them in.
+// The Argo CD health check of config/argocd's argocd-cm, evaluated by Argo
+// CD's own code, on Backends and Frontends read back from the API server in
+// each state a real rollout puts them in.
 func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
-	script, err := argocd.HealthScript()
-	require.NoError(t, err)
 	health := func(ns, k string) argocd.Status {
 		t.Helper()
 		n := node(ns, k)
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(v2alpha1.GroupVersion.WithKind(n.NodeKind()))
 		require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), u))
-		s, err := argocd.Health(script, u)
+		s, err := argocd.Health(argocd.ConfigMap(), u)
 		require.NoError(t, err)
 		return s
 	}
