@@ -80,13 +80,21 @@ const (
 	// of the rollout's rolling span in kubectl express history.
 	AnnotationReleasedAt = "express.medallia.com/released-at"
 
+	// AnnotationTargetRolloutID is the rollout-id the node carried when the
+	// admission webhook last stamped a new target (or brought it back up):
+	// the rollout its current target belongs to, whatever rollout-id later
+	// renders put on it without changing its target. Only the webhook
+	// writes it.
+	AnnotationTargetRolloutID = "express.medallia.com/target-rollout-id"
+
 	// AnnotationRolloutHistory keeps the node's last rollouts before its
 	// current one, oldest first, as a JSON list of records (target, rollout
-	// id, when it was gated, released and Ready on target, and what its
-	// release relied on). The admission webhook appends the current
-	// rollout's record when the node is gated for a new target, from what
-	// the stored node says at that moment — no write of its own — and keeps
-	// the last RolloutHistoryLength; nobody else changes it. It is what
+	// id, when it was gated, released, Ready on target and replaced, and
+	// what its release relied on). The admission webhook appends the
+	// current rollout's record when a new target replaces it (or the node
+	// is brought back up), from what the stored node says at that moment —
+	// no write of its own — and keeps the last RolloutHistoryLength; nobody
+	// else changes it. It is what
 	// kubectl express history answers from once the sequencer's Events have
 	// expired.
 	AnnotationRolloutHistory = "express.medallia.com/rollout-history"

@@ -44,8 +44,9 @@ type historyEvent struct {
 
 // eventsOf sorts the sequencer's Events about the tenant's nodes into its
 // rollouts (newest first, as HistoryOf gives them): each Event goes to the
-// newest rollout that had begun when it happened. Within a rollout they
-// are oldest first.
+// newest rollout the node takes part in that had begun when it happened,
+// or — about a node in none of those — to the newest that had begun.
+// Within a rollout they are oldest first.
 func eventsOf(rollouts []rollout.TenantRollout, nodes map[string]bool, events []eventsv1.Event) [][]historyEvent {
 	out := make([][]historyEvent, len(rollouts))
 	for _, ev := range events {
@@ -56,7 +57,14 @@ func eventsOf(rollouts []rollout.TenantRollout, nodes map[string]bool, events []
 		if ev.Series != nil {
 			e.Time, e.Count = ev.Series.LastObservedTime.Time, ev.Series.Count
 		}
-		if i := slices.IndexFunc(rollouts, func(r rollout.TenantRollout) bool { return !ev.EventTime.Time.Before(r.Began) }); i >= 0 {
+		begun := func(r rollout.TenantRollout) bool { return !ev.EventTime.Time.Before(r.Began) }
+		i := slices.IndexFunc(rollouts, func(r rollout.TenantRollout) bool {
+			return begun(r) && slices.ContainsFunc(r.Nodes, func(n rollout.NodeRollout) bool { return n.Node == e.Node })
+		})
+		if i < 0 {
+			i = slices.IndexFunc(rollouts, begun)
+		}
+		if i >= 0 {
 			out[i] = append(out[i], e)
 		}
 	}

@@ -73,8 +73,8 @@ func TestTheHistoryIsLaidOutAsItsGoldens(t *testing.T) {
 }
 
 // Each of the sequencer's Events about the tenant's nodes goes to the
-// newest rollout that had begun when it happened; others' Events, and
-// Events of other nodes, go nowhere.
+// newest rollout that had begun when it happened (both rollouts hold every
+// node here); others' Events, and Events of other nodes, go nowhere.
 func TestEventsGoToTheRolloutUnderWayWhenTheyHappened(t *testing.T) {
 	now := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
 	h := historyFixture(now) // began 01:00:00 and 02:58:00
@@ -107,4 +107,35 @@ func TestEventsGoToTheRolloutUnderWayWhenTheyHappened(t *testing.T) {
 	assert.Equal(t, []string{"acme-fe1@01:01:00", "acme-fe2@01:01:01", "acme-be@02:57:59"}, notes(got[1]), "the older rollout's, until the newer began, oldest first")
 	assert.Equal(t, int32(4), got[0][1].Count)
 	assert.Equal(t, newer.Add(9*time.Second), got[0][1].Time, "a series is shown at its last time")
+}
+
+// An Event about a node goes to the newest begun rollout the node takes
+// part in: fe2, still waiting in the first change, is in no part of a
+// second change of fe1 alone.
+func TestAnEventGoesToTheRolloutItsNodeTakesPartIn(t *testing.T) {
+	base := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	rollouts := []rollout.TenantRollout{
+		{Began: at(100), Nodes: []rollout.NodeRollout{{Node: "acme-fe1", Current: true, RolloutRecord: rollout.RolloutRecord{Gated: at(100)}}}},
+		{Began: at(0), Nodes: []rollout.NodeRollout{
+			{Node: "acme-be", RolloutRecord: rollout.RolloutRecord{Gated: at(0), Released: at(10), Ready: at(20)}},
+			{Node: "acme-fe1", RolloutRecord: rollout.RolloutRecord{Gated: at(0), Released: at(30), Ready: at(40)}},
+			{Node: "acme-fe2", Current: true, RolloutRecord: rollout.RolloutRecord{Gated: at(0)}},
+		}},
+	}
+	ev := func(node string) eventsv1.Event {
+		return eventsv1.Event{EventTime: metav1.NewMicroTime(at(150)), ReportingController: v2alpha1.FieldManager,
+			Regarding: corev1.ObjectReference{Name: node}, Reason: v2alpha1.ReasonWaitingForPrerequisite}
+	}
+	got := eventsOf(rollouts, map[string]bool{"acme-be": true, "acme-fe1": true, "acme-fe2": true, "acme-fe3": true},
+		[]eventsv1.Event{ev("acme-fe2"), ev("acme-fe1"), ev("acme-fe3")})
+	nodes := func(list []historyEvent) []string {
+		var out []string
+		for _, e := range list {
+			out = append(out, e.Node)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"acme-fe1", "acme-fe3"}, nodes(got[0]), "fe1's, and fe3's (in no rollout) by time alone")
+	assert.Equal(t, []string{"acme-fe2"}, nodes(got[1]))
 }

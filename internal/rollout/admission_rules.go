@@ -32,7 +32,7 @@ var SequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.Annotat
 // (a user's value is overwritten or put back): with SequencerOnly, every
 // annotation express-sequencer adds to what a chart renders.
 var WebhookOnly = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationDefaultedPrerequisites, v2alpha1.AnnotationTargetChangedAt,
-	v2alpha1.AnnotationTargetChangesBeganAt, v2alpha1.AnnotationRolloutIDChangedAt, v2alpha1.AnnotationRolloutHistory}
+	v2alpha1.AnnotationTargetChangesBeganAt, v2alpha1.AnnotationRolloutIDChangedAt, v2alpha1.AnnotationRolloutHistory, v2alpha1.AnnotationTargetRolloutID}
 
 // Admit applies the admission rules to node n in place and returns the
 // admission warnings:
@@ -92,6 +92,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
 	restore(ann, old, v2alpha1.AnnotationTargetChangesBeganAt)
 	restore(ann, old, v2alpha1.AnnotationRolloutHistory)
+	restore(ann, old, v2alpha1.AnnotationTargetRolloutID)
 	if ann[v2alpha1.AnnotationRolloutID] != old[v2alpha1.AnnotationRolloutID] {
 		ann[v2alpha1.AnnotationRolloutIDChangedAt] = a.Now.UTC().Format(time.RFC3339Nano)
 	} else {
@@ -103,12 +104,21 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	}
 
 	spec := n.NodeSpec()
+	if a.Old == nil || a.Hash != a.OldHash || spec.IsUp() && !a.Old.NodeSpec().IsUp() {
+		// A new rollout: the one it replaces is kept, and the rollout-id
+		// it comes with is its own.
+		if a.Old != nil {
+			keepInHistory(ann, a.Old, a.Now)
+		}
+		if id := ann[v2alpha1.AnnotationRolloutID]; id != "" {
+			ann[v2alpha1.AnnotationTargetRolloutID] = id
+		} else {
+			delete(ann, v2alpha1.AnnotationTargetRolloutID)
+		}
+	}
 	switch {
 	case spec.IsUp() && (a.Old == nil || !a.Old.NodeSpec().IsUp() || a.Hash != a.OldHash):
 		spec.AddGate(v2alpha1.GateSequencer)
-		if a.Old != nil {
-			keepInHistory(ann, a.Old)
-		}
 		now := a.Now.UTC().Format(time.RFC3339Nano)
 		// The node's run of changes goes on while its changes come less
 		// than the settle time apart, or while it is still held by the

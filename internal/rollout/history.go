@@ -23,8 +23,12 @@ type RolloutRecord struct {
 	// Released is when the sequencer released it.
 	Released time.Time `json:"released,omitzero"`
 	// Ready is when the sequencer recorded it Ready on the target
-	// (RolloutComplete); a crash and recovery since move it.
+	// (RolloutComplete), to the second; a crash and recovery since move
+	// it.
 	Ready time.Time `json:"ready,omitzero"`
+	// Replaced is when a new target (or bringing the node back up)
+	// replaced the rollout: set on the records of the rollout-history.
+	Replaced time.Time `json:"replaced,omitzero"`
 	// After are the prerequisites whose converged rollouts the release
 	// relied on; in a kept record, the first historyAfter of them, and
 	// AfterOmitted says how many more there were.
@@ -42,13 +46,21 @@ const (
 )
 
 // recordOf is the node's current rollout as its stored object says: its
-// target, when it was gated for it, and — once released for it — when,
-// after whom, and when it was recorded Ready on it.
+// target and the rollout-id it came with, when it was gated for it, and —
+// once released for it — when, after whom, and when it was recorded Ready
+// on it. A node that carries the sequencer's gate is not released for its
+// current rollout, whatever an earlier release of the same target says (a
+// change reverted before its release, a node brought back up).
 func recordOf(n v2alpha1.Node) RolloutRecord {
 	ann := n.GetAnnotations()
-	r := RolloutRecord{Target: ann[v2alpha1.AnnotationTargetHash], RolloutID: ann[v2alpha1.AnnotationRolloutID],
+	r := RolloutRecord{Target: ann[v2alpha1.AnnotationTargetHash], RolloutID: ann[v2alpha1.AnnotationTargetRolloutID],
 		Gated: stamp(n, v2alpha1.AnnotationTargetChangedAt)}
-	if r.Target == "" || ann[v2alpha1.AnnotationReleasedTarget] != r.Target {
+	if _, ok := ann[v2alpha1.AnnotationTargetRolloutID]; !ok && !stamp(n, v2alpha1.AnnotationRolloutIDChangedAt).After(r.Gated) {
+		// Stamped before target-rollout-id was kept: the rollout-id it
+		// carries is its target's unless a later one came since.
+		r.RolloutID = ann[v2alpha1.AnnotationRolloutID]
+	}
+	if !released(n) {
 		return r
 	}
 	r.Released = stamp(n, v2alpha1.AnnotationReleasedAt)
@@ -74,15 +86,23 @@ func HistoryIn(n v2alpha1.Node) []RolloutRecord {
 	return records
 }
 
-// keepInHistory appends the rollout of old (the node as stored, about to be
-// gated for a new target) to the rollout-history in ann, keeping the last
-// RolloutHistoryLength. A target the node was never released for rolled
-// nothing out (a change superseded while it waited): it is not kept.
-func keepInHistory(ann map[string]string, old v2alpha1.Node) {
-	r := recordOf(old)
-	if r.Target == "" || old.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] != r.Target {
+// released reports whether the node is released for its current target.
+func released(n v2alpha1.Node) bool {
+	target := n.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+	return target != "" && n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] == target && !Gated(n)
+}
+
+// keepInHistory appends the rollout of old (the node as stored, its target
+// about to be replaced at now) to the rollout-history in ann, keeping the
+// last RolloutHistoryLength. A target the node was never released for
+// rolled nothing out (a change superseded while it waited): it is not
+// kept.
+func keepInHistory(ann map[string]string, old v2alpha1.Node, now time.Time) {
+	if !released(old) {
 		return
 	}
+	r := recordOf(old)
+	r.Replaced = now.UTC()
 	if len(r.After) > historyAfter {
 		r.After, r.AfterOmitted = r.After[:historyAfter], len(r.After)-historyAfter
 	}

@@ -3,6 +3,8 @@ package rollout
 import (
 	"slices"
 	"time"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // NodeRollout is one node's part in one of its tenant's rollouts.
@@ -18,6 +20,38 @@ type NodeRollout struct {
 	Reason     string   `json:"reason,omitempty"`
 	WaitingFor []string `json:"waitingFor,omitempty"`
 	Message    string   `json:"message,omitempty"`
+	// gated: the node carries the sequencer's gate now.
+	gated bool
+}
+
+// inFlightReasons are the reasons of a released node still rolling its
+// target out.
+var inFlightReasons = []string{v2alpha1.ReasonReleased, v2alpha1.ReasonPrerequisitesIgnored, v2alpha1.ReasonRolloutPodsHeld, v2alpha1.ReasonProgressDeadlineExceeded}
+
+// over reports whether the node's part in its rollout is over: Ready on
+// the target, replaced by a newer one, or — for the current rollout — not
+// gated and not rolling (down, or recovering from a crash since).
+func (r NodeRollout) over() bool {
+	return !r.Ready.IsZero() || !r.Replaced.IsZero() || r.Current && !r.gated && !slices.Contains(inFlightReasons, r.Reason)
+}
+
+// end is when the node's part ended, as far as is known: Ready (to the
+// second, so never before the release), or else replaced, or else the
+// latest of its release and gating.
+func (r NodeRollout) end() time.Time {
+	end := r.at()
+	if r.Released.After(end) {
+		end = r.Released
+	}
+	switch {
+	case !r.Ready.IsZero():
+		if r.Ready.After(end) {
+			end = r.Ready
+		}
+	case !r.Replaced.IsZero():
+		end = r.Replaced
+	}
+	return end
 }
 
 // at is when the node's part began: gated, or released when the gating
@@ -55,9 +89,10 @@ func (t TenantRollout) firstRelease() time.Time {
 	return first
 }
 
-// joins reports whether r belongs to rollout t: the same rollout-id, and
-// for changes without one, gated before t's first release; a node takes
-// part in a rollout once.
+// joins reports whether r belongs to rollout t, the newest so far: the same
+// rollout-id, and for changes without one, gated before t's first release;
+// a node takes part in a rollout once. (A rollout-id rendered again later —
+// values reverted — is another change.)
 func (t TenantRollout) joins(r NodeRollout) bool {
 	if r.RolloutID != t.RolloutID || slices.ContainsFunc(t.Nodes, func(n NodeRollout) bool { return n.Node == r.Node }) {
 		return false
@@ -91,9 +126,11 @@ func HistoryOf(s *Snapshot, decisions []Decision) []TenantRollout {
 		for _, r := range HistoryIn(n) {
 			parts = append(parts, NodeRollout{Node: name, Kind: string(n.NodeKind()), RolloutRecord: r})
 		}
-		cur := NodeRollout{Node: name, Kind: string(n.NodeKind()), RolloutRecord: recordOf(n), Current: true}
+		cur := NodeRollout{Node: name, Kind: string(n.NodeKind()), RolloutRecord: recordOf(n), Current: true, gated: Gated(n)}
 		if d, ok := byNode[name]; ok {
 			cur.Reason, cur.WaitingFor, cur.Message = d.Condition.Reason, d.WaitingFor, d.Condition.Message
+		} else if c := condition(n); c != nil {
+			cur.Reason, cur.Message = c.Reason, c.Message
 		}
 		parts = append(parts, cur)
 	}
@@ -103,12 +140,10 @@ func HistoryOf(s *Snapshot, decisions []Decision) []TenantRollout {
 	slices.SortStableFunc(parts, func(a, b NodeRollout) int { return a.at().Compare(b.at()) })
 	var rollouts []TenantRollout
 	for _, r := range parts {
-		i := slices.IndexFunc(rollouts, func(t TenantRollout) bool { return t.joins(r) })
-		if i < 0 {
+		if len(rollouts) == 0 || !rollouts[len(rollouts)-1].joins(r) {
 			rollouts = append(rollouts, TenantRollout{RolloutID: r.RolloutID, Began: r.at()})
-			i = len(rollouts) - 1
 		}
-		rollouts[i].Nodes = append(rollouts[i].Nodes, r)
+		rollouts[len(rollouts)-1].Nodes = append(rollouts[len(rollouts)-1].Nodes, r)
 	}
 	for i := range rollouts {
 		t := &rollouts[i]
@@ -124,13 +159,15 @@ func HistoryOf(s *Snapshot, decisions []Decision) []TenantRollout {
 			}
 			return a.Released.Compare(b.Released)
 		})
+		// Ended: every part over, at the latest time known of them (a
+		// Ready time is to the second: never before the release).
 		for _, n := range t.Nodes {
-			if n.Ready.IsZero() {
+			if !n.over() {
 				t.Ended = time.Time{}
 				break
 			}
-			if n.Ready.After(t.Ended) {
-				t.Ended = n.Ready
+			if n.end().After(t.Ended) {
+				t.Ended = n.end()
 			}
 		}
 	}

@@ -43,7 +43,7 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 		}
 		return n
 	}
-	h1 := RolloutRecord{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, After: []string{"acme-fe1"}}
+	h1 := RolloutRecord{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now, After: []string{"acme-fe1"}}
 	older := func(i int) RolloutRecord {
 		return RolloutRecord{Target: fmt.Sprintf("h0-%d", i), Gated: gated.Add(-time.Duration(10-i) * time.Hour)}
 	}
@@ -75,7 +75,7 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 				require.NoError(t, err)
 				n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter] = string(data)
 				return n
-			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready,
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now,
 				After: func() []string {
 					var names []string
 					for i := range 32 {
@@ -98,7 +98,7 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 				n := stored("h1", nil)
 				n.GetAnnotations()[v2alpha1.AnnotationReleasedGeneration] = "5"
 				return n
-			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, After: []string{"acme-fe1"}}}},
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, After: []string{"acme-fe1"}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := c.old.DeepCopyObject().(v2alpha1.Node)

@@ -73,3 +73,25 @@ func TestTheSoakSamplesTheSequencerAndChecksEveryChange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, info.Size())
 }
+
+// The soak's growth check refuses a steady leak — RSS and goroutines rising
+// a little every minute — and passes noise around a level.
+func TestTheSoakRefusesSteadyGrowthAndPassesNoise(t *testing.T) {
+	series := func(rss, goroutines func(i int) float64) []soakSample {
+		var out []soakSample
+		for i := range 31 {
+			out = append(out, soakSample{At: time.Duration(i) * time.Minute, RSSMiB: rss(i), Goroutines: int(goroutines(i)), Watches: 43})
+		}
+		return out
+	}
+	noise := []float64{0, 9, -7, 4, -12, 6, 11, -3, -9, 2}
+	err := flat(series(func(i int) float64 { return 100 + 1.4*float64(i) }, func(i int) float64 { return 150 + float64(i) }))
+	assert.ErrorContains(t, err, "RSS (MiB) grows steadily")
+	assert.ErrorContains(t, err, "goroutines grows steadily")
+	assert.NoError(t, flat(series(func(i int) float64 { return 85 + noise[i%10]/4 }, func(i int) float64 { return 155 + 3*noise[(i*3)%10] })))
+	leak := series(func(int) float64 { return 85 }, func(int) float64 { return 150 })
+	for i := range leak[15:] {
+		leak[15+i].Watches = 44
+	}
+	assert.ErrorContains(t, flat(leak), "open watches grows steadily")
+}

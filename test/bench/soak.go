@@ -101,37 +101,47 @@ func runSoak(o options, so soakOptions, out io.Writer) error {
 	if err := flat(res.Samples); err != nil {
 		problems = append(problems, err)
 	} else {
-		fmt.Fprintln(out, "  RSS, goroutines and watches flat: the last third of the samples within bounds of the first")
+		fmt.Fprintln(out, "  RSS, goroutines and watches flat: no steady growth in their trends")
+	}
+	if writes := sumOf(res.Samples, func(s soakSample) int { return s.Writes }); writes == 0 {
+		problems = append(problems, errors.New("no write counted during the soak: the write counters are not read, and the quiet check would prove nothing"))
 	}
 	return errors.Join(problems...)
 }
 
-// flat fails on growth beyond noise between the first and the last third
-// of the samples (the first sample, taken while the caches fill, left out):
-// RSS by more than half, goroutines by more than a tenth and 20, any watch.
+// flat fails on steady growth: the least-squares slope of each series over
+// the samples (the first, taken while the caches fill, left out), times the
+// soak's span, is the growth the trend explains; noise leaves it near zero.
+// It may not exceed a fifth of the mean RSS, a tenth of the mean goroutines
+// plus 10, or half a watch.
 func flat(samples []soakSample) error {
 	if len(samples) < 4 {
 		return fmt.Errorf("%d samples: too few to tell growth from noise", len(samples))
 	}
 	s := samples[1:]
-	third := max(len(s)/3, 1)
-	mean := func(part []soakSample, f func(soakSample) float64) float64 {
-		sum := 0.0
-		for _, x := range part {
-			sum += f(x)
-		}
-		return sum / float64(len(part))
-	}
-	first, last := s[:third], s[len(s)-third:]
+	span := s[len(s)-1].At.Minutes() - s[0].At.Minutes()
 	var errs []error
-	check := func(what string, f func(soakSample) float64, grows func(a, b float64) bool) {
-		if a, b := mean(first, f), mean(last, f); grows(a, b) {
-			errs = append(errs, fmt.Errorf("%s grew from %.1f to %.1f (mean of the first and of the last third of the samples)", what, a, b))
+	check := func(what string, f func(soakSample) float64, allowed func(mean float64) float64) {
+		var mx, my float64
+		for _, x := range s {
+			mx, my = mx+x.At.Minutes(), my+f(x)
+		}
+		mx, my = mx/float64(len(s)), my/float64(len(s))
+		var sxy, sxx float64
+		for _, x := range s {
+			dx := x.At.Minutes() - mx
+			sxy, sxx = sxy+dx*(f(x)-my), sxx+dx*dx
+		}
+		if sxx == 0 {
+			return
+		}
+		if growth := sxy / sxx * span; growth > allowed(my) {
+			errs = append(errs, fmt.Errorf("%s grows steadily: %+.1f over the %.0f minutes by its trend (mean %.1f, allowed %.1f)", what, growth, span, my, allowed(my)))
 		}
 	}
-	check("RSS (MiB)", func(x soakSample) float64 { return x.RSSMiB }, func(a, b float64) bool { return b > a*1.5 })
-	check("goroutines", func(x soakSample) float64 { return float64(x.Goroutines) }, func(a, b float64) bool { return b > a*1.1+20 })
-	check("open watches", func(x soakSample) float64 { return float64(x.Watches) }, func(a, b float64) bool { return b > a+0.5 })
+	check("RSS (MiB)", func(x soakSample) float64 { return x.RSSMiB }, func(mean float64) float64 { return mean / 5 })
+	check("goroutines", func(x soakSample) float64 { return float64(x.Goroutines) }, func(mean float64) float64 { return mean/10 + 10 })
+	check("open watches", func(x soakSample) float64 { return float64(x.Watches) }, func(float64) float64 { return 0.5 })
 	return errors.Join(errs...)
 }
 
@@ -236,9 +246,11 @@ func soak(o options, so soakOptions, out io.Writer) (SoakResult, error) {
 	close(stopSampling)
 	sampler.Wait()
 
-	before, err := settledWrites(ctx, st.metricsURL)
+	settle, stopSettle := context.WithTimeout(ctx, 2*time.Minute)
+	before, err := settledWrites(settle, st.metricsURL)
+	stopSettle()
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("the sequencer's writes did not stop for a second within 2 minutes of the last change settling (a write loop?): %w", err)
 	}
 	fmt.Fprintf(out, "Watching the settled fleet for %s…\n", so.quiet)
 	select {
@@ -261,6 +273,15 @@ func soak(o options, so soakOptions, out io.Writer) (SoakResult, error) {
 	}
 	res.OutOfOrder = st.rec.soakOrder(o, changes)
 	return res, nil
+}
+
+// sumOf adds f over the samples.
+func sumOf(samples []soakSample, f func(soakSample) int) int {
+	n := 0
+	for _, s := range samples {
+		n += f(s)
+	}
+	return n
 }
 
 // changeTenant changes every node of tenant i to version, with a new

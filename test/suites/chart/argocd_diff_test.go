@@ -2,18 +2,22 @@ package chart
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -52,9 +56,29 @@ func TestArgoCDSeesNoDifferenceOnTheTenantChart(t *testing.T) {
 			desired := sync(map[string]any{})
 			assertInSync(t, desired)
 			assertOnlyDocumentedFieldsAdded(t, desired)
+			// Released as the sequencer releases (its release record), then
+			// changed: the change keeps the released rollout in the
+			// rollout-history. Diffed again, with all of it stored.
+			releaseAsTheSequencer(t, desired)
+			assertInSync(t, desired)
+			targets := map[string]string{}
+			for _, d := range desired {
+				targets[d.GetName()] = liveOf(t, d).GetAnnotations()[v2alpha1.AnnotationTargetHash]
+			}
 			desired = sync(map[string]any{"expressVersion": map[string]any{"Backend": "express-e689.154", "Frontend": "express-e689.154"}})
 			assertInSync(t, desired)
 			assertOnlyDocumentedFieldsAdded(t, desired)
+			releaseAsTheSequencer(t, desired)
+			assertInSync(t, desired)
+			assertOnlyDocumentedFieldsAdded(t, desired)
+			kept := 0
+			for _, d := range desired {
+				if live := liveOf(t, d); nodeUp(live) && live.GetAnnotations()[v2alpha1.AnnotationTargetHash] != targets[d.GetName()] {
+					assert.Contains(t, live.GetAnnotations(), v2alpha1.AnnotationRolloutHistory, "%s: the released rollout the change replaced is kept", d.GetName())
+					kept++
+				}
+			}
+			assert.Positive(t, kept, "the change replaced released rollouts")
 		})
 	}
 }
@@ -163,6 +187,39 @@ func assertInSync(t *testing.T, desired []*unstructured.Unstructured) {
 			assert.False(t, modified, "%s: the server-side diff (webhook mutations kept: %v) shows %v", d.GetName(), withWebhooks, paths)
 		}
 	}
+}
+
+// releaseAsTheSequencer removes the sequencer's gate from each gated node
+// of desired with the release record the sequencer writes, as the
+// sequencer's identity and field manager (the suite runs no sequencer).
+func releaseAsTheSequencer(t *testing.T, desired []*unstructured.Unstructured) {
+	t.Helper()
+	for _, d := range desired {
+		live := liveOf(t, d)
+		gates, _, _ := unstructured.NestedSlice(live.Object, "spec", "rolloutGates")
+		if len(gates) == 0 {
+			continue
+		}
+		ann := live.GetAnnotations()
+		patch, err := json.Marshal(map[string]any{
+			"spec": map[string]any{"rolloutGates": nil},
+			"metadata": map[string]any{"annotations": map[string]string{
+				v2alpha1.AnnotationReleasedTarget:     ann[v2alpha1.AnnotationTargetHash],
+				v2alpha1.AnnotationReleasedGeneration: strconv.FormatInt(live.GetGeneration()+1, 10),
+				v2alpha1.AnnotationReleasedAt:         time.Now().UTC().Format(time.RFC3339Nano),
+				v2alpha1.AnnotationReleasedAfter:      `{"acme-be":"uid/1"}`,
+			}},
+		})
+		require.NoError(t, err)
+		require.NoError(t, harness.Client.Patch(context.Background(), live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v2alpha1.FieldManager)))
+		assert.Equal(t, ann[v2alpha1.AnnotationTargetHash], live.GetAnnotations()[v2alpha1.AnnotationReleasedTarget], "%s: released as the sequencer", d.GetName())
+	}
+}
+
+// nodeUp reports whether a stored node is up.
+func nodeUp(u *unstructured.Unstructured) bool {
+	up, found, _ := unstructured.NestedBool(u.Object, "spec", "up")
+	return !found || up
 }
 
 // kubeconfig is a kubeconfig file for the suite's API server.
