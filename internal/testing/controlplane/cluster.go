@@ -173,7 +173,7 @@ func (c *Cluster) Mend(ctx context.Context, namespace string) error {
 }
 
 func (c *Cluster) start(bin string, args []string) error {
-	log, err := os.Create(filepath.Join(c.LogDir, filepath.Base(bin)+".log"))
+	log, err := os.OpenFile(filepath.Join(c.LogDir, filepath.Base(bin)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -185,6 +185,21 @@ func (c *Cluster) start(bin string, args []string) error {
 	}
 	c.procs = append(c.procs, cmd)
 	return nil
+}
+
+// RestartScheduler kills kube-scheduler and starts it again with the same
+// flags, as an operator restarts one that stopped scheduling (its log goes
+// on in the same file).
+func (c *Cluster) RestartScheduler() error {
+	for _, cmd := range c.procs {
+		if filepath.Base(cmd.Path) != "kube-scheduler" || cmd.ProcessState != nil {
+			continue
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return c.start(cmd.Path, cmd.Args[1:])
+	}
+	return errors.New("no kube-scheduler running")
 }
 
 // AddNode creates a fake Node KWOK plays the kubelet of, and waits until

@@ -14,8 +14,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,6 +60,8 @@ type ControlPlane struct {
 	// WebhookPort is where the webhook configurations send admission reviews,
 	// on 127.0.0.1.
 	WebhookPort int
+	// restarted are API server processes StopAPIServer's start ran.
+	restarted []*exec.Cmd
 }
 
 // Start starts the control plane. KUBEBUILDER_ASSETS must name a directory
@@ -89,8 +93,15 @@ func Start() (*ControlPlane, error) {
 	return cp, nil
 }
 
-// Stop stops the API server and etcd.
-func (cp *ControlPlane) Stop() error { return cp.Env.Stop() }
+// Stop stops the API server and etcd (and an API server started again by
+// StopAPIServer's start).
+func (cp *ControlPlane) Stop() error {
+	for _, cmd := range cp.restarted {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	return cp.Env.Stop()
+}
 
 // KubeconfigFile writes an admin kubeconfig into dir and returns its path.
 func (cp *ControlPlane) KubeconfigFile(dir string) (string, error) {

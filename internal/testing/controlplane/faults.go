@@ -2,15 +2,20 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // StallEtcd stops etcd's process (SIGSTOP), as a disk that stops answering
@@ -74,4 +79,77 @@ func process(name, flag, host string) (int, []string, error) {
 		}
 	}
 	return 0, nil, fmt.Errorf("no %s process with %s naming %s", name, flag, host)
+}
+
+// StopAPIServer kills kube-apiserver (SIGKILL, as a crash or the OOM killer
+// does: nothing drains; a SIGTERM waits up to its request timeout, a
+// minute, for requests in flight), etcd kept: until start, every client's
+// connection is refused.
+// start runs it again with the same command line — the same port,
+// certificates and etcd — and waits until it is ready; Stop stops that
+// process too.
+func (cp *ControlPlane) StopAPIServer() (start func() error, err error) {
+	etcd := cp.Env.ControlPlane.Etcd
+	if etcd == nil || etcd.URL == nil {
+		return nil, errors.New("the control plane has no etcd running")
+	}
+	pid, args, err := process("kube-apiserver", "--etcd-servers", etcd.URL.Host)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return nil, fmt.Errorf("killing kube-apiserver (pid %d): %w", pid, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("kube-apiserver (pid %d) still runs a minute after SIGKILL", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return func() error {
+		logs, err := os.CreateTemp("", "kube-apiserver-restarted-*.log")
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Stdout, cmd.Stderr = logs, logs
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("starting kube-apiserver again: %w", err)
+		}
+		cp.restarted = append(cp.restarted, cmd)
+		return cp.waitReady(time.Minute)
+	}, nil
+}
+
+// gone reports whether process pid has exited (and been reaped, or is a
+// zombie).
+func gone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
+
+// waitReady waits until the API server answers /readyz.
+func (cp *ControlPlane) waitReady(timeout time.Duration) error {
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver not ready within %s of its start: %w", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
