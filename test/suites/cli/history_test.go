@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,13 +81,13 @@ func TestHistoryShowsATenantsRolloutsInTheOrderTheyRolled(t *testing.T) {
 		"expressVersion": map[string]any{"Backend": "express-e689.155", "Frontend": "express-e689.155"}}))
 	require.Eventually(t, func() bool {
 		fe1 := &v2alpha1.Frontend{}
-		if h.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "acme-fe1"}, fe1) != nil {
+		if bound(mark) != "acme-fe1" || h.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "acme-fe1"}, fe1) != nil {
 			return false
 		}
 		c := meta.FindStatusCondition(fe1.Status.Conditions, v2alpha1.ConditionPrerequisitesReady)
-		ann := fe1.GetAnnotations()
-		return c != nil && c.Reason == v2alpha1.ReasonRolloutComplete && ann[v2alpha1.AnnotationReleasedTarget] == ann[v2alpha1.AnnotationTargetHash]
-	}, 60*time.Second, 50*time.Millisecond, "fe1 rolls the held change")
+		released, err := strconv.ParseInt(fe1.GetAnnotations()[v2alpha1.AnnotationReleasedGeneration], 10, 64)
+		return c != nil && c.Reason == v2alpha1.ReasonRolloutComplete && err == nil && c.ObservedGeneration >= released
+	}, 60*time.Second, 50*time.Millisecond, "fe1 rolls the held change and is recorded Ready on it")
 	require.Equal(t, "acme-fe1", bound(mark), "the paused fe2 holds the rest")
 
 	kubeconfig, err := h.KubeconfigFile(t.TempDir())
