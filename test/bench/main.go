@@ -441,14 +441,15 @@ func measure(o options, out io.Writer) (Result, error) {
 			return res, err
 		}
 	}
-	res.PeakRSSKiB, err = peakRSS(seq.Process.Pid)
+	res.PeakRSSKiB, err = procStatus(seq.Process.Pid, "VmHWM:")
 	if err != nil {
 		return res, err
 	}
 	if res.CPU, err = cpuTime(seq.Process.Pid); err != nil {
 		return res, err
 	}
-	res.APICalls, err = apiCalls(metricsURL)
+	calls, err := metricSum(metricsURL, "rest_client_requests_total") // client-go's
+	res.APICalls = int(calls)
 	return res, err
 }
 
@@ -554,22 +555,6 @@ func waitCount(ctx context.Context, out io.Writer, what string, counter *atomic.
 		}
 	}
 	return nil
-}
-
-// peakRSS reads a process's peak resident set size (VmHWM) in KiB.
-func peakRSS(pid int) (int, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading the sequencer's memory: %w", err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			return strconv.Atoi(strings.Fields(v)[0])
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc status")
 }
 
 // cpuTime reads a process's user + system CPU time from /proc/<pid>/stat.
@@ -703,25 +688,30 @@ func eventLoss(line string) (string, bool) {
 	return "", false
 }
 
-// apiCalls sums client-go's rest_client_requests_total on the sequencer's
-// metrics endpoint.
-func apiCalls(url string) (int, error) {
+// metricSum sums the samples of the metric called name (every label set)
+// on a /metrics endpoint; an error when it has none.
+func metricSum(url, name string) (float64, error) {
 	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
 	if err != nil {
 		return 0, fmt.Errorf("reading the sequencer's metrics: %w", err)
 	}
 	defer resp.Body.Close()
-	total := 0.0
+	total, found := 0.0, false
 	s := bufio.NewScanner(resp.Body)
 	for s.Scan() {
 		line := s.Text()
-		if strings.HasPrefix(line, "rest_client_requests_total{") {
+		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " ")) {
 			fields := strings.Fields(line)
-			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-			if err == nil {
-				total += v
+			if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+				total, found = total+v, true
 			}
 		}
 	}
-	return int(total), s.Err()
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, fmt.Errorf("no %s at %s", name, url)
+	}
+	return total, nil
 }

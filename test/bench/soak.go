@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -304,9 +303,11 @@ func sample(ctx context.Context, st *stack, apiserver kubernetes.Interface) (soa
 		return s, nil, err
 	}
 	s.RSSMiB = float64(rss) / 1024
-	if s.Goroutines, err = gauge(st.metricsURL, "go_goroutines"); err != nil {
+	goroutines, err := metricSum(st.metricsURL, "go_goroutines")
+	if err != nil {
 		return s, nil, err
 	}
+	s.Goroutines = int(goroutines)
 	metrics, err := apiserver.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return s, nil, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
@@ -337,23 +338,6 @@ func procStatus(pid int, field string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc status", field)
-}
-
-// gauge reads an unlabelled gauge from a /metrics endpoint.
-func gauge(url, name string) (int, error) {
-	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return int(f), err
-		}
-	}
-	return 0, fmt.Errorf("no %s at %s", name, url)
 }
 
 // rolloutsDone counts the nodes Ready on a version other than the first:

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/gobuild"
 )
 
 // The health statuses Argo CD knows.
@@ -50,19 +51,7 @@ type Ignore struct {
 }
 
 // checker builds argocd-check from the test/argocd module, once.
-var checker = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "argocd-check-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "argocd-check")
-	build := exec.Command("go", "build", "-o", path, ".")
-	build.Dir = filepath.Join(controlplane.Root(), "test", "argocd")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building argocd-check (Argo CD's code): %v\n%s", err, out)
-	}
-	return path, nil
-})
+var checker = sync.OnceValues(func() (string, error) { return gobuild.Binary(filepath.Join("test", "argocd"), "argocd-check") })
 
 // call runs argocd-check with args, in encoded as JSON on its input, and
 // decodes its answer into out.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/medallia/express-sequencer/internal/golden"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/gobuild"
 	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
 
@@ -46,17 +47,7 @@ func reversed() map[string]any {
 // pluginBinary builds kubectl-express once, from its own module, as users
 // install it.
 var pluginBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "kubectl-express-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kubectl-express")
-	build := exec.Command("go", "build", "-o", path, ".")
-	build.Dir = filepath.Join(controlplane.Root(), "cmd", "kubectl-express")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building kubectl-express: %v\n%s", err, out)
-	}
-	return path, nil
+	return gobuild.Binary(filepath.Join("cmd", "kubectl-express"), "kubectl-express")
 })
 
 // express runs kubectl-express and returns its output, its errors and
