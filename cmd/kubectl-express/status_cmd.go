@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
+
+	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 func newStatusCommand(e *env) *cobra.Command {
@@ -69,6 +71,14 @@ terminal, in ASCII otherwise.`,
 			if all {
 				ns = ""
 			}
+			cfg, err := e.flags.ToRESTConfig()
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			fleetReader, err := sequencer.FleetReader(cfg, c)
+			if err != nil {
+				return err
+			}
 			ctx := contextOf(cmd)
 			orders, err := e.liveOrders(ctx, c)
 			if err != nil {
@@ -76,7 +86,7 @@ terminal, in ASCII otherwise.`,
 			}
 			view := func(ctx context.Context) (string, error) {
 				now := time.Now()
-				f, err := e.readFleet(ctx, c, ns, orders, sel, stuck, now)
+				f, err := e.readFleet(ctx, fleetReader, ns, orders, sel, stuck, now)
 				if err != nil {
 					return "", err
 				}

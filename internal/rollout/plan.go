@@ -105,6 +105,9 @@ type planner struct {
 	// letGo memoises the waitGraph with held nodes let go, before (false)
 	// and after (true) the releases of the pass are chosen.
 	letGo map[bool]waitGraph
+	// reqs memoises requirements: they depend only on the snapshot's
+	// nodes, which one pass does not change.
+	reqs map[reqsKey][]requirement
 	// ahead memoises recoversAheadOfAnyChange: it depends on the snapshot
 	// alone, and every round of findWaits and decideGated asks it.
 	ahead map[string]bool
@@ -129,12 +132,29 @@ func Plan(s *Snapshot) []Decision {
 
 func newPlanner(s *Snapshot) *planner {
 	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]map[string]bool{},
-		provisioning: map[string][]string{}, provisionedClosure: map[string]map[string]bool{}, letGo: map[bool]waitGraph{}, ahead: map[string]bool{}}
+		provisioning: map[string][]string{}, provisionedClosure: map[string]map[string]bool{}, letGo: map[bool]waitGraph{}, ahead: map[string]bool{}, reqs: map[reqsKey][]requirement{}}
 	for name := range s.Nodes {
 		p.names = append(p.names, name)
 	}
 	slices.Sort(p.names)
 	return p
+}
+
+type reqsKey struct {
+	name    string
+	upgrade bool
+}
+
+// requirements are the snapshot's, worked out once per node and mode. The
+// callers only read them.
+func (p *planner) requirements(name string, upgrade bool) []requirement {
+	k := reqsKey{name, upgrade}
+	r, ok := p.reqs[k]
+	if !ok {
+		r = p.Snapshot.requirements(name, upgrade)
+		p.reqs[k] = r
+	}
+	return r
 }
 
 // findWaits finds what every gated node and every recovering node waits for,

@@ -1,7 +1,10 @@
 package rollout
 
 import (
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -197,6 +200,7 @@ func FleetOf(read Objects, orders defaults.Orders, now time.Time, deadline time.
 	}
 	slices.Sort(namespaces)
 	var out []TenantProgress
+	var objects []*Objects
 	for _, namespace := range namespaces {
 		o := byNamespace[namespace]
 		nodes := map[string][]v2alpha1.Node{}
@@ -210,11 +214,23 @@ func FleetOf(read Objects, orders defaults.Orders, now time.Time, deadline time.
 		}
 		slices.Sort(clusters)
 		for _, cluster := range clusters {
-			t := Tenant{Namespace: namespace, ClusterName: cluster}
-			s := SnapshotOf(*o, t, orders, now)
-			s.ProgressDeadline, s.Grouping = deadline, grouping
-			out = append(out, TenantProgress{Tenant: t, Nodes: nodes[cluster], Progress: ProgressOf(s, Plan(s))})
+			out = append(out, TenantProgress{Tenant: Tenant{Namespace: namespace, ClusterName: cluster}, Nodes: nodes[cluster]})
+			objects = append(objects, o)
 		}
 	}
+	// Tenants are planned apart from each other, on every core: each
+	// reads only its own namespace's objects and writes only its own entry.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(out)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(out); i = int(next.Add(1)) - 1 {
+				s := SnapshotOf(*objects[i], out[i].Tenant, orders, now)
+				s.ProgressDeadline, s.Grouping = deadline, grouping
+				out[i].Progress = ProgressOf(s, Plan(s))
+			}
+		})
+	}
+	wg.Wait()
 	return out
 }

@@ -1,0 +1,138 @@
+package sequencer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// FleetReader reads as r does, except that Backends and Frontends are
+// listed by decoding each item as its bytes arrive. kube-apiserver serves a
+// custom resource only as JSON, encoding a list item by item, and a list of
+// every tenant's Frontends is tens of megabytes: decoded as it streams, the
+// decoding runs while kube-apiserver is still encoding, instead of after
+// it, and the body is scanned once instead of the four times a decode of
+// the whole body takes (its kind, its validity, its fields). Each list is
+// still one consistent LIST, as r's would be. The fleet view reads with it.
+func FleetReader(cfg *rest.Config, r client.Reader) (client.Reader, error) {
+	c := rest.CopyConfig(cfg)
+	c.APIPath = "/apis"
+	c.GroupVersion = &v2alpha1.GroupVersion
+	// Errors come as a metav1.Status, which client-go's codecs decode.
+	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	c.ContentType, c.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	rc, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("a REST client for %s: %w", v2alpha1.GroupVersion, err)
+	}
+	return &fleetReader{Reader: r, rest: rc}, nil
+}
+
+type fleetReader struct {
+	client.Reader
+	rest rest.Interface
+}
+
+// List streams Backends and Frontends and leaves other kinds to the
+// reader it wraps.
+func (f *fleetReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	switch l := list.(type) {
+	case *v2alpha1.BackendList:
+		return f.stream(ctx, "Backend", opts, func(body io.Reader) error { return decodeList(body, &l.ListMeta, &l.Items) })
+	case *v2alpha1.FrontendList:
+		return f.stream(ctx, "Frontend", opts, func(body io.Reader) error { return decodeList(body, &l.ListMeta, &l.Items) })
+	}
+	return f.Reader.List(ctx, list, opts...)
+}
+
+// stream lists kind with opts and decodes the response body as it comes.
+func (f *fleetReader) stream(ctx context.Context, kind string, opts []client.ListOption, decode func(io.Reader) error) error {
+	o := (&client.ListOptions{}).ApplyOptions(opts)
+	resource, _ := meta.UnsafeGuessKindToResource(v2alpha1.GroupVersion.WithKind(kind))
+	body, err := f.rest.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(resource.Resource).
+		VersionedParams(o.AsListOptions(), metav1.ParameterCodec).Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	return decode(body)
+}
+
+// decodeList decodes a list as it streams: its metadata, and each item
+// appended as soon as it has arrived. The API server's own encoding is
+// read, so encoding/json's decoder suits: its field names are exact.
+func decodeList[T any](r io.Reader, listMeta *metav1.ListMeta, items *[]T) error {
+	*listMeta, *items = metav1.ListMeta{}, nil // a list read into before holds only what this read finds
+	dec := json.NewDecoder(r)
+	if err := expect(dec, json.Delim('{')); err != nil {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("decoding the list: %w", err)
+		}
+		switch tok {
+		case "metadata":
+			if err := dec.Decode(listMeta); err != nil {
+				return fmt.Errorf("decoding the list's metadata: %w", err)
+			}
+		case "items":
+			if err := decodeItems(dec, items); err != nil {
+				return err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return fmt.Errorf("decoding the list's %v: %w", tok, err)
+			}
+		}
+	}
+	return expect(dec, json.Delim('}'))
+}
+
+func decodeItems[T any](dec *json.Decoder, items *[]T) error {
+	tok, err := dec.Token()
+	switch {
+	case err != nil:
+		return fmt.Errorf("decoding the list's items: %w", err)
+	case tok == nil: // "items": null
+		return nil
+	case tok != json.Delim('['):
+		return fmt.Errorf("decoding the list: found %v where the items belong", tok)
+	}
+	for dec.More() {
+		var item T
+		if err := dec.Decode(&item); err != nil {
+			return fmt.Errorf("decoding item %d of the list: %w", len(*items), err)
+		}
+		*items = append(*items, item)
+	}
+	return expect(dec, json.Delim(']'))
+}
+
+func expect(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("decoding the list: it ends before %q", want)
+		}
+		return fmt.Errorf("decoding the list: %w", err)
+	}
+	if tok != want {
+		return fmt.Errorf("decoding the list: found %v where %q belongs", strings.TrimSpace(fmt.Sprint(tok)), want)
+	}
+	return nil
+}
