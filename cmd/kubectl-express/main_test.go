@@ -119,11 +119,17 @@ func releaseRecorded(ctx context.Context, c client.Client, n v2alpha1.Node) erro
 // runningPod creates the node's pod for its current target, as the Express
 // operator does, with the given Ready status.
 func runningPod(ctx context.Context, c client.Client, n v2alpha1.Node, name string, ready corev1.ConditionStatus) error {
+	return runningPodOn(ctx, c, n, name, "", ready)
+}
+
+// runningPodOn is a pod of node n bound to machine (none: unbound), its
+// status Ready or not.
+func runningPodOn(ctx context.Context, c client.Client, n v2alpha1.Node, name, machine string, ready corev1.ConditionStatus) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: n.GetNamespace(), Labels: map[string]string{
 			v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelExpressVersion: n.NodeSpec().ExpressVersion,
 			v2alpha1.LabelTargetHash: n.GetAnnotations()[v2alpha1.AnnotationTargetHash]}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}},
+		Spec: corev1.PodSpec{NodeName: machine, Containers: []corev1.Container{{Name: "express", Image: "express"}}},
 	}
 	if err := c.Create(ctx, pod); err != nil {
 		return err

@@ -60,10 +60,10 @@ func statusFixtures(t *testing.T) {
 	if c.Get(ctx, client.ObjectKey{Name: "status-done"}, &existing) == nil {
 		return // made by an earlier test of this run
 	}
-	tenant := func(namespace string, edit func(key string, n v2alpha1.Node)) map[string]v2alpha1.Node {
+	tenantOf := func(namespace string, keys []string, edit func(key string, n v2alpha1.Node)) map[string]v2alpha1.Node {
 		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))
 		nodes := map[string]v2alpha1.Node{}
-		for _, key := range []string{"be", "fe1"} {
+		for _, key := range keys {
 			kind := v2alpha1.KindFrontend
 			if key == "be" {
 				kind = v2alpha1.KindBackend
@@ -78,6 +78,9 @@ func statusFixtures(t *testing.T) {
 			nodes[key] = n
 		}
 		return nodes
+	}
+	tenant := func(namespace string, edit func(key string, n v2alpha1.Node)) map[string]v2alpha1.Node {
+		return tenantOf(namespace, []string{"be", "fe1"}, edit)
 	}
 	releasedAndReady := func(n v2alpha1.Node) {
 		require.NoError(t, releaseRecorded(ctx, c, n))
@@ -99,6 +102,19 @@ func statusFixtures(t *testing.T) {
 		}
 	})
 	releasedAndReady(stuck["be"])
+
+	// Two Backends alone, released, each with a pod whose status says
+	// Ready: one on a machine that is there and Ready, one on a machine
+	// that is gone (its pod not yet deleted).
+	up := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "status-machine-up"}}
+	require.NoError(t, c.Create(ctx, up))
+	up.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	require.NoError(t, c.Status().Update(ctx, up))
+	for namespace, machine := range map[string]string{"status-on-machine": "status-machine-up", "status-machine-lost": "status-machine-gone"} {
+		be := tenantOf(namespace, []string{"be"}, func(string, v2alpha1.Node) {})["be"]
+		require.NoError(t, releaseRecorded(ctx, c, be))
+		require.NoError(t, runningPodOn(ctx, c, be, be.GetName()+"-0", machine, corev1.ConditionTrue))
+	}
 }
 
 // status -A on tenants in every state, read from a real API server (other
@@ -144,6 +160,9 @@ func TestStatusShowsEveryTenantOfTheFleet(t *testing.T) {
 		"status-held":  {"held", 2, 1, "t-fe1", v2alpha1.ReasonRolloutPaused, ""},
 		ns:             {"rolling", 4, 0, "acme-be", v2alpha1.ReasonWaitingForPrerequisite, "acme-fe1"}, // upgrade order fe1, fe2 (down), be
 		"status-done":  {"done", 2, 2, "", "", ""},
+		// Read with one LIST of the cluster's machines.
+		"status-on-machine":   {"done", 1, 1, "", "", ""},
+		"status-machine-lost": {"rolling", 1, 0, "", "", ""},
 	} {
 		s, ok := byNamespace[namespace]
 		if !assert.True(t, ok, "tenant of %s listed: %s", namespace, out) {
@@ -165,6 +184,15 @@ func TestStatusShowsEveryTenantOfTheFleet(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"acme-fe1"}, byNamespace[ns].Rolling, "fe1 released and rolling")
+	for _, namespace := range []string{"status-on-machine", "status-machine-lost"} {
+		out, _, err := run(t, "", "status", "-n", namespace, "--kubeconfig", kubeconfig, "-o", "json")
+		require.NoError(t, err)
+		var one fleet
+		require.NoError(t, json.Unmarshal([]byte(out), &one), out)
+		if assert.Len(t, one.Tenants, 1, namespace) {
+			assert.Equal(t, byNamespace[namespace], one.Tenants[0], "a namespace's view, reading its machines by name, says what -A says")
+		}
+	}
 
 	out, _, err = run(t, "", "status", "-A", "--kubeconfig", kubeconfig)
 	require.NoError(t, err)

@@ -185,7 +185,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	if err := g.Wait(); err != nil {
 		return rollout.Objects{}, err
 	}
-	lost, err := lostMachines(ctx, r, pods.Items)
+	lost, err := lostMachines(ctx, r, pods.Items, namespace == "")
 	if err != nil {
 		return rollout.Objects{}, err
 	}
@@ -199,16 +199,23 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 // Node object is gone), or the node lifecycle controller marks them (its
 // grace period after the last heartbeat): a recreated pod of a later node
 // must not start before them. A sequencer that may not read Nodes (RBAC
-// get on nodes) logs it once and takes the pods as they are.
-func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod) (map[string]bool, error) {
+// get on nodes) logs it once and takes the pods as they are. With listAll
+// (the fleet view, whose pods run on any machine of the cluster) the
+// Nodes are listed once instead.
+func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listAll bool) (map[string]bool, error) {
 	var names []string
+	seen := map[string]bool{}
 	for i := range pods {
 		ready := pods[i].DeletionTimestamp == nil && slices.ContainsFunc(pods[i].Status.Conditions, func(c corev1.PodCondition) bool {
 			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
 		})
-		if m := pods[i].Spec.NodeName; m != "" && ready && !slices.Contains(names, m) {
+		if m := pods[i].Spec.NodeName; m != "" && ready && !seen[m] {
+			seen[m] = true
 			names = append(names, m)
 		}
+	}
+	if listAll && len(names) > 0 {
+		return listLostMachines(ctx, r, names)
 	}
 	lost := make([]bool, len(names))
 	var g errgroup.Group
@@ -239,6 +246,38 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod) (map[
 	var out map[string]bool
 	for i, name := range names {
 		if lost[i] {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = true
+		}
+	}
+	return out, nil
+}
+
+// listLostMachines lists the Nodes once and returns those of names that
+// are gone or not Ready.
+func listLostMachines(ctx context.Context, r client.Reader, names []string) (map[string]bool, error) {
+	var machines corev1.NodeList
+	err := r.List(ctx, &machines)
+	switch {
+	case apierrors.IsForbidden(err):
+		nodesForbidden.Do(func() {
+			log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: Nodes may not be listed (RBAC list on nodes)")
+		})
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	ready := map[string]bool{}
+	for _, m := range machines.Items {
+		ready[m.Name] = slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
+	}
+	var out map[string]bool
+	for _, name := range names {
+		if !ready[name] {
 			if out == nil {
 				out = map[string]bool{}
 			}
