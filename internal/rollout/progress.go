@@ -220,10 +220,18 @@ func FleetOf(read Objects, orders defaults.Orders, now time.Time, deadline time.
 	}
 	// Tenants are planned apart from each other, on every core: each
 	// reads only its own namespace's objects and writes only its own entry.
+	// A panic in one is raised again in the caller's goroutine, where it
+	// can be recovered.
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var panicked atomic.Pointer[any]
 	for range min(runtime.GOMAXPROCS(0), len(out)) {
 		wg.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					panicked.CompareAndSwap(nil, &v)
+				}
+			}()
 			for i := int(next.Add(1)) - 1; i < len(out); i = int(next.Add(1)) - 1 {
 				s := SnapshotOf(*objects[i], out[i].Tenant, orders, now)
 				s.ProgressDeadline, s.Grouping = deadline, grouping
@@ -232,5 +240,8 @@ func FleetOf(read Objects, orders defaults.Orders, now time.Time, deadline time.
 		})
 	}
 	wg.Wait()
+	if v := panicked.Load(); v != nil {
+		panic(*v)
+	}
 	return out
 }

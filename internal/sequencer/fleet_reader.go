@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsjson "sigs.k8s.io/json"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -22,10 +25,10 @@ import (
 // listed by decoding each item as its bytes arrive. kube-apiserver serves a
 // custom resource only as JSON, encoding a list item by item, and a list of
 // every tenant's Frontends is tens of megabytes: decoded as it streams, the
-// decoding runs while kube-apiserver is still encoding, instead of after
-// it, and the body is scanned once instead of the four times a decode of
-// the whole body takes (its kind, its validity, its fields). Each list is
-// still one consistent LIST, as r's would be. The fleet view reads with it.
+// decoding runs while kube-apiserver is still encoding the rest, instead
+// of after the whole body has arrived, and the body's kind is not found by
+// a decode of its own first. Each list is still one consistent LIST, as
+// r's would be. The fleet view reads with it.
 func FleetReader(cfg *rest.Config, r client.Reader) (client.Reader, error) {
 	c := rest.CopyConfig(cfg)
 	c.APIPath = "/apis"
@@ -50,18 +53,44 @@ type fleetReader struct {
 func (f *fleetReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	switch l := list.(type) {
 	case *v2alpha1.BackendList:
-		return f.stream(ctx, "Backend", opts, func(body io.Reader) error { return decodeList(body, &l.ListMeta, &l.Items) })
+		return f.stream(ctx, v2alpha1.KindBackend, opts, func(body io.Reader) error {
+			return decodeList(body, v2alpha1.KindBackend+"List", &l.ListMeta, &l.Items)
+		})
 	case *v2alpha1.FrontendList:
-		return f.stream(ctx, "Frontend", opts, func(body io.Reader) error { return decodeList(body, &l.ListMeta, &l.Items) })
+		return f.stream(ctx, v2alpha1.KindFrontend, opts, func(body io.Reader) error {
+			return decodeList(body, v2alpha1.KindFrontend+"List", &l.ListMeta, &l.Items)
+		})
 	}
 	return f.Reader.List(ctx, list, opts...)
 }
 
+// streamAttempts bounds how often a list whose connection broke is read
+// again, as client-go's own requests are retried.
+const streamAttempts = 5
+
 // stream lists kind with opts and decodes the response body as it comes.
+// A connection that breaks — before the response or in the middle of its
+// body: kube-apiserver restarting, a load balancer dropping it — is tried
+// again after a second, reading the whole list again.
 func (f *fleetReader) stream(ctx context.Context, kind string, opts []client.ListOption, decode func(io.Reader) error) error {
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	resource, _ := meta.UnsafeGuessKindToResource(v2alpha1.GroupVersion.WithKind(kind))
-	body, err := f.rest.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(resource.Resource).
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = f.streamOnce(ctx, resource.Resource, o, decode)
+		if err == nil || !brokenConnection(err) || attempt == streamAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (f *fleetReader) streamOnce(ctx context.Context, resource string, o *client.ListOptions, decode func(io.Reader) error) error {
+	body, err := f.rest.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(resource).
 		VersionedParams(o.AsListOptions(), metav1.ParameterCodec).Stream(ctx)
 	if err != nil {
 		return err
@@ -70,23 +99,36 @@ func (f *fleetReader) stream(ctx context.Context, kind string, opts []client.Lis
 	return decode(body)
 }
 
-// decodeList decodes a list as it streams: its metadata, and each item
-// appended as soon as it has arrived. The API server's own encoding is
-// read, so encoding/json's decoder suits: its field names are exact.
-func decodeList[T any](r io.Reader, listMeta *metav1.ListMeta, items *[]T) error {
+// brokenConnection reports whether err is a connection that broke, not an
+// answer: what client-go tries again.
+func brokenConnection(err error) bool {
+	return utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// decodeList decodes a list of kind as it streams: its metadata, and each
+// item appended as soon as it has arrived. Each item is decoded as
+// client-go decodes objects, its field names matched exactly
+// (sigs.k8s.io/json).
+func decodeList[T any](r io.Reader, kind string, listMeta *metav1.ListMeta, items *[]T) error {
 	*listMeta, *items = metav1.ListMeta{}, nil // a list read into before holds only what this read finds
 	dec := json.NewDecoder(r)
 	if err := expect(dec, json.Delim('{')); err != nil {
 		return err
 	}
+	var found string
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return fmt.Errorf("decoding the list: %w", err)
 		}
 		switch tok {
+		case "kind":
+			if err := dec.Decode(&found); err != nil {
+				return fmt.Errorf("decoding the list's kind: %w", err)
+			}
 		case "metadata":
-			if err := dec.Decode(listMeta); err != nil {
+			if err := decodeValue(dec, listMeta); err != nil {
 				return fmt.Errorf("decoding the list's metadata: %w", err)
 			}
 		case "items":
@@ -100,7 +142,22 @@ func decodeList[T any](r io.Reader, listMeta *metav1.ListMeta, items *[]T) error
 			}
 		}
 	}
-	return expect(dec, json.Delim('}'))
+	if err := expect(dec, json.Delim('}')); err != nil {
+		return err
+	}
+	if found != kind {
+		return fmt.Errorf("decoding the list: the response is a %q, not a %s", found, kind)
+	}
+	return nil
+}
+
+// decodeValue decodes the next value into v with exact field names.
+func decodeValue(dec *json.Decoder, v any) error {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	return sigsjson.UnmarshalCaseSensitivePreserveInts(raw, v)
 }
 
 func decodeItems[T any](dec *json.Decoder, items *[]T) error {
@@ -115,7 +172,7 @@ func decodeItems[T any](dec *json.Decoder, items *[]T) error {
 	}
 	for dec.More() {
 		var item T
-		if err := dec.Decode(&item); err != nil {
+		if err := decodeValue(dec, &item); err != nil {
 			return fmt.Errorf("decoding item %d of the list: %w", len(*items), err)
 		}
 		*items = append(*items, item)

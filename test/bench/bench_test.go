@@ -28,6 +28,16 @@ func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	assert.Contains(t, out.String(), "Frontend create (dry run)", "the webhook cost with and without them is measured")
 }
 
+// -fleet-view-only provisions the tenants and times the fleet view on them:
+// every tenant listed and done.
+func TestTheBenchmarkTimesTheFleetViewAlone(t *testing.T) {
+	var out bytes.Buffer
+	err := runFleetView(options{tenants: 3, nodes: 3, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, rolloutID: true, recheckReleases: true, concurrency: 4, statefulSets: true}, &out)
+	require.NoError(t, err, out.String())
+	assert.Regexp(t, `fleet view \(kubectl express status -A\), medians of 5 rounds: 3 tenants, 3 done, in \d`, out.String())
+	assert.Regexp(t, `decoded whole \d.*decodes nothing \d`, out.String())
+}
+
 // A config-only change (configChangeset) is rolled in the same order, and
 // the condition writes are broken down by reason; all pods of both tenants
 // deleted at once recover in the provisioning order.

@@ -75,6 +75,8 @@ type options struct {
 	// limit there (its own default is 20 requests/s, burst 30).
 	cluster       bool
 	controllerQPS int
+	// fleetViewOnly: provision the tenants, time the fleet view, stop.
+	fleetViewOnly bool
 	// recheckReleases: express-sequencer's --recheck-releases.
 	recheckReleases bool
 }
@@ -119,9 +121,12 @@ func main() {
 	flag.DurationVar(&so.every, "soak-every", time.Minute, "With -soak: how often to sample.")
 	flag.DurationVar(&so.quiet, "soak-quiet", time.Minute, "With -soak: how long to watch the settled fleet for writes.")
 	flag.StringVar(&so.plot, "soak-plot", "", "With -soak: write a PNG plot of the samples to this file.")
+	flag.BoolVar(&o.fleetViewOnly, "fleet-view-only", false, "Only create the tenants and, once they are provisioned, time the fleet view (kubectl express status -A); no upgrade.")
 	flag.Parse()
 	var err error
-	if so.duration > 0 {
+	if o.fleetViewOnly {
+		err = runFleetView(o, os.Stdout)
+	} else if so.duration > 0 {
 		if o.rate <= 0 {
 			o.rate = 2
 		}
@@ -229,9 +234,7 @@ func run(o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB\n", res.PeakRSSKiB/1024)
 	fmt.Fprintf(out, "  sequencer CPU time:      %s (of %s wall clock for both phases)\n", res.CPU.Round(time.Second), (res.Provision + res.Upgrade).Round(time.Second))
-	fv := res.FleetView
-	fmt.Fprintf(out, "  fleet view (kubectl express status -A): %d tenants, %d done, in %s (one LIST per kind %s, planning %s); the same LISTs decoded whole %s; kube-apiserver serving them to a reader that decodes nothing %s\n",
-		fv.Tenants, fv.Done, (fv.Read + fv.Plan).Round(time.Millisecond), fv.Read.Round(time.Millisecond), fv.Plan.Round(time.Millisecond), fv.WholeRead.Round(time.Millisecond), fv.Serving.Round(time.Millisecond))
+	reportFleetView(out, res.FleetView)
 	if o.slowest > 0 {
 		idx := make([]int, len(res.Latencies))
 		for i := range idx {
