@@ -48,6 +48,11 @@ func runFleetView(o options, out io.Writer) error {
 	if err := waitCount(ctx, out, "provisioned", st.rec.ready[phase(v1, "")], int64(o.tenants*o.nodes)); err != nil {
 		return err
 	}
+	// As after an upgrade: once the sequencer's last conditions and Events
+	// of the provisioning are written.
+	if _, err := settledWrites(ctx, st.metricsURL); err != nil {
+		return err
+	}
 	res, err := measureFleetView(ctx, st.cfg, st.c, o.tenants)
 	if err != nil {
 		return err
