@@ -329,13 +329,7 @@ func (b *syncBuffer) String() string {
 // plan -w prints the plan again when the tenant changes, from a watch.
 func TestPlanWatchPrintsTheChange(t *testing.T) {
 	kubeconfig := cluster(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out syncBuffer
-	cmd := newRootCommand(strings.NewReader(""), &out, &out)
-	cmd.SetArgs([]string{"plan", "acme", "-w", "--kubeconfig", kubeconfig, "-n", ns, "--settle-time=0"})
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
+	out, stop := watching(t, "plan", "acme", "-w", "--kubeconfig", kubeconfig, "-n", ns, "--settle-time=0")
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Tenant acme") }, 10*time.Second, 20*time.Millisecond)
 	require.NotContains(t, out.String(), "\n--- ")
 
@@ -347,12 +341,29 @@ func TestPlanWatchPrintsTheChange(t *testing.T) {
 		i := strings.Index(s, "\n--- ")
 		return i >= 0 && strings.Contains(s[i:], "held by express.medallia.com/pause-rollout")
 	}, 10*time.Second, 20*time.Millisecond, "the paused fe4 is printed: %s", out.String())
-	cancel()
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("plan -w did not stop when its context ended")
+	stop()
+}
+
+// watching runs a command that watches (-w) until stop, which checks that
+// it ends when its context does, without an error.
+func watching(t *testing.T, args ...string) (out *syncBuffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	out = &syncBuffer{}
+	cmd := newRootCommand(strings.NewReader(""), out, out)
+	cmd.SetArgs(args)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	return out, func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not stop when its context ended", strings.Join(args, " "))
+		}
 	}
 }
 

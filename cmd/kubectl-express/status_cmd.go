@@ -46,10 +46,12 @@ States:
   rolling  a released rollout or a recovery is under way
   done     every live node is released and Ready on its target
 
--w prints the view again whenever a Backend, Frontend or Express pod
-changes (a watch; with -A once the changes have paused for a second), and
-every 15 s for holds that end with time alone. Bars are drawn in block characters on a
-terminal, in ASCII otherwise.`,
+-w reads each kind once into an informer that its watch keeps current, and
+prints the view again from there whenever a Backend, Frontend, Express
+pod, StatefulSet or machine changes (with -A once the changes have paused
+for a second), and every 15 s for holds that end with time alone: drawing
+it again costs the API server nothing. Bars are drawn in block characters
+on a terminal, in ASCII otherwise.`,
 		Example: `  kubectl express status -n tenant-123634-prod
   kubectl express status -A --stuck
   kubectl express status -A -l express.medallia.com/source-deployer=argocd -o wide
@@ -76,18 +78,30 @@ terminal, in ASCII otherwise.`,
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
 			}
-			fleetReader, err := sequencer.FleetReader(cfg, c)
-			if err != nil {
-				return err
-			}
 			ctx := contextOf(cmd)
 			orders, err := e.liveOrders(ctx, c)
 			if err != nil {
 				return err
 			}
+			reader, err := sequencer.FleetReader(cfg, c)
+			if err != nil {
+				return err
+			}
+			events := make(chan struct{}, 1)
+			if watch {
+				reader, err = startFleetCache(ctx, cfg, c, ns, func() {
+					select {
+					case events <- struct{}{}:
+					default:
+					}
+				})
+				if err != nil {
+					return err
+				}
+			}
 			view := func(ctx context.Context) (string, error) {
 				now := time.Now()
-				f, err := e.readFleet(ctx, fleetReader, ns, orders, sel, stuck, now)
+				f, err := e.readFleet(ctx, reader, ns, orders, sel, stuck, now)
 				if err != nil {
 					return "", err
 				}
@@ -101,13 +115,13 @@ terminal, in ASCII otherwise.`,
 			if !watch {
 				return nil
 			}
-			// Across the cluster, every pod's change would read the
-			// whole fleet again: a burst settles for a second first.
+			// A burst of changes settles first, across the cluster for a
+			// second: one change prints once.
 			settle := 100 * time.Millisecond
 			if all {
 				settle = time.Second
 			}
-			return e.watchPlan(ctx, ns, text, settle, 15*time.Second, view)
+			return e.redrawOn(ctx, events, nil, text, settle, 15*time.Second, view)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Every namespace's tenants.")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -230,4 +231,53 @@ func TestStatusNarrowsToANamespaceStuckTenantsOrASelector(t *testing.T) {
 	assert.ErrorContains(t, err, `-o "mermaid": want wide, json or yaml`)
 	_, _, err = run(t, "", "status", "--kubeconfig", kubeconfig, "-l", "a in (b")
 	assert.ErrorContains(t, err, `-l "a in (b"`)
+}
+
+// status -w draws the view again from its informers when something it
+// reads changes: here the machine a Backend's Ready pod runs on is deleted,
+// and the tenant done a moment ago is shown rolling, its pod no longer
+// counted Ready. In one namespace and across the cluster.
+func TestStatusWatchDrawsAChangeFromItsInformers(t *testing.T) {
+	kubeconfig := cluster(t)
+	ctx := context.Background()
+	c := shared.Get(t).Client
+	for name, all := range map[string]bool{"n": false, "a": true} {
+		t.Run(name, func(t *testing.T) {
+			namespace, machine := "status-watch-"+name, "status-watch-machine-"+name
+			require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))
+			m := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: machine}}
+			require.NoError(t, c.Create(ctx, m))
+			m.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+			require.NoError(t, c.Status().Update(ctx, m))
+			be := v2alpha1.NewNode(v2alpha1.KindBackend)
+			be.SetName("t-be")
+			be.SetNamespace(namespace)
+			*be.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "t"}, ExpressVersion: "express-e689.151"}
+			require.NoError(t, c.Create(ctx, be))
+			require.NoError(t, releaseRecorded(ctx, c, be))
+			require.NoError(t, runningPodOn(ctx, c, be, "t-be-0", machine, corev1.ConditionTrue))
+
+			args := []string{"status", "-w", "--kubeconfig", kubeconfig, "-n", namespace}
+			row := `(?m)^t +`
+			if all {
+				args = []string{"status", "-w", "--kubeconfig", kubeconfig, "-A"}
+				row = `(?m)^` + namespace + ` +t +`
+			}
+			out, stop := watching(t, args...)
+			require.Eventually(t, func() bool { return regexp.MustCompile(row + `\[#+\] 1/1 +done`).MatchString(out.String()) },
+				10*time.Second, 20*time.Millisecond, "%s", out.String())
+
+			// Past the redraw the informers' first adds ask for (a second
+			// with -A), so that only the machine's deletion can draw the
+			// view again.
+			time.Sleep(2 * time.Second)
+			require.NoError(t, c.Delete(ctx, m))
+			require.Eventually(t, func() bool {
+				s := out.String()
+				i := strings.LastIndex(s, "\n--- ")
+				return i >= 0 && regexp.MustCompile(row+`\[\.+\] 0/1 +rolling`).MatchString(s[i:])
+			}, 10*time.Second, 20*time.Millisecond, "the tenant whose machine is gone is drawn again: %s", out.String())
+			stop()
+		})
+	}
 }

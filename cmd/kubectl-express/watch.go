@@ -55,32 +55,7 @@ func (e *env) watchPlan(ctx context.Context, ns, last string, settle, every time
 			}
 		}()
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-errs:
-			return err
-		case <-events:
-			// Let a burst of events settle, so one change prints once.
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(settle):
-			}
-		case <-tick.C:
-		}
-		text, err := plan(ctx)
-		if err != nil {
-			return err
-		}
-		if text != last {
-			fmt.Fprintf(e.out, "\n--- %s\n%s", time.Now().Format(time.TimeOnly), text)
-			last = text
-		}
-	}
+	return e.redrawOn(ctx, events, errs, last, settle, every, plan)
 }
 
 func podList() client.ObjectList { return &corev1.PodList{} }

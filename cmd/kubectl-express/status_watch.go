@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/scheme"
+)
+
+// fleetCache is what status -w reads the fleet from: an informer of each
+// kind the view reads, filled by one LIST and kept current by its watch,
+// so that drawing the view again costs kube-apiserver nothing — where
+// reading the fleet again for every burst of changes would list tens of
+// megabytes a second during a fleet-wide rollout. Kinds this user may not
+// list (StatefulSets, Nodes) are answered with the API server's Forbidden,
+// as a read straight from it would be, instead of an informer that never
+// fills.
+type fleetCache struct {
+	cache.Cache
+	forbidden map[string]error
+}
+
+// startFleetCache starts the informers of namespace ns (every namespace
+// when empty), calls changed on each event, and returns once every
+// informer holds its first LIST.
+func startFleetCache(ctx context.Context, cfg *rest.Config, c client.Reader, ns string, changed func()) (client.Reader, error) {
+	express, err := labels.NewRequirement(v2alpha1.LabelNode, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	opts := cache.Options{
+		Scheme:           scheme.New(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: labels.NewSelector().Add(*express)}},
+	}
+	if ns != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	}
+	fc := &fleetCache{forbidden: map[string]error{}}
+	if fc.Cache, err = cache.New(cfg, opts); err != nil {
+		return nil, err
+	}
+	objects := []client.Object{&v2alpha1.Backend{}, &v2alpha1.Frontend{}, &corev1.Pod{}}
+	for _, probe := range []struct {
+		obj  client.Object
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{&appsv1.StatefulSet{}, &appsv1.StatefulSetList{}, []client.ListOption{client.InNamespace(ns), client.Limit(1)}},
+		{&corev1.Node{}, &corev1.NodeList{}, []client.ListOption{client.Limit(1)}},
+	} {
+		switch err := c.List(ctx, probe.list, probe.opts...); {
+		case apierrors.IsForbidden(err):
+			fc.forbidden[fmt.Sprintf("%T", probe.list)] = err
+			fc.forbidden[fmt.Sprintf("%T", probe.obj)] = err
+		case err != nil:
+			return nil, err
+		default:
+			objects = append(objects, probe.obj)
+		}
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { changed() },
+		UpdateFunc: func(any, any) { changed() },
+		DeleteFunc: func(any) { changed() },
+	}
+	for _, obj := range objects {
+		informer, err := fc.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := informer.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+	}
+	go func() { _ = fc.Start(ctx) }()
+	if !fc.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("reading %s into a cache: %w", where(ns), context.Cause(ctx))
+	}
+	return fc, nil
+}
+
+func (f *fleetCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := f.forbidden[fmt.Sprintf("%T", list)]; err != nil {
+		return err
+	}
+	return f.Cache.List(ctx, list, opts...)
+}
+
+func (f *fleetCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := f.forbidden[fmt.Sprintf("%T", obj)]; err != nil {
+		return err
+	}
+	return f.Cache.Get(ctx, key, obj, opts...)
+}
+
+// redrawOn prints the view again each time it changes: once a burst of
+// events has settled for settle, and every every (holds that end with time
+// alone: a settle time, a progress deadline), until ctx ends or errs
+// reports.
+func (e *env) redrawOn(ctx context.Context, events <-chan struct{}, errs <-chan error, last string, settle, every time.Duration, view func(context.Context) (string, error)) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errs:
+			return err
+		case <-events:
+			// Let a burst of events settle, so one change prints once.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(settle):
+			}
+		case <-tick.C:
+		}
+		text, err := view(ctx)
+		if err != nil {
+			return err
+		}
+		if text != last {
+			fmt.Fprintf(e.out, "\n--- %s\n%s", time.Now().Format(time.TimeOnly), text)
+			last = text
+		}
+	}
+}
