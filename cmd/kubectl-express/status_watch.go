@@ -52,6 +52,22 @@ func startFleetCache(ctx context.Context, cfg *rest.Config, c client.Reader, ns 
 	if fc.Cache, err = cache.New(cfg, opts); err != nil {
 		return nil, err
 	}
+	// An informer of a kind this user may not list would never fill: each
+	// kind is listed once first (one item), and what the view cannot do
+	// without fails here as a read straight from the API server would.
+	for _, required := range []struct {
+		what string
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{"Backends", &v2alpha1.BackendList{}, []client.ListOption{client.InNamespace(ns), client.Limit(1)}},
+		{"Frontends", &v2alpha1.FrontendList{}, []client.ListOption{client.InNamespace(ns), client.Limit(1)}},
+		{"the Express pods", &corev1.PodList{}, []client.ListOption{client.InNamespace(ns), client.HasLabels{v2alpha1.LabelNode}, client.Limit(1)}},
+	} {
+		if err := c.List(ctx, required.list, required.opts...); err != nil {
+			return nil, fmt.Errorf("listing %s in %s: %w", required.what, where(ns), err)
+		}
+	}
 	objects := []client.Object{&v2alpha1.Backend{}, &v2alpha1.Frontend{}, &corev1.Pod{}}
 	for _, probe := range []struct {
 		obj  client.Object
@@ -87,7 +103,7 @@ func startFleetCache(ctx context.Context, cfg *rest.Config, c client.Reader, ns 
 	}
 	go func() { _ = fc.Start(ctx) }()
 	if !fc.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("reading %s into a cache: %w", where(ns), context.Cause(ctx))
+		return nil, fmt.Errorf("reading %s into a cache: %w", where(ns), ctx.Err())
 	}
 	return fc, nil
 }
