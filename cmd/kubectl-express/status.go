@@ -61,7 +61,8 @@ type fleet struct {
 var stateRank = []rollout.TenantState{rollout.Stuck, rollout.Held, rollout.Rolling, rollout.Done}
 
 // readFleet reads namespace ns (every namespace when empty) with one LIST
-// per kind and sums up each tenant with the sequencer's own Plan. Only
+// per kind from c (the API server, or status -w's informers) and sums up
+// each tenant with the sequencer's own Plan. Only
 // tenants one of whose nodes matches selector are kept, and with stuckOnly
 // only stuck ones.
 func (e *env) readFleet(ctx context.Context, c client.Reader, ns string, orders defaults.Orders, selector labels.Selector, stuckOnly bool, now time.Time) (fleet, error) {

@@ -46,11 +46,13 @@ States:
   rolling  a released rollout or a recovery is under way
   done     every live node is released and Ready on its target
 
--w reads each kind once into an informer that its watch keeps current, and
-prints the view again from there whenever a Backend, Frontend, Express
-pod, StatefulSet or machine changes (with -A once the changes have paused
-for a second), and every 15 s for holds that end with time alone: drawing
-it again costs the API server nothing. Bars are drawn in block characters
+-w reads each kind once into an informer that its watch keeps current (the
+machines too, in a namespace as well), and prints the view again from there
+after a change to a Backend, Frontend, Express pod, their StatefulSet or a
+machine's readiness (0.1 s after the first change of a burst, 1 s with -A),
+and every 15 s for holds that end with time alone: drawing it again costs
+the API server nothing. It needs watch as well as list; a watch refused
+ends it with the API server's answer. Bars are drawn in block characters
 on a terminal, in ASCII otherwise.`,
 		Example: `  kubectl express status -n tenant-123634-prod
   kubectl express status -A --stuck
@@ -88,8 +90,13 @@ on a terminal, in ASCII otherwise.`,
 				return err
 			}
 			events := make(chan struct{}, 1)
+			var refused <-chan error
 			if watch {
-				reader, err = startFleetCache(ctx, cfg, c, ns, func() {
+				// The informers end when the command does.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				reader, refused, err = startFleetCache(ctx, cfg, c, ns, func() {
 					select {
 					case events <- struct{}{}:
 					default:
@@ -121,7 +128,7 @@ on a terminal, in ASCII otherwise.`,
 			if all {
 				settle = time.Second
 			}
-			return e.redrawOn(ctx, events, nil, text, settle, 15*time.Second, view)
+			return e.redrawOn(ctx, events, refused, text, settle, 15*time.Second, view)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Every namespace's tenants.")

@@ -127,9 +127,10 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	return s, nil
 }
 
-// ReadNamespace reads, straight from the API server, what the sequencer
-// plans on in a namespace — in every namespace when it is empty — with one
-// LIST per kind: the fleet view's read.
+// ReadNamespace reads what the sequencer plans on in a namespace — in every
+// namespace when it is empty — with one LIST per kind from r: the fleet
+// view's read, straight from the API server (or, for status -w, from its
+// informers).
 func ReadNamespace(ctx context.Context, r client.Reader, namespace string) (rollout.Objects, error) {
 	return freshReads(ctx, r, namespace)
 }
