@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/medallia/express-sequencer/internal/sequencer"
@@ -85,13 +86,14 @@ on a terminal, in ASCII otherwise.`,
 			if err != nil {
 				return err
 			}
-			reader, err := sequencer.FleetReader(cfg, c)
-			if err != nil {
-				return err
-			}
+			var reader client.Reader
 			events := make(chan struct{}, 1)
 			var refused <-chan error
-			if watch {
+			if !watch {
+				if reader, err = sequencer.FleetReader(cfg, c); err != nil {
+					return err
+				}
+			} else {
 				// The informers end when the command does.
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)

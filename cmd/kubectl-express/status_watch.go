@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -204,37 +203,4 @@ func (f *fleetCache) Get(ctx context.Context, key client.ObjectKey, obj client.O
 		return err
 	}
 	return f.Cache.Get(ctx, key, obj, opts...)
-}
-
-// redrawOn prints the view again each time it changes: once a burst of
-// events has settled for settle, and every every (holds that end with time
-// alone: a settle time, a progress deadline), until ctx ends or errs
-// reports.
-func (e *env) redrawOn(ctx context.Context, events <-chan struct{}, errs <-chan error, last string, settle, every time.Duration, view func(context.Context) (string, error)) error {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-errs:
-			return err
-		case <-events:
-			// Let a burst of events settle, so one change prints once.
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(settle):
-			}
-		case <-tick.C:
-		}
-		text, err := view(ctx)
-		if err != nil {
-			return err
-		}
-		if text != last {
-			fmt.Fprintf(e.out, "\n--- %s\n%s", time.Now().Format(time.TimeOnly), text)
-			last = text
-		}
-	}
 }

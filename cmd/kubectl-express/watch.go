@@ -58,6 +58,39 @@ func (e *env) watchPlan(ctx context.Context, ns, last string, settle, every time
 	return e.redrawOn(ctx, events, errs, last, settle, every, plan)
 }
 
+// redrawOn prints the view again each time it changes: once a burst of
+// events has settled for settle, and every every (holds that end with time
+// alone: a settle time, a progress deadline), until ctx ends or errs
+// reports.
+func (e *env) redrawOn(ctx context.Context, events <-chan struct{}, errs <-chan error, last string, settle, every time.Duration, view func(context.Context) (string, error)) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errs:
+			return err
+		case <-events:
+			// Let a burst of events settle, so one change prints once.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(settle):
+			}
+		case <-tick.C:
+		}
+		text, err := view(ctx)
+		if err != nil {
+			return err
+		}
+		if text != last {
+			fmt.Fprintf(e.out, "\n--- %s\n%s", time.Now().Format(time.TimeOnly), text)
+			last = text
+		}
+	}
+}
+
 func podList() client.ObjectList { return &corev1.PodList{} }
 
 // where names namespace ns in a message: every namespace when empty.

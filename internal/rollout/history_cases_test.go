@@ -2,11 +2,14 @@ package rollout_test
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -162,6 +165,15 @@ func notReleased(t *testing.T, h []rollout.TenantRollout, node string) {
 	}
 }
 
+// settledTenant is a tenant created with rollout-id id, rolled, and left
+// alone for a minute.
+func settledTenant(t *testing.T, id string) *rc {
+	c := newRC(t)
+	createTenant(c, id)
+	c.tick(time.Minute)
+	return c
+}
+
 func createTenant(c *rc, id string) {
 	for _, k := range []string{"be", "fe1", "fe2", "fe3"} {
 		c.write(k, "v1-"+k, id, true)
@@ -172,9 +184,7 @@ func createTenant(c *rc, id string) {
 // The chart renders one rollout-id on every node; a frontend-only change
 // (r2) changes fe1's target only, but every node's rollout-id.
 func TestHistoryKeepsTheRolloutIDANodeWasChangedWithNotTheOneRenderedSince(t *testing.T) {
-	c := newRC(t)
-	createTenant(c, "r1")
-	c.tick(time.Minute)
+	c := settledTenant(t, "r1")
 	for _, k := range []string{"be", "fe1", "fe2", "fe3"} {
 		h := c.hash["acme-"+k]
 		if k == "fe1" {
@@ -194,9 +204,7 @@ func TestHistoryKeepsTheRolloutIDANodeWasChangedWithNotTheOneRenderedSince(t *te
 // A rollout superseded while a node was rolling (released, not Ready
 // yet): that rollout is over, not under way.
 func TestHistoryEndsARolloutReplacedWhileANodeWasRolling(t *testing.T) {
-	c := newRC(t)
-	createTenant(c, "")
-	c.tick(time.Minute)
+	c := settledTenant(t, "")
 	c.write("fe1", "v2", "", true)
 	c.tick(time.Second)
 	c.release("fe1") // rolling v2, not Ready
@@ -216,25 +224,18 @@ func TestHistoryEndsARolloutReplacedWhileANodeWasRolling(t *testing.T) {
 // A node brought back up (up false -> true) with its target unchanged:
 // gated again, not released yet.
 func TestHistoryShowsANodeBroughtBackUpAsNotReleased(t *testing.T) {
-	c := newRC(t)
-	createTenant(c, "")
-	c.tick(time.Minute)
+	c := settledTenant(t, "")
 	c.write("fe2", "v1-fe2", "", false)
 	// the sequencer drops the gate of a down node without a record; fe2 had none.
 	c.tick(time.Minute)
 	c.write("fe2", "v1-fe2", "", true)
-	n := c.nodes["acme-fe2"]
-	if !n.NodeSpec().HasGate(v2alpha1.GateSequencer) {
-		t.Fatal("expected gated")
-	}
+	require.True(t, c.nodes["acme-fe2"].NodeSpec().HasGate(v2alpha1.GateSequencer), "fe2 is gated again")
 	notReleased(t, c.history(), "acme-fe2")
 }
 
 // A change reverted before its release.
 func TestHistoryShowsAChangeRevertedBeforeItsReleaseAsNotReleased(t *testing.T) {
-	c := newRC(t)
-	createTenant(c, "")
-	c.tick(time.Minute)
+	c := settledTenant(t, "")
 	c.write("fe1", "v2", "", true)
 	c.tick(time.Second)
 	c.write("fe1", "v1-fe1", "", true) // revert, still gated
@@ -244,9 +245,7 @@ func TestHistoryShowsAChangeRevertedBeforeItsReleaseAsNotReleased(t *testing.T) 
 // A node taken down, changed while down, brought back up: its earlier
 // (released, Ready) rollout must stay in its history.
 func TestHistoryKeepsTheRolloutOfANodeChangedWhileDown(t *testing.T) {
-	c := newRC(t)
-	createTenant(c, "")
-	c.tick(time.Minute)
+	c := settledTenant(t, "")
 	c.write("fe3", "v1-fe3", "", false)
 	c.tick(time.Minute)
 	c.write("fe3", "v2", "", false)
@@ -254,14 +253,8 @@ func TestHistoryKeepsTheRolloutOfANodeChangedWhileDown(t *testing.T) {
 	c.write("fe3", "v2", "", true)
 	n := c.nodes["acme-fe3"]
 	kept := rollout.HistoryIn(n)
-	t.Logf("fe3 history: %+v", kept)
-	found := false
-	for _, r := range kept {
-		found = found || r.Target == "v1-fe3"
-	}
-	if !found {
-		t.Errorf("fe3's released and Ready rollout of v1-fe3 is in no record: history %v, current target %s", kept, n.GetAnnotations()[v2alpha1.AnnotationTargetHash])
-	}
+	assert.True(t, slices.ContainsFunc(kept, func(r rollout.RolloutRecord) bool { return r.Target == "v1-fe3" }),
+		"fe3's released and Ready rollout of v1-fe3 is in no record: history %v, current target %s", kept, n.GetAnnotations()[v2alpha1.AnnotationTargetHash])
 }
 
 // The values reverted: the chart renders the rollout-id of an earlier
