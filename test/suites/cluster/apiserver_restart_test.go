@@ -32,11 +32,11 @@ func TestKubeAPIServerRestartedMidRolloutHoldsTheOrder(t *testing.T) {
 	namespaces := make([]string, tenants)
 	for i := range namespaces {
 		namespaces[i] = namespace(t)
-		replicas[namespaces[i]] = 1
+		replicas.set(namespaces[i], 1)
 		createNodes(t, namespaces[i], 3)
 	}
 	other := namespace(t)
-	replicas[other] = 1
+	replicas.set(other, 1)
 	createNodes(t, other, 3)
 	for _, ns := range append(namespaces, other) {
 		waitSettled(t, ns)

@@ -27,8 +27,8 @@ import (
 func TestARolloutThatConvergedUnseenRecoversAfterItsPredecessorsByItsStatefulSetsRecord(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	replicas[ns] = 1
-	grace[ns] = 2 * time.Second // time enough to stop the sequencer before fe1's new pod starts
+	replicas.set(ns, 1)
+	grace.set(ns, 2 * time.Second) // time enough to stop the sequencer before fe1's new pod starts
 	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 
@@ -91,8 +91,8 @@ func condition(n v2alpha1.Node) *metav1.Condition {
 func TestACrashedBackendGoesBeforeARolloutThatConvergedUnseen(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	replicas[ns] = 1
-	grace[ns] = 2 * time.Second
+	replicas.set(ns, 1)
+	grace.set(ns, 2 * time.Second)
 	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 
@@ -138,7 +138,7 @@ func TestACrashedBackendGoesBeforeARolloutThatConvergedUnseen(t *testing.T) {
 func TestARevertedRolloutIsNotTakenAsConvergedByItsStatefulSet(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	grace[ns] = 3 * time.Second // fe2's broken pod stays Terminating a while after the revert
+	grace.set(ns, 3 * time.Second) // fe2's broken pod stays Terminating a while after the revert
 	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 	fe2 := node(ns, "fe2")

@@ -147,8 +147,8 @@ func TestWithFe2DownAChangeToAllSkipsIt(t *testing.T) {
 // for the successor, not for the old pod.
 func TestATerminatingPodIsNotReadyForTheNextNode(t *testing.T) {
 	ns := namespace(t)
-	grace[ns] = 3 * time.Second
-	replicas[ns] = 1
+	grace.set(ns, 3 * time.Second)
+	replicas.set(ns, 1)
 	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 	mark := time.Now()

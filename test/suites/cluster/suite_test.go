@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,8 +41,8 @@ var (
 	pods    *controlplane.PodLog
 	// replicas are the pods each node of a namespace runs (1 by default),
 	// grace how long its deleted pods stay Terminating (0 by default).
-	replicas = map[string]int32{}
-	grace    = map[string]time.Duration{}
+	replicas perNamespace[int32]
+	grace    perNamespace[time.Duration]
 )
 
 func TestMain(m *testing.M) {
@@ -78,8 +79,8 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
-		Replicas:    func(n v2alpha1.Node) int32 { return replicas[n.GetNamespace()] },
-		GracePeriod: func(n v2alpha1.Node) time.Duration { return grace[n.GetNamespace()] }}
+		Replicas:    func(n v2alpha1.Node) int32 { return replicas.get(n.GetNamespace()) },
+		GracePeriod: func(n v2alpha1.Node) time.Duration { return grace.get(n.GetNamespace()) }}
 	stopOp, err := harness.StartController(op.SetupWithManager)
 	if err != nil {
 		return 0, err
@@ -150,7 +151,7 @@ func node(ns, k string) v2alpha1.Node {
 func settledTenant(t *testing.T, size int, n int32) string {
 	t.Helper()
 	ns := namespace(t)
-	replicas[ns] = n
+	replicas.set(ns, n)
 	createNodes(t, ns, size)
 	waitSettled(t, ns)
 	return ns
@@ -291,4 +292,26 @@ func waitFor(timeout time.Duration, f func() bool) bool {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return false
+}
+
+// perNamespace is a setting per namespace, read by the operator's
+// reconciles while tests set it.
+type perNamespace[V any] struct {
+	mu sync.Mutex
+	m  map[string]V
+}
+
+func (p *perNamespace[V]) set(ns string, v V) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]V{}
+	}
+	p.m[ns] = v
+}
+
+func (p *perNamespace[V]) get(ns string) V {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[ns]
 }
