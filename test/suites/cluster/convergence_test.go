@@ -28,7 +28,7 @@ func TestARolloutThatConvergedUnseenRecoversAfterItsPredecessorsByItsStatefulSet
 	ctx := context.Background()
 	ns := namespace(t)
 	replicas.set(ns, 1)
-	grace.set(ns, 2 * time.Second) // time enough to stop the sequencer before fe1's new pod starts
+	grace.set(ns, 2*time.Second) // time enough to stop the sequencer before fe1's new pod starts
 	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 
@@ -92,7 +92,7 @@ func TestACrashedBackendGoesBeforeARolloutThatConvergedUnseen(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	replicas.set(ns, 1)
-	grace.set(ns, 2 * time.Second)
+	grace.set(ns, 2*time.Second)
 	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 
@@ -138,7 +138,7 @@ func TestACrashedBackendGoesBeforeARolloutThatConvergedUnseen(t *testing.T) {
 func TestARevertedRolloutIsNotTakenAsConvergedByItsStatefulSet(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	grace.set(ns, 3 * time.Second) // fe2's broken pod stays Terminating a while after the revert
+	grace.set(ns, 3*time.Second) // fe2's broken pod stays Terminating a while after the revert
 	createNodes(t, ns, 3)
 	waitSettled(t, ns)
 	fe2 := node(ns, "fe2")

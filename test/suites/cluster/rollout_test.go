@@ -147,7 +147,7 @@ func TestWithFe2DownAChangeToAllSkipsIt(t *testing.T) {
 // for the successor, not for the old pod.
 func TestATerminatingPodIsNotReadyForTheNextNode(t *testing.T) {
 	ns := namespace(t)
-	grace.set(ns, 3 * time.Second)
+	grace.set(ns, 3*time.Second)
 	replicas.set(ns, 1)
 	createNodes(t, ns, 3)
 	waitSettled(t, ns)

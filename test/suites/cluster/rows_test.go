@@ -78,7 +78,7 @@ func TestAChangeToAllWhileTheBackendIsCrashedRollsTheBackendFirst(t *testing.T) 
 func TestABackendCrashingWhileFe2RollsGoesOnlyAfterFe2IsReadyOnTheNewTarget(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	grace.set(ns, 2 * time.Second)
+	grace.set(ns, 2*time.Second)
 	createNodes(t, ns, 5)
 	waitSettled(t, ns)
 	mark := time.Now()
