@@ -90,9 +90,11 @@ func (o *oracle) hash(m string) string {
 }
 
 // readyFor: Ready, and — once released — Ready on the released target; a
-// node released in the same pass is about to roll and is Ready for no one.
+// node released in the same pass is about to roll and is Ready for no one,
+// and so is a node short of a pod its StatefulSet wants (one lost, or a
+// scale-up not yet acted on): its Ready pods are not the whole node.
 func (o *oracle) readyFor(m string, need need) bool {
-	if o.releasing[m] {
+	if o.releasing[m] || o.w.missing[m] > 0 || o.w.scaling[m] > 0 {
 		return false
 	}
 	if !o.gated(m) && !o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) }) {
