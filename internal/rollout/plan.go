@@ -111,6 +111,17 @@ type planner struct {
 	// ahead memoises recoversAheadOfAnyChange: it depends on the snapshot
 	// alone, and every round of findWaits and decideGated asks it.
 	ahead map[string]bool
+	// waits memoises wait with no node releasing: it depends on the
+	// snapshot and dropUpgrade, so each round of findWaits starts it anew
+	// (a round's drops change it), and after the last round it holds.
+	waits map[reqsKey]waitResult
+}
+
+// waitResult is what wait returns. Its slices are shared by every caller:
+// they only read them.
+type waitResult struct {
+	blockers []blocker
+	relies   []string
 }
 
 // Plan decides, for every node of the snapshot's tenant, whether it is gated,
@@ -132,7 +143,7 @@ func Plan(s *Snapshot) []Decision {
 
 func newPlanner(s *Snapshot) *planner {
 	p := &planner{Snapshot: s, landing: s.landingOf(), dropUpgrade: map[string]map[string]bool{},
-		provisioning: map[string][]string{}, provisionedClosure: map[string]map[string]bool{}, letGo: map[bool]waitGraph{}, ahead: map[string]bool{}, reqs: map[reqsKey][]requirement{}}
+		provisioning: map[string][]string{}, provisionedClosure: map[string]map[string]bool{}, letGo: map[bool]waitGraph{}, ahead: map[string]bool{}, reqs: map[reqsKey][]requirement{}, waits: map[reqsKey]waitResult{}}
 	for name := range s.Nodes {
 		p.names = append(p.names, name)
 	}
@@ -163,6 +174,7 @@ func (p *planner) requirements(name string, upgrade bool) []requirement {
 func (p *planner) findWaits() {
 	for range len(p.names) + 1 {
 		p.blockers, p.reliesOn, p.candidates = map[string][]blocker{}, map[string][]string{}, map[string]bool{}
+		p.waits = map[reqsKey]waitResult{}
 		for _, name := range p.names {
 			p.evaluate(name)
 		}
@@ -324,6 +336,20 @@ func (p *planner) mayUpgradeAfter(x string) []string {
 // wait checks node name's requirements and returns the unmet ones and every
 // node it relies on.
 func (p *planner) wait(name string, upgrade bool, releasing map[string]bool) ([]blocker, []string) {
+	if releasing != nil {
+		return p.waitNow(name, upgrade, releasing)
+	}
+	k := reqsKey{name, upgrade}
+	w, ok := p.waits[k]
+	if !ok {
+		w.blockers, w.relies = p.waitNow(name, upgrade, nil)
+		p.waits[k] = w
+	}
+	return w.blockers, w.relies
+}
+
+// waitNow is wait, worked out.
+func (p *planner) waitNow(name string, upgrade bool, releasing map[string]bool) ([]blocker, []string) {
 	var blockers []blocker
 	var relies []string
 	for _, r := range p.requirements(name, upgrade) {

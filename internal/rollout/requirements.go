@@ -152,6 +152,34 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 // releasing are the nodes released in the same planning pass: like a node in
 // flight, they are about to stop being Ready, so they are Ready for no one.
 func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, bool) {
+	if r.missing {
+		return s.blockerOf(r, ""), true
+	}
+	n := s.Nodes[r.node]
+	if r.upToDate && Gated(n) || releasing[r.node] || s.inFlight(r.node) {
+		return s.blockerOf(r, ""), true // not started, starting now, or under way: Ready for no one
+	}
+	pods := s.Pods[r.node]
+	for _, p := range pods {
+		if p.Conditions[r.condType] != r.condStatus ||
+			r.version != "" && p.Version != r.version || r.revision != "" && p.Revision != r.revision ||
+			r.upToDate && !podOnTarget(n, p) {
+			return s.blockerOf(r, ""), true
+		}
+	}
+	if len(pods) == 0 {
+		return s.blockerOf(r, ""), true
+	}
+	if s.MissingPods[r.node] > 0 {
+		return s.blockerOf(r, " (its StatefulSet wants more pods than exist)"), true
+	}
+	return blocker{}, false
+}
+
+// blockerOf is the blocker of unmet requirement r, its message ending in
+// more. It is worked out only for a requirement that is not met: planning
+// checks every requirement of every node, most of them met.
+func (s *Snapshot) blockerOf(r requirement, more string) blocker {
 	who := fmt.Sprintf("%s (%s)", r.node, r.kind)
 	if len(r.via) > 0 {
 		who += fmt.Sprintf(", through %s which is down", r.via[len(r.via)-1])
@@ -161,7 +189,7 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 		if r.deleting {
 			what = ": it is being deleted"
 		}
-		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + what, upgrade: r.upToDate, via: r.via}, true
+		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + what, upgrade: r.upToDate, via: r.via}
 	}
 	n := s.Nodes[r.node]
 	reason := v2alpha1.ReasonWaitingForPrerequisite
@@ -184,26 +212,7 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 	case r.upToDate:
 		need += " on " + describeTarget(n)
 	}
-	blocked := blocker{node: r.node, reason: reason, message: "waiting for " + who + " to be " + need, upgrade: r.upToDate, via: r.via}
-	if r.upToDate && Gated(n) || releasing[r.node] || s.inFlight(r.node) {
-		return blocked, true // not started, starting now, or under way: Ready for no one
-	}
-	pods := s.Pods[r.node]
-	for _, p := range pods {
-		if p.Conditions[r.condType] != r.condStatus ||
-			r.version != "" && p.Version != r.version || r.revision != "" && p.Revision != r.revision ||
-			r.upToDate && !podOnTarget(n, p) {
-			return blocked, true
-		}
-	}
-	if len(pods) == 0 {
-		return blocked, true
-	}
-	if s.MissingPods[r.node] > 0 {
-		blocked.message += " (its StatefulSet wants more pods than exist)"
-		return blocked, true
-	}
-	return blocker{}, false
+	return blocker{node: r.node, reason: reason, message: "waiting for " + who + " to be " + need + more, upgrade: r.upToDate, via: r.via}
 }
 
 // readyOnTarget counts the node's pods that are Ready on its target.
