@@ -178,6 +178,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 			return nil, err
 		}
 	}
+	// The pod webhook, the release guard and the sequencer's releases read
+	// the tenant straight from the API server.
+	fresh, err := sequencer.FreshReader(mgr.GetConfig(), mgr.GetAPIReader())
+	if err != nil {
+		return nil, err
+	}
 	ready := healthz.Ping
 	if o.Webhooks {
 		self, err := whoAmI(ctx, cfg)
@@ -185,7 +191,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 			return nil, err
 		}
 		o.Log.Info("Gate ownership", "sequencer identities", append([]string{self}, o.SequencerUsers...))
-		expresswebhook.Register(mgr, expresswebhook.Settings{
+		expresswebhook.Register(mgr, fresh, expresswebhook.Settings{
 			Orders: orders, Grouping: o.Grouping, Clock: o.Clock, SequencerUsers: append([]string{self}, o.SequencerUsers...),
 			RecheckReleases: o.RecheckReleases,
 		})
@@ -197,7 +203,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 			return nil, err
 		}
 		r := &sequencer.Reconciler{
-			Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, Grouping: o.Grouping,
+			Client: mgr.GetClient(), Fresh: fresh, Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, Grouping: o.Grouping,
 			Recorder: events,
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {

@@ -30,6 +30,20 @@ import (
 // a decode of its own first. Each list is still one consistent LIST, as
 // r's would be. The fleet view reads with it.
 func FleetReader(cfg *rest.Config, r client.Reader) (client.Reader, error) {
+	return newListReader(cfg, r, true)
+}
+
+// FreshReader reads as r does, except that Backends and Frontends are
+// listed with one decode of the response. r (controller-runtime's client)
+// parses a list twice: once for its kind, then into the list; a list of a
+// tenant's nodes is small, so decoding it as it streams would gain nothing,
+// but the first parse is a third of what the sequencer's and the webhooks'
+// fresh reads cost in decoding. Each list is the same consistent LIST.
+func FreshReader(cfg *rest.Config, r client.Reader) (client.Reader, error) {
+	return newListReader(cfg, r, false)
+}
+
+func newListReader(cfg *rest.Config, r client.Reader, streamed bool) (client.Reader, error) {
 	c := rest.CopyConfig(cfg)
 	c.APIPath = "/apis"
 	c.GroupVersion = &v2alpha1.GroupVersion
@@ -40,12 +54,15 @@ func FleetReader(cfg *rest.Config, r client.Reader) (client.Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a REST client for %s: %w", v2alpha1.GroupVersion, err)
 	}
-	return &fleetReader{Reader: r, rest: rc}, nil
+	return &fleetReader{Reader: r, rest: rc, streamed: streamed}, nil
 }
 
 type fleetReader struct {
 	client.Reader
 	rest rest.Interface
+	// streamed decodes items as they arrive; without, the whole response
+	// is read, then decoded once.
+	streamed bool
 }
 
 // List streams Backends and Frontends and leaves other kinds to the
@@ -53,10 +70,22 @@ type fleetReader struct {
 func (f *fleetReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	switch l := list.(type) {
 	case *v2alpha1.BackendList:
+		if !f.streamed {
+			return f.whole(ctx, v2alpha1.KindBackend, opts, func(body []byte) error {
+				*l = v2alpha1.BackendList{}
+				return decodeWhole(body, v2alpha1.KindBackend+"List", l, &l.TypeMeta)
+			})
+		}
 		return f.stream(ctx, v2alpha1.KindBackend, opts, func(body io.Reader) error {
 			return decodeList(body, v2alpha1.KindBackend+"List", &l.ListMeta, &l.Items)
 		})
 	case *v2alpha1.FrontendList:
+		if !f.streamed {
+			return f.whole(ctx, v2alpha1.KindFrontend, opts, func(body []byte) error {
+				*l = v2alpha1.FrontendList{}
+				return decodeWhole(body, v2alpha1.KindFrontend+"List", l, &l.TypeMeta)
+			})
+		}
 		return f.stream(ctx, v2alpha1.KindFrontend, opts, func(body io.Reader) error {
 			return decodeList(body, v2alpha1.KindFrontend+"List", &l.ListMeta, &l.Items)
 		})
@@ -75,9 +104,15 @@ const streamAttempts = 5
 func (f *fleetReader) stream(ctx context.Context, kind string, opts []client.ListOption, decode func(io.Reader) error) error {
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	resource, _ := meta.UnsafeGuessKindToResource(v2alpha1.GroupVersion.WithKind(kind))
-	var err error
+	return retried(ctx, func() error { return f.streamOnce(ctx, resource.Resource, o, decode) })
+}
+
+// retried calls read until it succeeds, fails with something other than a
+// broken connection, or has been tried streamAttempts times, a second
+// apart.
+func retried(ctx context.Context, read func() error) error {
 	for attempt := 1; ; attempt++ {
-		err = f.streamOnce(ctx, resource.Resource, o, decode)
+		err := read()
 		if err == nil || !brokenConnection(err) || attempt == streamAttempts {
 			return err
 		}
@@ -97,6 +132,37 @@ func (f *fleetReader) streamOnce(ctx context.Context, resource string, o *client
 	}
 	defer body.Close()
 	return decode(body)
+}
+
+// whole lists kind with opts and decodes the whole response. A connection
+// that breaks before the answer is tried again by client-go; one that
+// breaks in the middle of the body, as stream does.
+func (f *fleetReader) whole(ctx context.Context, kind string, opts []client.ListOption, decode func([]byte) error) error {
+	o := (&client.ListOptions{}).ApplyOptions(opts)
+	resource, _ := meta.UnsafeGuessKindToResource(v2alpha1.GroupVersion.WithKind(kind))
+	return retried(ctx, func() error {
+		res := f.rest.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(resource.Resource).
+			VersionedParams(o.AsListOptions(), metav1.ParameterCodec).Do(ctx)
+		if err := res.Error(); err != nil {
+			return err // the API server's Status, when it answered with one
+		}
+		body, _ := res.Raw()
+		return decode(body)
+	})
+}
+
+// decodeWhole decodes a list of kind into list in one pass, its field
+// names matched exactly as client-go matches them, and leaves the list's
+// own kind and apiVersion empty, as client-go does for a typed list.
+func decodeWhole(body []byte, kind string, list any, typeMeta *metav1.TypeMeta) error {
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, list); err != nil {
+		return fmt.Errorf("decoding the list: %w", err)
+	}
+	if typeMeta.Kind != kind {
+		return fmt.Errorf("decoding the list: the response is a %q, not a %s", typeMeta.Kind, kind)
+	}
+	*typeMeta = metav1.TypeMeta{}
+	return nil
 }
 
 // brokenConnection reports whether err is a connection that broke, not an

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -97,8 +98,8 @@ func TestAStreamedItemsFieldNamesAreMatchedExactly(t *testing.T) {
 }
 
 // A connection that breaks — before the answer, or halfway through its
-// body — is tried again and the list read whole; an answer that is an
-// error is not tried again.
+// body — is tried again and the list read whole, by either reader; an
+// answer that is an error is not tried again.
 func TestAStreamedListIsReadAgainWhenItsConnectionBreaks(t *testing.T) {
 	const list = `{"kind":"FrontendList","apiVersion":"express.medallia.com/v2alpha1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"acme-fe1"}},{"metadata":{"name":"acme-fe2"}}]}`
 	for name, c := range map[string]struct {
@@ -142,17 +143,77 @@ func TestAStreamedListIsReadAgainWhenItsConnectionBreaks(t *testing.T) {
 				fmt.Fprint(w, list)
 			}))
 			defer server.Close()
-			r, err := FleetReader(&rest.Config{Host: server.URL}, nil)
-			require.NoError(t, err)
-			var fes v2alpha1.FrontendList
-			err = r.List(context.Background(), &fes)
-			assert.Equal(t, int32(c.requests), requests.Load())
+			for reader, newReader := range map[string]func(*rest.Config, client.Reader) (client.Reader, error){"streamed": FleetReader, "whole": FreshReader} {
+				requests.Store(0)
+				r, err := newReader(&rest.Config{Host: server.URL}, nil)
+				require.NoError(t, err)
+				var fes v2alpha1.FrontendList
+				err = r.List(context.Background(), &fes)
+				assert.Equal(t, int32(c.requests), requests.Load(), reader)
+				if c.errorHas != "" {
+					assert.ErrorContains(t, err, c.errorHas, reader)
+					continue
+				}
+				require.NoError(t, err, reader)
+				assert.Len(t, fes.Items, 2, reader)
+			}
+		})
+	}
+}
+
+func TestAWholeListIsDecodedOnce(t *testing.T) {
+	for name, c := range map[string]struct {
+		body     string
+		items    []string
+		version  string
+		errorHas string
+	}{
+		"a list's items and metadata are read": {
+			body:  `{"apiVersion":"express.medallia.com/v2alpha1","kind":"FrontendList","metadata":{"resourceVersion":"42"},"items":[{"metadata":{"name":"acme-fe1"}},{"metadata":{"name":"acme-fe2"}}]}`,
+			items: []string{"acme-fe1", "acme-fe2"}, version: "42",
+		},
+		"an empty list has no items": {
+			body: `{"kind":"FrontendList","metadata":{"resourceVersion":"9"},"items":[]}`, version: "9",
+		},
+		"a body cut off is an error": {
+			body: `{"kind":"FrontendList","metadata":{},"items":[{"metadata":{"na`, errorHas: "decoding the list",
+		},
+		"an item of the wrong shape is an error": {
+			body: `{"kind":"FrontendList","items":[{"metadata":"acme-fe1"}]}`, errorHas: "decoding the list",
+		},
+		"a response that is not the list asked for is an error": {
+			body: `{"kind":"BackendList","metadata":{},"items":[]}`, errorHas: `the response is a "BackendList", not a FrontendList`,
+		},
+		"a response without a kind is an error, not an empty list": {
+			body: `{}`, errorHas: `the response is a "", not a FrontendList`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			list := v2alpha1.FrontendList{}
+			err := decodeWhole([]byte(c.body), "FrontendList", &list, &list.TypeMeta)
 			if c.errorHas != "" {
 				assert.ErrorContains(t, err, c.errorHas)
 				return
 			}
 			require.NoError(t, err)
-			assert.Len(t, fes.Items, 2)
+			var names []string
+			for _, n := range list.Items {
+				names = append(names, n.Name)
+			}
+			assert.Equal(t, c.items, names)
+			assert.Equal(t, c.version, list.ResourceVersion)
+			assert.Empty(t, list.Kind, "a typed list's kind is left empty, as client-go leaves it")
 		})
 	}
+}
+
+// Field names are matched exactly in a whole list too.
+func TestAWholeListsFieldNamesAreMatchedExactly(t *testing.T) {
+	body := `{"kind":"FrontendList","metadata":{},"items":[{"metadata":{"name":"acme-fe1"},"spec":{"Up":false,"clusterConfig":{"clusterName":"acme","TenantID":"9"}}}]}`
+	list := v2alpha1.FrontendList{}
+	require.NoError(t, decodeWhole([]byte(body), "FrontendList", &list, &list.TypeMeta))
+	require.Len(t, list.Items, 1)
+	assert.Nil(t, list.Items[0].Spec.Up, "Up is not up")
+	assert.Empty(t, list.Items[0].Spec.ClusterConfig.TenantID, "TenantID is not tenantID")
+	assert.Equal(t, "acme", list.Items[0].Spec.ClusterConfig.ClusterName)
 }

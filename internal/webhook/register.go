@@ -83,9 +83,10 @@ func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings)
 	return hooks
 }
 
-// Register serves the admission webhooks on the manager's webhook server.
-func Register(mgr ctrl.Manager, set Settings) {
-	for path, hook := range Handlers(mgr.GetScheme(), mgr.GetClient(), mgr.GetAPIReader(), set) {
+// Register serves the admission webhooks on the manager's webhook server;
+// fresh reads straight from the API server (sequencer.FreshReader).
+func Register(mgr ctrl.Manager, fresh client.Reader, set Settings) {
+	for path, hook := range Handlers(mgr.GetScheme(), mgr.GetClient(), fresh, set) {
 		mgr.GetWebhookServer().Register(path, hook)
 	}
 }

@@ -33,11 +33,21 @@ func itemsOf(t *testing.T, list client.ObjectList) []string {
 	return out
 }
 
-// The fleet view's reader decodes Backends and Frontends as they stream and
-// finds exactly what controller-runtime's client finds: in one namespace,
-// in all of them, with a label selector, and in a namespace without any;
-// an error from the API server stays one apierrors recognises.
-func TestTheFleetReaderListsWhatTheClientLists(t *testing.T) {
+// The fleet view's reader decodes Backends and Frontends as they stream,
+// the fresh reads' reader decodes each response once, and both find exactly
+// what controller-runtime's client finds: in one namespace, in all of them,
+// with a label selector, and in a namespace without any; an error from the
+// API server stays one apierrors recognises.
+func TestTheFleetAndFreshReadersListWhatTheClientLists(t *testing.T) {
+	for name, reader := range map[string]func(*rest.Config, client.Reader) (client.Reader, error){
+		"the fleet view's streaming reader": sequencer.FleetReader,
+		"the fresh reads' reader":           sequencer.FreshReader,
+	} {
+		t.Run(name, func(t *testing.T) { listsWhatTheClientLists(t, reader) })
+	}
+}
+
+func listsWhatTheClientLists(t *testing.T, reader func(*rest.Config, client.Reader) (client.Reader, error)) {
 	ctx := context.Background()
 	a, b, empty := namespace(t), namespace(t), namespace(t)
 	createTenant(t, a, 3, nil)
@@ -47,16 +57,16 @@ func TestTheFleetReaderListsWhatTheClientLists(t *testing.T) {
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels["team"] = "blue"
+		labels["team"] = a // a label no other test's nodes carry
 		n.SetLabels(labels)
 	}, "fe2")
-	r, err := sequencer.FleetReader(harness.Config, harness.Client)
+	r, err := reader(harness.Config, harness.Client)
 	require.NoError(t, err)
 
 	for name, opts := range map[string][]client.ListOption{
 		"one namespace":    {client.InNamespace(a)},
 		"all namespaces":   nil,
-		"a label selector": {client.MatchingLabels{"team": "blue"}},
+		"a label selector": {client.MatchingLabels{"team": a}},
 		"no nodes at all":  {client.InNamespace(empty)},
 	} {
 		for _, kind := range []func() client.ObjectList{
@@ -81,13 +91,13 @@ func TestTheFleetReaderListsWhatTheClientLists(t *testing.T) {
 	var fes v2alpha1.FrontendList
 	require.NoError(t, r.List(ctx, &fes, client.InNamespace(a)))
 	assert.Len(t, fes.Items, 2, "fe1 and fe2 of the first tenant")
-	require.NoError(t, r.List(ctx, &fes, client.MatchingLabels{"team": "blue"}))
+	require.NoError(t, r.List(ctx, &fes, client.MatchingLabels{"team": a}))
 	require.Len(t, fes.Items, 1)
 	assert.Equal(t, "acme-fe2", fes.Items[0].Name)
 
 	nobody := rest.CopyConfig(harness.Config)
 	nobody.Impersonate = rest.ImpersonationConfig{UserName: "someone-without-rights"}
-	denied, err := sequencer.FleetReader(nobody, harness.Client)
+	denied, err := reader(nobody, harness.Client)
 	require.NoError(t, err)
 	err = denied.List(ctx, &v2alpha1.FrontendList{}, client.InNamespace(a))
 	assert.True(t, apierrors.IsForbidden(err), "a denied list is Forbidden: %v", err)
