@@ -14,14 +14,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -602,78 +600,17 @@ func settledWrites(ctx context.Context, url string) (map[string]int, error) {
 	return nil, err
 }
 
-// The histogram of where the time of a reconcile that releases goes.
+// The histogram of where the time of a reconcile that releases goes, and
+// the keys of its sums and counts in what writes returns.
 const (
-	stepSum   = "express_sequencer_release_step_seconds_sum"
-	stepCount = "express_sequencer_release_step_seconds_count"
+	stepHistogram = "express_sequencer_release_step_seconds"
+	stepSum       = stepHistogram + "_sum"
+	stepCount     = stepHistogram + "_count"
 )
 
 // releaseSteps are the steps of express_sequencer_release_step_seconds in
 // the order they happen.
 var releaseSteps = []string{"queue", "plan", "fresh_read", "records", "release", "rest"}
-
-// writes reads express_sequencer_api_writes_total by verb and resource (and
-// the sums and counts of express_sequencer_release_step_seconds, by step, in
-// microseconds).
-func writes(url string) (map[string]int, error) {
-	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
-	if err != nil {
-		return nil, fmt.Errorf("reading the sequencer's metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	out := map[string]int{}
-	s := bufio.NewScanner(resp.Body)
-	for s.Scan() {
-		line := s.Text()
-		if name, ok := eventLoss(line); ok {
-			fields := strings.Fields(line)
-			if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-				out[name] += int(v)
-			}
-			continue
-		}
-		condition := strings.HasPrefix(line, "express_sequencer_condition_writes_total{")
-		step := strings.HasPrefix(line, stepSum+"{") || strings.HasPrefix(line, stepCount+"{")
-		if !condition && !step && !strings.HasPrefix(line, "express_sequencer_api_writes_total{") {
-			continue
-		}
-		labels := line[strings.IndexByte(line, '{')+1 : strings.IndexByte(line, '}')]
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			continue
-		}
-		if step { // in microseconds, to stay an int
-			name := line[:strings.IndexByte(line, '{')]
-			_, label, _ := strings.Cut(line, `step="`)
-			label, _, _ = strings.Cut(label, `"`)
-			if name == stepSum {
-				v *= 1e6
-			}
-			out[name+" "+label] = int(v)
-			continue
-		}
-		var verb, resource, reason string
-		for _, kv := range strings.Split(labels, ",") {
-			k, val, _ := strings.Cut(kv, "=")
-			val = strings.Trim(val, `"`)
-			switch k {
-			case "verb":
-				verb = val
-			case "resource":
-				resource = val
-			case "reason":
-				reason = val
-			}
-		}
-		if condition {
-			out[conditionPrefix+reason] += int(v) // a breakdown of the applies, not more writes
-			continue
-		}
-		out[verb+" "+resource] += int(v)
-	}
-	return out, s.Err()
-}
 
 // The counters of Events the sequencer did not write.
 const (
@@ -681,40 +618,44 @@ const (
 	eventWriteFailures = "express_sequencer_event_write_failures_total"
 )
 
-// eventLoss reports which of the counters of Events not written line is a
-// sample of.
-func eventLoss(line string) (string, bool) {
+// writes reads express_sequencer_api_writes_total by verb and resource, the
+// condition writes by reason, the Events not written, and the sums and
+// counts of express_sequencer_release_step_seconds by step (in
+// microseconds).
+func writes(url string) (map[string]int, error) {
+	families, err := scrape(url)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
 	for _, name := range []string{eventsDropped, eventWriteFailures} {
-		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
-			return name, true
+		if v, ok := sum(families, name, nil); ok {
+			out[name] = int(v)
 		}
 	}
-	return "", false
+	for _, m := range families["express_sequencer_api_writes_total"].GetMetric() {
+		out[label(m, "verb")+" "+label(m, "resource")] += int(value(m))
+	}
+	for _, m := range families["express_sequencer_condition_writes_total"].GetMetric() {
+		out[conditionPrefix+label(m, "reason")] += int(value(m)) // a breakdown of the applies, not more writes
+	}
+	for _, m := range families[stepHistogram].GetMetric() {
+		step := label(m, "step")
+		out[stepSum+" "+step] = int(m.GetHistogram().GetSampleSum() * 1e6) // in microseconds, to stay an int
+		out[stepCount+" "+step] = int(m.GetHistogram().GetSampleCount())
+	}
+	return out, nil
 }
 
 // metricSum sums the samples of the metric called name (every label set)
 // on a /metrics endpoint; an error when it has none.
 func metricSum(url, name string) (float64, error) {
-	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
+	families, err := scrape(url)
 	if err != nil {
-		return 0, fmt.Errorf("reading the sequencer's metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	total, found := 0.0, false
-	s := bufio.NewScanner(resp.Body)
-	for s.Scan() {
-		line := s.Text()
-		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " ")) {
-			fields := strings.Fields(line)
-			if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-				total, found = total+v, true
-			}
-		}
-	}
-	if err := s.Err(); err != nil {
 		return 0, err
 	}
-	if !found {
+	total, ok := sum(families, name, nil)
+	if !ok {
 		return 0, fmt.Errorf("no %s at %s", name, url)
 	}
 	return total, nil

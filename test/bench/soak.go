@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -312,16 +312,12 @@ func sample(ctx context.Context, st *stack, apiserver kubernetes.Interface) (soa
 	if err != nil {
 		return s, nil, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(metrics))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "apiserver_longrunning_requests{") && strings.Contains(line, `verb="WATCH"`) {
-			fields := strings.Fields(line)
-			v, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
-			s.Watches += int(v)
-		}
+	families, err := parseMetrics(bytes.NewReader(metrics))
+	if err != nil {
+		return s, nil, fmt.Errorf("kube-apiserver's metrics: %w", err)
 	}
+	watches, _ := sum(families, "apiserver_longrunning_requests", func(m *dto.Metric) bool { return label(m, "verb") == "WATCH" })
+	s.Watches = int(watches)
 	now, err := writes(st.metricsURL)
 	return s, now, err
 }
