@@ -99,3 +99,24 @@ func TestAFleetPlannedInParallelGetsEachTenantsOwnAnswer(t *testing.T) {
 	}
 	assert.Greater(t, len(answers), 3, "the tenants' answers differ: %v", answers)
 }
+
+// explodingNode is a Frontend whose annotations cannot be read: planning it
+// panics.
+type explodingNode struct{ *v2alpha1.Frontend }
+
+func (explodingNode) GetAnnotations() map[string]string { panic("this node cannot be planned") }
+
+// A panic while planning one tenant, on a worker goroutine, is raised again
+// in FleetOf's caller, where it can be recovered, instead of ending the
+// process from a goroutine no one can recover.
+func TestAPanicPlanningOneTenantOfAFleetReachesTheCaller(t *testing.T) {
+	var read Objects
+	for i := range 10 {
+		read.Nodes = append(read.Nodes, fleetNode(fmt.Sprintf("ns-%d", i), "acme", "fe1", v1))
+	}
+	bad := fleetNode("ns-5", "acme", "fe2", v1).(*v2alpha1.Frontend)
+	read.Nodes = append(read.Nodes, explodingNode{bad})
+	assert.PanicsWithValue(t, "this node cannot be planned", func() {
+		FleetOf(read, defaults.Builtin(), time.Now(), time.Hour, DefaultGrouping)
+	})
+}
