@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -115,6 +116,9 @@ func retried(ctx context.Context, read func() error) error {
 		err := read()
 		if err == nil || !brokenConnection(err) || attempt == streamAttempts {
 			return err
+		}
+		if _, answered := err.(apierrors.APIStatus); answered {
+			return err // the API server's answer, whatever its message says
 		}
 		select {
 		case <-ctx.Done():

@@ -131,6 +131,14 @@ func TestAStreamedListIsReadAgainWhenItsConnectionBreaks(t *testing.T) {
 			},
 			requests: 1, errorHas: "frontends is forbidden",
 		},
+		"an error answered whose message reads like a broken connection": {
+			first: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503,"message":"etcd: read tcp: connection reset by peer"}`)
+			},
+			requests: 1, errorHas: "connection reset by peer",
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var requests atomic.Int32
