@@ -97,6 +97,15 @@ func TestAStreamedItemsFieldNamesAreMatchedExactly(t *testing.T) {
 	assert.Equal(t, "acme", spec.ClusterConfig.ClusterName)
 }
 
+// answer answers with the API server's Status of a failure.
+func answer(code int, reason, message string) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":%q,"code":%d,"message":%q}`, reason, code, message)
+	}
+}
+
 // A connection that breaks — before the answer, or halfway through its
 // body — is tried again and the list read whole, by either reader; an
 // answer that is an error is not tried again.
@@ -124,19 +133,11 @@ func TestAStreamedListIsReadAgainWhenItsConnectionBreaks(t *testing.T) {
 			requests: 2,
 		},
 		"an error answered": {
-			first: func(w http.ResponseWriter) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusForbidden)
-				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"frontends is forbidden"}`)
-			},
+			first:    answer(http.StatusForbidden, "Forbidden", "frontends is forbidden"),
 			requests: 1, errorHas: "frontends is forbidden",
 		},
 		"an error answered whose message reads like a broken connection": {
-			first: func(w http.ResponseWriter) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503,"message":"etcd: read tcp: connection reset by peer"}`)
-			},
+			first:    answer(http.StatusServiceUnavailable, "ServiceUnavailable", "etcd: read tcp: connection reset by peer"),
 			requests: 1, errorHas: "connection reset by peer",
 		},
 	} {
