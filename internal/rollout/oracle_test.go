@@ -342,6 +342,9 @@ func independentRequirementsHold(w *world, name string, releasing map[string]boo
 	if annotated(n, v2alpha1.AnnotationIgnorePrerequisites) {
 		return true, ""
 	}
+	if annotated(n, v2alpha1.AnnotationPauseRollout) {
+		return false, "it is paused (pause-rollout)"
+	}
 	o := newOracle(w, releasing)
 	o.releasing = without(releasing, name)
 	unmet, ok := o.unmetDropping(name)

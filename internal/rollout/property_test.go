@@ -16,7 +16,7 @@ import (
 // TestReleasesHoldTheirRequirementsInRandomScenarios runs 10,000 seeded
 // random scenarios — tenant sizes, up/down flags, version and config-only
 // changes, crashes during changes, readiness blips, StatefulSets scaled up
-// (a node short of a pod), pods deleted and recreated with no delay,
+// (a node short of a pod), pauses set and lifted, pods deleted and recreated with no delay,
 // nodes coming back with new targets, deletions, changes applied node by node
 // with rollout-id and random gaps, explicit acyclic prerequisite graphs,
 // random interleavings — and checks every release of a node and of a pod
@@ -69,7 +69,12 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		w.run(1000)
 		for step := 0; step < 1+rng.IntN(4); step++ {
 			version := fmt.Sprintf("express-%d", step+2)
-			switch op := rng.IntN(11); {
+			switch op := rng.IntN(12); {
+			case op == 11:
+				for _, k := range randomSubset(rng, liveKeys(w, keys)) {
+					paused := annotated(w.nodes[w.name(k)], v2alpha1.AnnotationPauseRollout)
+					w.annotate(k, v2alpha1.AnnotationPauseRollout, map[bool]string{false: "true"}[paused])
+				}
 			case op == 8:
 				w.blip(randomSubset(rng, liveKeys(w, keys))...)
 			case op == 9:
@@ -100,6 +105,11 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 			}
 			for i := rng.IntN(4); i > 0; i-- { // let the change run a little before the next one
 				w.step()
+			}
+		}
+		for _, k := range liveKeys(w, keys) { // a paused node settles only once its pause is lifted
+			if annotated(w.nodes[w.name(k)], v2alpha1.AnnotationPauseRollout) {
+				w.annotate(k, v2alpha1.AnnotationPauseRollout, "")
 			}
 		}
 		w.run(1000)
