@@ -3,10 +3,12 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -346,6 +348,9 @@ func independentRequirementsHold(w *world, name string, releasing map[string]boo
 		return false, "it is paused (pause-rollout)"
 	}
 	o := newOracle(w, releasing)
+	if why := o.stillLanding(name); why != "" {
+		return false, why
+	}
 	o.releasing = without(releasing, name)
 	unmet, ok := o.unmetDropping(name)
 	if !ok {
@@ -458,4 +463,39 @@ func without(m map[string]bool, key string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// stillLanding says why gated node m may not be released while a change
+// tagged with rollout-id lands node by node (DESIGN §4, "as if applied at
+// once"): the tenant's nodes — those not being deleted, and of the nodes
+// intentionally down only those that carry an id — do not all carry the same
+// rollout-id, and the landing timeout, counted from the newest id's latest
+// stamp, has not passed. The one release a landing lets through is a
+// recovery: a node that cannot become Ready without its release and has
+// itself taken the newest id. "" when nothing holds m.
+func (o *oracle) stillLanding(m string) string {
+	ids := map[string]bool{}
+	var newest string
+	var newestAt time.Time
+	for _, n := range o.w.nodes {
+		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+		if n.GetDeletionTimestamp() != nil || !n.NodeSpec().IsUp() && id == "" {
+			continue
+		}
+		ids[id] = true
+		at, _ := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationRolloutIDChangedAt])
+		if id != "" && (newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest) {
+			newest, newestAt = id, at
+		}
+	}
+	if newest == "" || len(ids) < 2 {
+		return ""
+	}
+	if t := o.w.grouping.LandingTimeout; t > 0 && !o.w.now.Before(newestAt.Add(t)) {
+		return ""
+	}
+	if o.needsReleaseToBeReady(m) && o.w.nodes[m].GetAnnotations()[v2alpha1.AnnotationRolloutID] == newest {
+		return ""
+	}
+	return fmt.Sprintf("rollout-id %s is still landing: the nodes carry %v", newest, slices.Sorted(maps.Keys(ids)))
 }
