@@ -466,8 +466,9 @@ func without(m map[string]bool, key string) map[string]bool {
 }
 
 // stillLanding says why gated node m may not be released while a change
-// tagged with rollout-id lands node by node (DESIGN §4, "as if applied at
-// once"): the tenant's nodes — those not being deleted, and of the nodes
+// lands node by node (DESIGN §4, "as if applied at once"). On a tenant
+// without rollout-id, while it settles (stillSettling). With it: the
+// tenant's nodes — those not being deleted, and of the nodes
 // intentionally down only those that carry an id — do not all carry the same
 // rollout-id, and the landing timeout, counted from the newest id's latest
 // stamp, has not passed. The one release a landing lets through is a
@@ -488,7 +489,10 @@ func (o *oracle) stillLanding(m string) string {
 			newest, newestAt = id, at
 		}
 	}
-	if newest == "" || len(ids) < 2 {
+	if newest == "" {
+		return o.stillSettling()
+	}
+	if len(ids) < 2 {
 		return ""
 	}
 	if t := o.w.grouping.LandingTimeout; t > 0 && !o.w.now.Before(newestAt.Add(t)) {
@@ -498,4 +502,29 @@ func (o *oracle) stillLanding(m string) string {
 		return ""
 	}
 	return fmt.Sprintf("rollout-id %s is still landing: the nodes carry %v", newest, slices.Sorted(maps.Keys(ids)))
+}
+
+// stillSettling says why no gated node of a tenant without rollout-id may be
+// released yet (DESIGN §4): a node's latest target change is less than the
+// settle time old, and its run of changes began less than the settle cap
+// ago. Recovery waits for it too. "" when nothing holds the tenant.
+func (o *oracle) stillSettling() string {
+	g := o.w.grouping
+	if g.SettleTime <= 0 {
+		return ""
+	}
+	for name, n := range o.w.nodes {
+		last, err := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt])
+		if err != nil {
+			continue
+		}
+		until := last.Add(g.SettleTime)
+		if began, err := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationTargetChangesBeganAt]); err == nil && g.SettleCap > 0 && began.Add(g.SettleCap).Before(until) {
+			until = began.Add(g.SettleCap)
+		}
+		if o.w.now.Before(until) {
+			return fmt.Sprintf("%s changed at %s: the tenant settles until %s", name, last.Format(time.TimeOnly), until.Format(time.TimeOnly))
+		}
+	}
+	return ""
 }
