@@ -162,6 +162,14 @@ func decodeWhole(body []byte, kind string, list any, typeMeta *metav1.TypeMeta) 
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, list); err != nil {
 		return fmt.Errorf("decoding the list: %w", err)
 	}
+	if typeMeta.Kind == "Status" {
+		// A failure the API server answered with success: the error it says,
+		// as client-go reports it.
+		var status metav1.Status
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &status); err == nil && status.Status == metav1.StatusFailure {
+			return &apierrors.StatusError{ErrStatus: status}
+		}
+	}
 	if typeMeta.Kind != kind {
 		return fmt.Errorf("decoding the list: the response is a %q, not a %s", typeMeta.Kind, kind)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -196,12 +197,18 @@ func TestAWholeListIsDecodedOnce(t *testing.T) {
 		"a response without a kind is an error, not an empty list": {
 			body: `{}`, errorHas: `the response is a "", not a FrontendList`,
 		},
+		"a failure answered as a success is the API server's error": {
+			body: `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"frontends is forbidden"}`, errorHas: "frontends is forbidden",
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			list := v2alpha1.FrontendList{}
 			err := decodeWhole([]byte(c.body), "FrontendList", &list, &list.TypeMeta)
 			if c.errorHas != "" {
 				assert.ErrorContains(t, err, c.errorHas)
+				if strings.Contains(c.body, `"Forbidden"`) {
+					assert.True(t, apierrors.IsForbidden(err), "typed as the API server's error: %v", err)
+				}
 				return
 			}
 			require.NoError(t, err)
