@@ -9,10 +9,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -75,6 +79,7 @@ Flags:
 	}
 	o.Log = crzap.New(crzap.UseFlagOptions(&c.Zap))
 	ctrl.SetLogger(o.Log)
+	memoryLimit := setMemoryLimit(o.Log, memlimit.FromCgroup)
 
 	if c.Kubeconfig != "" {
 		os.Setenv("KUBECONFIG", c.Kubeconfig)
@@ -89,6 +94,25 @@ Flags:
 	if err != nil {
 		return err
 	}
-	o.Log.Info("Starting express-sequencer", "version", versionString(), "webhookPort", o.WebhookPort, "certMode", o.CertMode, "certDir", o.CertDir)
+	o.Log.Info("Starting express-sequencer", "version", versionString(), "webhookPort", o.WebhookPort, "certMode", o.CertMode, "certDir", o.CertDir, "goMemoryLimit", memoryLimit)
 	return mgr.Start(ctx)
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit to 90 % of the
+// container's (what limit reports: its cgroup's), unless GOMEMLIMIT is set
+// or AUTOMEMLIMIT is "off" (AUTOMEMLIMIT=0.8 sets another share). Near the
+// limit the garbage collector then runs harder instead of the container
+// being killed for memory: the garbage of the fresh reads and admission
+// requests between two collections is most of the process's peak
+// (docs/performance.md, "Memory"). It returns the limit as logged: "none"
+// when there is none.
+func setMemoryLimit(log logr.Logger, limit memlimit.Provider) string {
+	set, err := memlimit.Set(memlimit.WithProvider(limit), memlimit.WithLogger(slog.New(logr.ToSlogHandler(log.V(1)))))
+	if err != nil {
+		log.Error(err, "Leaving the Go memory limit as it is")
+	}
+	if set == math.MaxInt64 {
+		return "none"
+	}
+	return fmt.Sprintf("%d MiB", set>>20)
 }

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"math"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"testing"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -56,4 +61,25 @@ func TestTheZapFlagsAndTheirAliasesAreAccepted(t *testing.T) {
 	err := run([]string{"--zap-log-level", "chatty"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "zap-log-level")
+}
+
+// The Go memory limit is 90 % of the container's, "none" without one, and
+// GOMEMLIMIT, when set, wins.
+func TestTheGoMemoryLimitFollowsTheContainers(t *testing.T) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
+		t.Skip("GOMEMLIMIT is set for this test run")
+	}
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+
+	gib := uint64(1 << 30)
+	assert.Equal(t, "921 MiB", setMemoryLimit(logr.Discard(), memlimit.Limit(gib)))
+	assert.Equal(t, int64(float64(gib)*0.9), debug.SetMemoryLimit(-1))
+
+	assert.Equal(t, "none", setMemoryLimit(logr.Discard(), func() (uint64, error) { return 0, memlimit.ErrNoLimit }))
+	assert.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1))
+
+	t.Setenv("GOMEMLIMIT", "100MiB")
+	debug.SetMemoryLimit(100 << 20)
+	assert.Equal(t, "100 MiB", setMemoryLimit(logr.Discard(), memlimit.Limit(1<<30)), "GOMEMLIMIT wins")
 }
