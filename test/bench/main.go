@@ -47,6 +47,7 @@ type options struct {
 	tenants, nodes, workers int
 	settle, timeout         time.Duration
 	binary                  string
+	memoryLimit             string
 	rate                    float64
 	slowest                 int
 	admission               int
@@ -114,6 +115,7 @@ func main() {
 	flag.IntVar(&o.controllerQPS, "controller-qps", 0, "With -cluster: kube-controller-manager's --kube-api-qps (burst 1.5 times it); 0 keeps its default, 20 requests/s with bursts of 30, which bounds how fast StatefulSets create and replace pods.")
 	flag.BoolVar(&o.recheckReleases, "recheck-releases", true, "express-sequencer's --recheck-releases: the webhooks judge every release again on a fresh read of its tenant; false measures without that read.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
+	flag.StringVar(&o.memoryLimit, "sequencer-memory-limit", "", "GOMEMLIMIT for express-sequencer alone (e.g. 140MiB): its memory against its CPU; empty leaves it to the binary.")
 	var so soakOptions
 	flag.DurationVar(&so.duration, "soak", 0, "Soak instead: after creating the tenants, change them one after another at -upgrade-rate tenants/s (each to its next version) for this long, sampling the sequencer's RSS, goroutines and kube-apiserver's open watches every -soak-every; then watch the settled fleet for -soak-quiet and fail on any write, on a rollout out of order, or on growth beyond noise.")
 	flag.DurationVar(&so.every, "soak-every", time.Minute, "With -soak: how often to sample.")
@@ -230,7 +232,11 @@ func run(o options, out io.Writer) error {
 		}
 		fmt.Fprintln(out)
 	}
-	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB\n", res.PeakRSSKiB/1024)
+	limit := ""
+	if o.memoryLimit != "" {
+		limit = " (GOMEMLIMIT " + o.memoryLimit + ")"
+	}
+	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB%s\n", res.PeakRSSKiB/1024, limit)
 	fmt.Fprintf(out, "  sequencer CPU time:      %s (of %s wall clock for both phases)\n", res.CPU.Round(time.Second), (res.Provision + res.Upgrade).Round(time.Second))
 	reportFleetView(out, res.FleetView)
 	if o.slowest > 0 {

@@ -102,6 +102,9 @@ func startStack(ctx context.Context, o options, out io.Writer) (st *stack, stop 
 		"--recheck-releases="+strconv.FormatBool(o.recheckReleases),
 		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error",
 		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
+	if o.memoryLimit != "" {
+		st.seq.Env = append(os.Environ(), "GOMEMLIMIT="+o.memoryLimit)
+	}
 	st.seq.Stdout, st.seq.Stderr = os.Stderr, os.Stderr
 	if err := st.seq.Start(); err != nil {
 		return nil, stop, fmt.Errorf("starting express-sequencer: %w", err)
