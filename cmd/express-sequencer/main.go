@@ -108,7 +108,10 @@ Flags:
 // when there is none.
 func setMemoryLimit(log logr.Logger, limit memlimit.Provider) string {
 	set, err := memlimit.Set(memlimit.WithProvider(limit), memlimit.WithLogger(slog.New(logr.ToSlogHandler(log.V(1)))))
-	if err != nil {
+	switch {
+	case errors.Is(err, memlimit.ErrNoCgroup), errors.Is(err, memlimit.ErrCgroupsNotSupported):
+		// Not in a container (a local run, another OS): no limit to follow.
+	case err != nil:
 		log.Error(err, "Leaving the Go memory limit as it is")
 	}
 	if set == math.MaxInt64 {

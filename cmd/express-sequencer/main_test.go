@@ -79,6 +79,10 @@ func TestTheGoMemoryLimitFollowsTheContainers(t *testing.T) {
 	assert.Equal(t, "none", setMemoryLimit(logr.Discard(), func() (uint64, error) { return 0, memlimit.ErrNoLimit }))
 	assert.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1))
 
+	debug.SetMemoryLimit(math.MaxInt64)
+	assert.Equal(t, "none", setMemoryLimit(logr.Discard(), func() (uint64, error) { return 0, memlimit.ErrCgroupsNotSupported }),
+		"outside a container the limit stays Go's default")
+
 	t.Setenv("GOMEMLIMIT", "100MiB")
 	debug.SetMemoryLimit(100 << 20)
 	assert.Equal(t, "100 MiB", setMemoryLimit(logr.Discard(), memlimit.Limit(1<<30)), "GOMEMLIMIT wins")
