@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -244,9 +245,12 @@ func (cp *ControlPlane) StartManagerAs(cfg *rest.Config, o app.Options) (mgr man
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	stop = func() {
-		cancel()
-		<-done
+	var once sync.Once
+	stop = func() { // a second call returns at once: a test's cleanup may stop what it stopped
+		once.Do(func() {
+			cancel()
+			<-done
+		})
 	}
 	if err := cp.WaitForWebhooks(ctx, time.Minute); err != nil {
 		stop()

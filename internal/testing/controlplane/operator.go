@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -42,5 +43,6 @@ func (cp *ControlPlane) StartController(setup func(ctrl.Manager) error) (stop fu
 		cancel()
 		return nil, fmt.Errorf("the operator's cache did not sync: %w", <-done)
 	}
-	return func() { cancel(); <-done }, nil
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }, nil // stopping twice returns at once
 }
