@@ -55,10 +55,12 @@ func newListReader(cfg *rest.Config, r client.Reader, streamed bool) (client.Rea
 	if err != nil {
 		return nil, fmt.Errorf("a REST client for %s: %w", v2alpha1.GroupVersion, err)
 	}
-	return &fleetReader{Reader: r, rest: rc, streamed: streamed}, nil
+	return &listReader{Reader: r, rest: rc, streamed: streamed}, nil
 }
 
-type fleetReader struct {
+// listReader lists Backends and Frontends with a REST client of its own
+// and leaves every other read to the reader it wraps.
+type listReader struct {
 	client.Reader
 	rest rest.Interface
 	// streamed decodes items as they arrive; without, the whole response
@@ -66,55 +68,66 @@ type fleetReader struct {
 	streamed bool
 }
 
-// List streams Backends and Frontends and leaves other kinds to the
+// List lists Backends and Frontends itself and leaves other kinds to the
 // reader it wraps.
-func (f *fleetReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (f *listReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	switch l := list.(type) {
 	case *v2alpha1.BackendList:
-		if !f.streamed {
-			return f.whole(ctx, v2alpha1.KindBackend, opts, func(body []byte) error {
-				*l = v2alpha1.BackendList{}
-				return decodeWhole(body, v2alpha1.KindBackend+"List", l, &l.TypeMeta)
-			})
-		}
-		return f.stream(ctx, v2alpha1.KindBackend, opts, func(body io.Reader) error {
+		return f.list(ctx, v2alpha1.KindBackend, opts, func(body io.Reader) error {
 			return decodeList(body, v2alpha1.KindBackend+"List", &l.ListMeta, &l.Items)
+		}, func(body []byte) error {
+			return decodeWhole(body, v2alpha1.KindBackend+"List", l, &l.TypeMeta)
 		})
 	case *v2alpha1.FrontendList:
-		if !f.streamed {
-			return f.whole(ctx, v2alpha1.KindFrontend, opts, func(body []byte) error {
-				*l = v2alpha1.FrontendList{}
-				return decodeWhole(body, v2alpha1.KindFrontend+"List", l, &l.TypeMeta)
-			})
-		}
-		return f.stream(ctx, v2alpha1.KindFrontend, opts, func(body io.Reader) error {
+		return f.list(ctx, v2alpha1.KindFrontend, opts, func(body io.Reader) error {
 			return decodeList(body, v2alpha1.KindFrontend+"List", &l.ListMeta, &l.Items)
+		}, func(body []byte) error {
+			return decodeWhole(body, v2alpha1.KindFrontend+"List", l, &l.TypeMeta)
 		})
 	}
 	return f.Reader.List(ctx, list, opts...)
 }
 
-// streamAttempts bounds how often a list whose connection broke is read
+// readAttempts bounds how often a list whose connection broke is read
 // again, as client-go's own requests are retried.
-const streamAttempts = 5
+const readAttempts = 5
 
-// stream lists kind with opts and decodes the response body as it comes.
-// A connection that breaks — before the response or in the middle of its
+// list lists kind with opts, one consistent LIST, and decodes the response:
+// as its body streams in (streamed) or once it has all arrived (whole). A
+// connection that breaks — before the response or in the middle of its
 // body: kube-apiserver restarting, a load balancer dropping it — is tried
 // again after a second, reading the whole list again.
-func (f *fleetReader) stream(ctx context.Context, kind string, opts []client.ListOption, decode func(io.Reader) error) error {
+func (f *listReader) list(ctx context.Context, kind string, opts []client.ListOption, streamed func(io.Reader) error, whole func([]byte) error) error {
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	resource, _ := meta.UnsafeGuessKindToResource(v2alpha1.GroupVersion.WithKind(kind))
-	return retried(ctx, func() error { return f.streamOnce(ctx, resource.Resource, o, decode) })
+	request := func() *rest.Request {
+		return f.rest.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(resource.Resource).
+			VersionedParams(o.AsListOptions(), metav1.ParameterCodec)
+	}
+	return retried(ctx, func() error {
+		if f.streamed {
+			body, err := request().Stream(ctx)
+			if err != nil {
+				return err
+			}
+			defer body.Close()
+			return streamed(body)
+		}
+		res := request().Do(ctx)
+		if err := res.Error(); err != nil {
+			return err // the API server's Status, when it answered with one
+		}
+		body, _ := res.Raw()
+		return whole(body)
+	})
 }
 
 // retried calls read until it succeeds, fails with something other than a
-// broken connection, or has been tried streamAttempts times, a second
-// apart.
+// broken connection, or has been tried readAttempts times, a second apart.
 func retried(ctx context.Context, read func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := read()
-		if err == nil || !brokenConnection(err) || attempt == streamAttempts {
+		if err == nil || !brokenConnection(err) || attempt == readAttempts {
 			return err
 		}
 		if _, answered := err.(apierrors.APIStatus); answered {
@@ -128,46 +141,22 @@ func retried(ctx context.Context, read func() error) error {
 	}
 }
 
-func (f *fleetReader) streamOnce(ctx context.Context, resource string, o *client.ListOptions, decode func(io.Reader) error) error {
-	body, err := f.rest.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(resource).
-		VersionedParams(o.AsListOptions(), metav1.ParameterCodec).Stream(ctx)
-	if err != nil {
-		return err
-	}
-	defer body.Close()
-	return decode(body)
-}
-
-// whole lists kind with opts and decodes the whole response. A connection
-// that breaks before the answer is tried again by client-go; one that
-// breaks in the middle of the body, as stream does.
-func (f *fleetReader) whole(ctx context.Context, kind string, opts []client.ListOption, decode func([]byte) error) error {
-	o := (&client.ListOptions{}).ApplyOptions(opts)
-	resource, _ := meta.UnsafeGuessKindToResource(v2alpha1.GroupVersion.WithKind(kind))
-	return retried(ctx, func() error {
-		res := f.rest.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(resource.Resource).
-			VersionedParams(o.AsListOptions(), metav1.ParameterCodec).Do(ctx)
-		if err := res.Error(); err != nil {
-			return err // the API server's Status, when it answered with one
-		}
-		body, _ := res.Raw()
-		return decode(body)
-	})
-}
-
 // decodeWhole decodes a list of kind into list in one pass, its field
 // names matched exactly as client-go matches them, and leaves the list's
-// own kind and apiVersion empty, as client-go does for a typed list.
-func decodeWhole(body []byte, kind string, list any, typeMeta *metav1.TypeMeta) error {
+// own kind and apiVersion (typeMeta, list's own) empty, as client-go does
+// for a typed list.
+func decodeWhole[L any](body []byte, kind string, list *L, typeMeta *metav1.TypeMeta) error {
+	var empty L
+	*list = empty // a list read into before holds only what this read finds
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, list); err != nil {
 		return fmt.Errorf("decoding the list: %w", err)
 	}
 	if typeMeta.Kind == "Status" {
-		// A failure the API server answered with success: the error it says,
-		// as client-go reports it.
-		var status metav1.Status
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &status); err == nil && status.Status == metav1.StatusFailure {
-			return &apierrors.StatusError{ErrStatus: status}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(body, &fields); err == nil {
+			if err := failureIn(fields); err != nil {
+				return err
+			}
 		}
 	}
 	if typeMeta.Kind != kind {
@@ -175,6 +164,21 @@ func decodeWhole(body []byte, kind string, list any, typeMeta *metav1.TypeMeta) 
 	}
 	*typeMeta = metav1.TypeMeta{}
 	return nil
+}
+
+// failureIn returns the API server's error when fields, a response's
+// top-level fields, are a Status of a failure answered with success: the
+// error it says, as client-go reports it.
+func failureIn(fields map[string]json.RawMessage) error {
+	data, err := json.Marshal(fields)
+	if err != nil {
+		return nil
+	}
+	var status metav1.Status
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &status); err != nil || status.Status != metav1.StatusFailure {
+		return nil
+	}
+	return &apierrors.StatusError{ErrStatus: status}
 }
 
 // brokenConnection reports whether err is a connection that broke, not an
@@ -195,6 +199,7 @@ func decodeList[T any](r io.Reader, kind string, listMeta *metav1.ListMeta, item
 		return err
 	}
 	var found string
+	rest := map[string]json.RawMessage{} // what a Status answers with, if it is one
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -218,10 +223,16 @@ func decodeList[T any](r io.Reader, kind string, listMeta *metav1.ListMeta, item
 			if err := dec.Decode(&skip); err != nil {
 				return fmt.Errorf("decoding the list's %v: %w", tok, err)
 			}
+			rest[fmt.Sprint(tok)] = skip
 		}
 	}
 	if err := expect(dec, json.Delim('}')); err != nil {
 		return err
+	}
+	if found == "Status" {
+		if err := failureIn(rest); err != nil {
+			return err
+		}
 	}
 	if found != kind {
 		return fmt.Errorf("decoding the list: the response is a %q, not a %s", found, kind)

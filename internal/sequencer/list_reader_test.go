@@ -19,12 +19,39 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
-func TestAStreamedListIsDecodedItemByItem(t *testing.T) {
+// decoders are the two ways a list is decoded: as it streams (the fleet
+// view) and whole (the fresh reads). Each fills a list that holds something
+// read before.
+var decoders = map[string]func(body string) (v2alpha1.FrontendList, error){
+	"streamed": func(body string) (v2alpha1.FrontendList, error) {
+		list := leftFromBefore()
+		err := decodeList(strings.NewReader(body), "FrontendList", &list.ListMeta, &list.Items)
+		return list, err
+	},
+	"whole": func(body string) (v2alpha1.FrontendList, error) {
+		list := leftFromBefore()
+		err := decodeWhole([]byte(body), "FrontendList", &list, &list.TypeMeta)
+		return list, err
+	},
+}
+
+func leftFromBefore() v2alpha1.FrontendList {
+	return v2alpha1.FrontendList{
+		ListMeta: metav1.ListMeta{Continue: "left from before"},
+		Items:    []v2alpha1.Frontend{{ObjectMeta: metav1.ObjectMeta{Name: "left from before"}}},
+	}
+}
+
+func TestAListIsDecodedTheSameWayStreamedOrWhole(t *testing.T) {
 	for name, c := range map[string]struct {
 		body     string
 		items    []string
 		version  string
 		errorHas string
+		// streamedErrorHas is what the streamed decoder's error says beyond
+		// errorHas: where in the body it broke off.
+		streamedErrorHas string
+		forbidden        bool
 	}{
 		"a list's items and metadata are read, other fields skipped": {
 			body:  `{"apiVersion":"express.medallia.com/v2alpha1","kind":"FrontendList","metadata":{"resourceVersion":"42","continue":""},"items":[{"metadata":{"name":"acme-fe1"}},{"metadata":{"name":"acme-fe2"},"spec":{"expressVersion":"v1"}}]}`,
@@ -41,19 +68,20 @@ func TestAStreamedListIsDecodedItemByItem(t *testing.T) {
 			body: `{"kind":"FrontendList","metadata":{"resourceVersion":"9"},"items":null}`, version: "9",
 		},
 		"a body cut off in an item is an error naming the item": {
-			body: `{"metadata":{},"items":[{"metadata":{"name":"acme-fe1"}},{"metadata":{"na`, errorHas: "item 1 of the list",
+			body: `{"kind":"FrontendList","metadata":{},"items":[{"metadata":{"name":"acme-fe1"}},{"metadata":{"na`, errorHas: "decoding",
+			streamedErrorHas: "item 1 of the list",
 		},
 		"a body cut off after the items is an error": {
-			body: `{"metadata":{},"items":[]`, errorHas: "decoding the list",
+			body: `{"kind":"FrontendList","metadata":{},"items":[]`, errorHas: "decoding the list",
 		},
 		"a body that is not an object is an error": {
-			body: `[1,2]`, errorHas: `where "{" belongs`,
+			body: `[1,2]`, errorHas: "decoding the list", streamedErrorHas: `where "{" belongs`,
 		},
 		"items that are not an array are an error": {
-			body: `{"items":{"a":1}}`, errorHas: "where the items belong",
+			body: `{"kind":"FrontendList","items":{"a":1}}`, errorHas: "decoding the list", streamedErrorHas: "where the items belong",
 		},
 		"an item of the wrong shape is an error": {
-			body: `{"items":[{"metadata":"acme-fe1"}]}`, errorHas: "item 0 of the list",
+			body: `{"kind":"FrontendList","items":[{"metadata":"acme-fe1"}]}`, errorHas: "cannot unmarshal string", streamedErrorHas: "item 0 of the list",
 		},
 		"a response that is not the list asked for is an error": {
 			body: `{"kind":"BackendList","metadata":{},"items":[]}`, errorHas: `the response is a "BackendList", not a FrontendList`,
@@ -61,41 +89,54 @@ func TestAStreamedListIsDecodedItemByItem(t *testing.T) {
 		"a response without a kind is an error, not an empty list": {
 			body: `{}`, errorHas: `the response is a "", not a FrontendList`,
 		},
+		"a failure answered as a success is the API server's error": {
+			body:     `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"frontends is forbidden"}`,
+			errorHas: "frontends is forbidden", forbidden: true,
+		},
+		"a Status that is no failure is not the list asked for": {
+			body: `{"kind":"Status","apiVersion":"v1","status":"Success"}`, errorHas: `the response is a "Status", not a FrontendList`,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			meta := metav1.ListMeta{Continue: "left from before"}
-			items := []v2alpha1.Frontend{{ObjectMeta: metav1.ObjectMeta{Name: "left from before"}}}
-			err := decodeList(strings.NewReader(c.body), "FrontendList", &meta, &items)
-			if c.errorHas != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), c.errorHas)
-				return
+			for decoder, decode := range decoders {
+				list, err := decode(c.body)
+				if c.errorHas != "" {
+					require.Error(t, err, decoder)
+					assert.Contains(t, err.Error(), c.errorHas, decoder)
+					if decoder == "streamed" && c.streamedErrorHas != "" {
+						assert.Contains(t, err.Error(), c.streamedErrorHas)
+					}
+					assert.Equal(t, c.forbidden, apierrors.IsForbidden(err), "%s: typed as the API server's error: %v", decoder, err)
+					continue
+				}
+				require.NoError(t, err, decoder)
+				var names []string
+				for _, n := range list.Items {
+					names = append(names, n.Name)
+				}
+				assert.Equal(t, c.items, names, decoder)
+				assert.Equal(t, c.version, list.ResourceVersion, decoder)
+				assert.Empty(t, list.Continue, "%s: nothing is kept from a list read before", decoder)
+				assert.Empty(t, list.Kind, "%s: a typed list's kind is left empty, as client-go leaves it", decoder)
 			}
-			require.NoError(t, err)
-			var names []string
-			for _, n := range items {
-				names = append(names, n.Name)
-			}
-			assert.Equal(t, c.items, names)
-			assert.Equal(t, c.version, meta.ResourceVersion)
-			assert.Empty(t, meta.Continue, "nothing is kept from a list read before")
 		})
 	}
 }
 
 // Field names are matched exactly, as client-go decodes objects: a key
 // that differs in case from the field is not that field.
-func TestAStreamedItemsFieldNamesAreMatchedExactly(t *testing.T) {
+func TestAListsFieldNamesAreMatchedExactly(t *testing.T) {
 	body := `{"kind":"FrontendList","metadata":{},"items":[{"metadata":{"name":"acme-fe1"},"spec":{"Up":false,"RolloutGates":[{"name":"x"}],"clusterConfig":{"clusterName":"acme","TenantID":"9"}}}]}`
-	var meta metav1.ListMeta
-	var items []v2alpha1.Frontend
-	require.NoError(t, decodeList(strings.NewReader(body), "FrontendList", &meta, &items))
-	require.Len(t, items, 1)
-	spec := items[0].Spec
-	assert.Nil(t, spec.Up, "Up is not up")
-	assert.Empty(t, spec.RolloutGates, "RolloutGates is not rolloutGates")
-	assert.Empty(t, spec.ClusterConfig.TenantID, "TenantID is not tenantID")
-	assert.Equal(t, "acme", spec.ClusterConfig.ClusterName)
+	for decoder, decode := range decoders {
+		list, err := decode(body)
+		require.NoError(t, err, decoder)
+		require.Len(t, list.Items, 1, decoder)
+		spec := list.Items[0].Spec
+		assert.Nil(t, spec.Up, "%s: Up is not up", decoder)
+		assert.Empty(t, spec.RolloutGates, "%s: RolloutGates is not rolloutGates", decoder)
+		assert.Empty(t, spec.ClusterConfig.TenantID, "%s: TenantID is not tenantID", decoder)
+		assert.Equal(t, "acme", spec.ClusterConfig.ClusterName, decoder)
+	}
 }
 
 // answer answers with the API server's Status of a failure.
@@ -110,7 +151,7 @@ func answer(code int, reason, message string) func(http.ResponseWriter) {
 // A connection that breaks — before the answer, or halfway through its
 // body — is tried again and the list read whole, by either reader; an
 // answer that is an error is not tried again.
-func TestAStreamedListIsReadAgainWhenItsConnectionBreaks(t *testing.T) {
+func TestAListIsReadAgainWhenItsConnectionBreaks(t *testing.T) {
 	const list = `{"kind":"FrontendList","apiVersion":"express.medallia.com/v2alpha1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"acme-fe1"}},{"metadata":{"name":"acme-fe2"}}]}`
 	for name, c := range map[string]struct {
 		first    func(w http.ResponseWriter)
@@ -169,67 +210,4 @@ func TestAStreamedListIsReadAgainWhenItsConnectionBreaks(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestAWholeListIsDecodedOnce(t *testing.T) {
-	for name, c := range map[string]struct {
-		body     string
-		items    []string
-		version  string
-		errorHas string
-	}{
-		"a list's items and metadata are read": {
-			body:  `{"apiVersion":"express.medallia.com/v2alpha1","kind":"FrontendList","metadata":{"resourceVersion":"42"},"items":[{"metadata":{"name":"acme-fe1"}},{"metadata":{"name":"acme-fe2"}}]}`,
-			items: []string{"acme-fe1", "acme-fe2"}, version: "42",
-		},
-		"an empty list has no items": {
-			body: `{"kind":"FrontendList","metadata":{"resourceVersion":"9"},"items":[]}`, version: "9",
-		},
-		"a body cut off is an error": {
-			body: `{"kind":"FrontendList","metadata":{},"items":[{"metadata":{"na`, errorHas: "decoding the list",
-		},
-		"an item of the wrong shape is an error": {
-			body: `{"kind":"FrontendList","items":[{"metadata":"acme-fe1"}]}`, errorHas: "decoding the list",
-		},
-		"a response that is not the list asked for is an error": {
-			body: `{"kind":"BackendList","metadata":{},"items":[]}`, errorHas: `the response is a "BackendList", not a FrontendList`,
-		},
-		"a response without a kind is an error, not an empty list": {
-			body: `{}`, errorHas: `the response is a "", not a FrontendList`,
-		},
-		"a failure answered as a success is the API server's error": {
-			body: `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"frontends is forbidden"}`, errorHas: "frontends is forbidden",
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			list := v2alpha1.FrontendList{}
-			err := decodeWhole([]byte(c.body), "FrontendList", &list, &list.TypeMeta)
-			if c.errorHas != "" {
-				assert.ErrorContains(t, err, c.errorHas)
-				if strings.Contains(c.body, `"Forbidden"`) {
-					assert.True(t, apierrors.IsForbidden(err), "typed as the API server's error: %v", err)
-				}
-				return
-			}
-			require.NoError(t, err)
-			var names []string
-			for _, n := range list.Items {
-				names = append(names, n.Name)
-			}
-			assert.Equal(t, c.items, names)
-			assert.Equal(t, c.version, list.ResourceVersion)
-			assert.Empty(t, list.Kind, "a typed list's kind is left empty, as client-go leaves it")
-		})
-	}
-}
-
-// Field names are matched exactly in a whole list too.
-func TestAWholeListsFieldNamesAreMatchedExactly(t *testing.T) {
-	body := `{"kind":"FrontendList","metadata":{},"items":[{"metadata":{"name":"acme-fe1"},"spec":{"Up":false,"clusterConfig":{"clusterName":"acme","TenantID":"9"}}}]}`
-	list := v2alpha1.FrontendList{}
-	require.NoError(t, decodeWhole([]byte(body), "FrontendList", &list, &list.TypeMeta))
-	require.Len(t, list.Items, 1)
-	assert.Nil(t, list.Items[0].Spec.Up, "Up is not up")
-	assert.Empty(t, list.Items[0].Spec.ClusterConfig.TenantID, "TenantID is not tenantID")
-	assert.Equal(t, "acme", list.Items[0].Spec.ClusterConfig.ClusterName)
 }
