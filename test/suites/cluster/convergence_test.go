@@ -15,15 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
 // fe1 is released in a change to all and converges while no sequencer
-// runs, so no RolloutComplete record of the sequencer's says so; then every
-// pod of fe1 and be is lost. Only fe1's StatefulSet remembers that its
-// rollout converged (currentRevision = updateRevision after a template
-// change): fe1 is recovering, not rolling, and its new pod waits for be's,
-// which is held by no one. Taken as still rolling, fe1 came back alongside
-// be instead of after it.
+// runs, so no RolloutComplete record of the sequencer's says so; then be's
+// pod fails, fe1's is lost, and be's failed pod is replaced. Only fe1's
+// StatefulSet remembers that its rollout converged (currentRevision =
+// updateRevision after a template change): fe1 is recovering, not rolling,
+// and its new pod waits for be's, which is held by no one. Taken as still
+// rolling, fe1 came back alongside be instead of after it. be fails before
+// fe1's pod is lost, so that fe1's new pod is always created while be is
+// not Ready.
 func TestARolloutThatConvergedUnseenRecoversAfterItsPredecessorsByItsStatefulSetsRecord(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -50,26 +53,16 @@ func TestARolloutThatConvergedUnseenRecoversAfterItsPredecessorsByItsStatefulSet
 	}
 
 	mark := time.Now()
-	for _, k := range []string{"fe1", "be"} {
-		require.NoError(t, harness.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-" + k}))
-	}
-	// The pod webhook decides while no sequencer runs: fe1's new pod is
-	// created scheduling-gated, be's is not — unless be's recreated pod
-	// was Ready before fe1's was created (both were deleted at once, and
-	// be's may come back first): the order asserted below holds either way.
-	var fe1Pod corev1.Pod
-	require.True(t, waitFor(time.Minute, func() bool {
-		var list corev1.PodList
-		if harness.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe1"}) != nil ||
-			len(list.Items) != 1 || list.Items[0].DeletionTimestamp != nil {
-			return false
-		}
-		fe1Pod = list.Items[0]
-		return true
-	}), "fe1's pod is recreated while no sequencer runs")
-	if len(fe1Pod.Spec.SchedulingGates) == 0 {
-		t.Logf("fe1's recreated pod %s was not gated: be's was Ready first; the order below says so", fe1Pod.Name)
-	}
+	require.NoError(t, cluster.Crash(ctx, ns, "acme-be"))
+	require.NoError(t, harness.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe1"}))
+	// The pod webhook decides while no sequencer runs, be not Ready: fe1's
+	// new pod is created scheduling-gated.
+	fe1Pod := recreatedPod(t, ns, "acme-fe1")
+	require.Equal(t, []corev1.PodSchedulingGate{{Name: v2alpha1.GateSequencer}}, fe1Pod.Spec.SchedulingGates,
+		"fe1's recreated pod waits, scheduling-gated, for be")
+	require.NoError(t, cluster.Mend(ctx, ns))
+	bePod := recreatedPod(t, ns, "acme-be")
+	assert.Empty(t, bePod.Spec.SchedulingGates, "be's replacement waits for no one")
 	require.NoError(t, startSequencer())
 	waitSettled(t, ns)
 	assert.Equal(t, "be fe1 fe2 be", starts(ns, mark), "be recovers, then fe1, then the change goes on: fe2, be")
@@ -85,6 +78,24 @@ func TestARolloutThatConvergedUnseenRecoversAfterItsPredecessorsByItsStatefulSet
 	require.False(t, beReady.IsZero(), "be's recreated pod became Ready")
 	assert.True(t, fe1Started.After(beReady), "fe1's recreated pod started (%s) after be's was Ready (%s)",
 		fe1Started.Format(time.StampMilli), beReady.Format(time.StampMilli))
+}
+
+// recreatedPod waits for the one pod of node that is not being deleted
+// and was created after the test deleted or failed the node's pods, and
+// returns it.
+func recreatedPod(t *testing.T, ns, node string) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	require.True(t, waitFor(time.Minute, func() bool {
+		var list corev1.PodList
+		if harness.Client.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: node}) != nil ||
+			len(list.Items) != 1 || list.Items[0].DeletionTimestamp != nil || list.Items[0].Annotations[controlplane.CrashAnnotation] == "true" {
+			return false
+		}
+		pod = list.Items[0]
+		return true
+	}), "%s's pod is recreated", node)
+	return pod
 }
 
 // condition returns the node's PrerequisitesReady condition, nil if none.
