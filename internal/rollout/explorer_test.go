@@ -319,6 +319,7 @@ var explorations = []exploration{
 	{name: "3 nodes, default lists", size: 3},
 	{name: "3 nodes, default lists, settle time", size: 3, settle: true},
 	{name: "3 nodes, default lists, rollout-id", size: 3, rolloutID: true},
+	{name: "3 nodes, default lists, rollout-id, settle time", size: 3, rolloutID: true, settle: true},
 	{name: "3 nodes, the old chart's lists", size: 3, oldChart: true},
 	{name: "4 nodes, default lists", size: 4},
 	{name: "4 nodes, the old chart's lists, rollout-id", size: 4, oldChart: true, rolloutID: true},

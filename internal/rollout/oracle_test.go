@@ -490,32 +490,38 @@ func (o *oracle) stillLanding(m string) string {
 		}
 	}
 	if newest == "" {
-		return o.stillSettling()
+		return o.stillSettling(func(v2alpha1.Node) bool { return true })
 	}
-	if len(ids) < 2 {
-		return ""
+	timedOut := o.w.grouping.LandingTimeout > 0 && !o.w.now.Before(newestAt.Add(o.w.grouping.LandingTimeout))
+	if len(ids) >= 2 && !timedOut {
+		if o.needsReleaseToBeReady(m) && o.w.nodes[m].GetAnnotations()[v2alpha1.AnnotationRolloutID] == newest {
+			return ""
+		}
+		return fmt.Sprintf("rollout-id %s is still landing: the nodes carry %v", newest, slices.Sorted(maps.Keys(ids)))
 	}
-	if t := o.w.grouping.LandingTimeout; t > 0 && !o.w.now.Before(newestAt.Add(t)) {
-		return ""
-	}
-	if o.needsReleaseToBeReady(m) && o.w.nodes[m].GetAnnotations()[v2alpha1.AnnotationRolloutID] == newest {
-		return ""
-	}
-	return fmt.Sprintf("rollout-id %s is still landing: the nodes carry %v", newest, slices.Sorted(maps.Keys(ids)))
+	// rollout-id cannot say whether a change that came without a new one
+	// (a kubectl edit; a render of the id alone after a change) has landed:
+	// such changes settle as on a tenant without rollout-id.
+	return o.stillSettling(func(n v2alpha1.Node) bool {
+		ann := n.GetAnnotations()
+		return ann[v2alpha1.AnnotationRolloutID] == "" || ann[v2alpha1.AnnotationTargetChangedAt] != ann[v2alpha1.AnnotationRolloutIDChangedAt]
+	})
 }
 
 // stillSettling says why no gated node of a tenant without rollout-id may be
 // released yet (DESIGN §4): a node's latest target change is less than the
 // settle time old, and its run of changes began less than the settle cap
-// ago. Recovery waits for it too. "" when nothing holds the tenant.
-func (o *oracle) stillSettling() string {
+// ago. Recovery waits for it too. On a tenant with rollout-id, only the
+// nodes counted (whose change came without a new id) hold it. "" when
+// nothing holds the tenant.
+func (o *oracle) stillSettling(counted func(v2alpha1.Node) bool) string {
 	g := o.w.grouping
 	if g.SettleTime <= 0 {
 		return ""
 	}
 	for name, n := range o.w.nodes {
 		last, err := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt])
-		if err != nil {
+		if err != nil || !counted(n) {
 			continue
 		}
 		until := last.Add(g.SettleTime)

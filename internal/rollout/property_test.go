@@ -18,8 +18,9 @@ import (
 // changes, crashes during changes, readiness blips, StatefulSets scaled up
 // (a node short of a pod), pauses set and lifted, pods deleted and recreated with no delay,
 // nodes coming back with new targets, deletions, changes applied node by node
-// with rollout-id and random gaps, explicit acyclic prerequisite graphs,
-// random interleavings — and checks every release of a node and of a pod
+// with rollout-id and random gaps (some past the landing timeout), kubectl
+// edits without a new rollout-id, settle times, explicit acyclic
+// prerequisite graphs, random interleavings — and checks every release of a node and of a pod
 // against an independent reading of the rules (DESIGN v2), and that every
 // scenario settles.
 func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
@@ -38,8 +39,13 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		keys := keysOf(size)
 		explicit := rng.IntN(2) == 0
 		withID := rng.IntN(2) == 0
-		if !withID && rng.IntN(2) == 0 {
+		if rng.IntN(2) == 0 {
+			// With rollout-id, the settle time groups the changes that come
+			// without a new id (the kubectl edits below).
 			w.grouping = Grouping{SettleTime: 3 * time.Second, SettleCap: 10 * time.Second}
+		}
+		if withID && rng.IntN(2) == 0 {
+			w.grouping.LandingTimeout = 20 * time.Second // some changes land after it
 		}
 		rank := rng.Perm(size) // explicit prerequisites only point at lower ranks: no loop within a list
 		upgradeRank := rank
@@ -81,14 +87,14 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 				w.scaleUp(randomSubset(rng, liveKeys(w, keys))...)
 			case op == 10:
 				w.lose(randomSubset(rng, liveKeys(w, keys))...)
-			case op == 0 && !withID:
+			case op == 0:
 				w.setVersion(version, randomSubset(rng, keys)...)
 			case op == 1:
 				w.crash(randomSubset(rng, keys)...)
-			case op == 2 && !withID:
+			case op == 2:
 				k := keys[rng.IntN(size)]
 				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(!n.NodeSpec().IsUp()) })
-			case op == 3 && !withID:
+			case op == 3:
 				w.setConfig(version, randomSubset(rng, keys)...)
 			case op == 4:
 				w.evict(randomSubset(rng, liveKeys(w, keys))...)
@@ -97,7 +103,7 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 				if _, ok := w.nodes[w.name(k)]; ok {
 					w.remove(k)
 				}
-			case op == 6 && !withID:
+			case op == 6:
 				k := keys[rng.IntN(size)]
 				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().Up = nil; n.NodeSpec().ExpressVersion = version })
 			default:
