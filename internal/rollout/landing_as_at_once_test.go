@@ -54,6 +54,20 @@ func TestAChangeLandingNodeByNodeOrdersAsIfAppliedAtOnce(t *testing.T) {
 			split:  []step{render("r2", false, 0, "be"), crash("be"), ticks(10), renderLists("r2", "fe1", nil, nil), render("r2", false, 0, "fe2", "fe3", "fe4")},
 			want:   "fe1 be fe2 fe3 fe4",
 		},
+		{
+			name:   "a render bringing the whole tenant back up that reaches fe1 first and be last",
+			setup:  []step{settledByRolloutID(4, "r1"), up("be", ptr.To(false)), up("fe1", ptr.To(false)), up("fe2", ptr.To(false)), up("fe3", ptr.To(false)), settle},
+			atOnce: []step{render("r2", true, 0, "fe1", "fe2", "fe3", "be")},
+			split:  []step{render("r2", true, 5, "fe1", "fe2", "fe3", "be")},
+			want:   "be fe1 fe2 fe3",
+		},
+		{
+			name:   "a render bringing be back up that reaches the crashed fe1 first",
+			setup:  []step{settledByRolloutID(4, "r1"), up("be", ptr.To(false)), settle, crash("fe1")},
+			atOnce: []step{render("r2", true, 0, "fe1", "fe2", "fe3", "be")},
+			split:  []step{render("r2", true, 5, "fe1", "fe2", "fe3", "be")},
+			want:   "be fe1 fe2 fe3",
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			atOnce := scenario{setup: c.setup, change: c.atOnce}.play(newWorld(t, "acme"))

@@ -109,26 +109,33 @@ func (o *oracle) readyFor(m string, need need) bool {
 	}) && (!need.onTarget || !o.gated(m))
 }
 
+// listOf returns m's list ("provisioning" or "upgrade"): its explicit
+// entries, or — builtin — the built-in order it follows.
+func (o *oracle) listOf(m, list string) (entries []v2alpha1.Prerequisite, order []string, builtin bool) {
+	n := o.w.nodes[m]
+	if deps := n.NodeSpec().DeploymentDependencies; deps != nil {
+		entries = deps.ProvisioningPrerequisites
+		if list == "upgrade" {
+			entries = deps.UpgradePrerequisites
+		}
+	}
+	if entries != nil && !strings.Contains(n.GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites], list+"Prerequisites") {
+		return entries, nil, false
+	}
+	if list == "upgrade" {
+		return nil, o.upg, true
+	}
+	return nil, o.prov, true
+}
+
 // needs lists what m's list ("provisioning" or "upgrade") asks for; false
 // when it names a node that does not exist.
 func (o *oracle) needs(m, list string) ([]need, bool) {
 	var out []need
 	var walk func(m string, seen map[string]bool) bool
 	walk = func(m string, seen map[string]bool) bool {
-		deps := o.w.nodes[m].NodeSpec().DeploymentDependencies
-		var entries []v2alpha1.Prerequisite
-		if deps != nil {
-			entries = deps.ProvisioningPrerequisites
-			if list == "upgrade" {
-				entries = deps.UpgradePrerequisites
-			}
-		}
-		record := o.w.nodes[m].GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites]
-		if entries == nil || strings.Contains(record, list+"Prerequisites") {
-			order := o.prov
-			if list == "upgrade" {
-				order = o.upg
-			}
+		entries, order, builtin := o.listOf(m, list)
+		if builtin {
 			for _, x := range order {
 				if x == m {
 					break
@@ -472,8 +479,10 @@ func without(m map[string]bool, key string) map[string]bool {
 // intentionally down only those that carry an id — do not all carry the same
 // rollout-id, and the landing timeout, counted from the newest id's latest
 // stamp, has not passed. The one release a landing lets through is a
-// recovery: a node that cannot become Ready without its release and has
-// itself taken the newest id. "" when nothing holds m.
+// recovery: a node that cannot become Ready without its release, once it
+// and every node the landing could still put before it have landed
+// (landedBefore). Once the ids agree, or the timeout has passed, changes
+// that came without a new id settle (stillSettling). "" when nothing holds m.
 func (o *oracle) stillLanding(m string) string {
 	ids := map[string]bool{}
 	var newest string
@@ -494,7 +503,7 @@ func (o *oracle) stillLanding(m string) string {
 	}
 	timedOut := o.w.grouping.LandingTimeout > 0 && !o.w.now.Before(newestAt.Add(o.w.grouping.LandingTimeout))
 	if len(ids) >= 2 && !timedOut {
-		if o.needsReleaseToBeReady(m) && o.w.nodes[m].GetAnnotations()[v2alpha1.AnnotationRolloutID] == newest {
+		if o.needsReleaseToBeReady(m) && o.landedBefore(m, newest) {
 			return ""
 		}
 		return fmt.Sprintf("rollout-id %s is still landing: the nodes carry %v", newest, slices.Sorted(maps.Keys(ids)))
@@ -502,10 +511,81 @@ func (o *oracle) stillLanding(m string) string {
 	// rollout-id cannot say whether a change that came without a new one
 	// (a kubectl edit; a render of the id alone after a change) has landed:
 	// such changes settle as on a tenant without rollout-id.
+	// The world's record, not the webhook's stamps, says which change came
+	// with a new id. Two writes in one instant of the world's clock (a
+	// tenant created, then given its id) are one change to any record;
+	// the API server's clock tells them apart.
 	return o.stillSettling(func(n v2alpha1.Node) bool {
-		ann := n.GetAnnotations()
-		return ann[v2alpha1.AnnotationRolloutID] == "" || ann[v2alpha1.AnnotationTargetChangedAt] != ann[v2alpha1.AnnotationRolloutIDChangedAt]
+		target, id := o.w.targetWrite[n.GetName()], o.w.idWrite[n.GetName()]
+		return n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == "" || target.seq != id.seq && !target.at.Equal(id.at)
 	})
+}
+
+// landedBefore: m and every node that the change still landing could put
+// before m carry the newest id — every node that could be one of m's
+// upgrade prerequisites, and of those that could be its provisioning
+// prerequisites the ones down (a render may bring them back up; those up
+// are waited for as they are).
+func (o *oracle) landedBefore(m, newest string) bool {
+	landed := func(y string) bool {
+		n, ok := o.w.nodes[y]
+		return ok && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == newest
+	}
+	if !landed(m) {
+		return false
+	}
+	for _, y := range o.couldNeed(m, "upgrade") {
+		if !landed(y) {
+			return false
+		}
+	}
+	for _, y := range o.couldNeed(m, "provisioning") {
+		if n, ok := o.w.nodes[y]; ok && !o.live(y) && n.GetDeletionTimestamp() == nil && !landed(y) {
+			return false
+		}
+	}
+	return true
+}
+
+// couldNeed lists the nodes that could be in m's list ("provisioning" or
+// "upgrade") whoever is up: for a built-in list every node before m in the
+// built-in order, for an explicit one the nodes it names; and, through those
+// that are down, what they could need in turn. Nodes being deleted need no
+// one and are needed by no one.
+func (o *oracle) couldNeed(m, list string) []string {
+	var out []string
+	seen := map[string]bool{m: true}
+	var walk func(m string)
+	walk = func(m string) {
+		var next []string
+		entries, order, builtin := o.listOf(m, list)
+		if builtin {
+			for _, x := range order {
+				if x == m {
+					break
+				}
+				if o.w.nodes[x].GetDeletionTimestamp() == nil {
+					next = append(next, x)
+				}
+			}
+		} else {
+			for _, p := range entries {
+				next = append(next, p.ExpressNode)
+			}
+		}
+		for _, y := range next {
+			if seen[y] {
+				continue
+			}
+			seen[y] = true
+			out = append(out, y)
+			if _, ok := o.w.nodes[y]; ok && !o.live(y) {
+				walk(y)
+			}
+		}
+	}
+	walk(m)
+	return out
 }
 
 // stillSettling says why no gated node of a tenant without rollout-id may be

@@ -251,7 +251,13 @@ func (p *planner) evaluate(name string) {
 //     x, and x would then wait for it);
 //   - each of those that is live needs x Ready for its own provisioning
 //     and is not rolling: x's waits on them are circular with x's own
-//     readiness and the provisioning order wins.
+//     readiness and the provisioning order wins;
+//   - every node that could be one of x's provisioning prerequisites
+//     (found the same way in the provisioning list) and is down has landed:
+//     a render that brings it back up makes x wait for it, as a render
+//     applied at once would (a tenant taken down whole and brought back
+//     up by a render that lands fe1 first is provisioned be first). Those
+//     that are up are waited for as they are.
 //
 // A settle hold (no rollout-id) cannot tell what has landed: it is short,
 // and recovery waits for it.
@@ -274,6 +280,12 @@ func (p *planner) goesAheadOfTheLanding(x string) bool {
 			return false // missing, or not landed yet: what it will need is not known
 		}
 	}
+	for _, y := range p.mayComeAfter(x, defaults.ProvisioningList) {
+		n, ok := p.Nodes[y]
+		if ok && !isUp(n) && n.GetDeletionTimestamp() == nil && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != p.landing.newest {
+			return false // down, not landed yet: the render may bring it back up, and x would wait for it
+		}
+	}
 	for _, r := range p.requirements(x, true) {
 		if r.upToDate && (r.missing || p.inFlight(r.node) || !slices.Contains(p.provisioningOf(r.node), x)) {
 			return false
@@ -287,14 +299,18 @@ func (p *planner) goesAheadOfTheLanding(x string) bool {
 // upgrade order (not reduced: down nodes may come back), for an explicit
 // list the nodes it names and, through those that are down, what they may
 // name in turn.
-func (p *planner) mayUpgradeAfter(x string) []string {
+func (p *planner) mayUpgradeAfter(x string) []string { return p.mayComeAfter(x, defaults.UpgradeList) }
+
+// mayComeAfter returns the nodes that could be prerequisites of x in list
+// l, whoever is up (see mayUpgradeAfter).
+func (p *planner) mayComeAfter(x string, l defaults.List) []string {
 	var out []string
 	seen := map[string]bool{x: true}
 	var walk func(name string)
 	walk = func(name string) {
 		n := p.Nodes[name]
 		var next []string
-		if defaults.IsDefaulted(n, defaults.UpgradeList) {
+		if defaults.IsDefaulted(n, l) {
 			k, ok := defaults.KeyOf(n)
 			if !ok {
 				return
@@ -307,14 +323,14 @@ func (p *planner) mayUpgradeAfter(x string) []string {
 					keys = append(keys, mk)
 				}
 			}
-			for _, prev := range defaults.UpgradeList.Order(p.Orders).Sequence(keys) {
+			for _, prev := range l.Order(p.Orders).Sequence(keys) {
 				if prev == k {
 					break
 				}
 				next = append(next, byKey[prev])
 			}
 		} else {
-			for _, pr := range defaults.UpgradeList.Get(n.NodeSpec()) {
+			for _, pr := range l.Get(n.NodeSpec()) {
 				next = append(next, pr.ExpressNode)
 			}
 		}

@@ -75,8 +75,16 @@ type world struct {
 	uidSeq         int
 	log            []string
 	started        []string
-	// startedAt is the tick each rollout of started began at.
-	startedAt []int
+	// writes counts the writes of the user (create, update); targetWrite
+	// and idWrite are, per node, the write that last changed its target and
+	// its rollout-id: the world's own record of which changes came with a
+	// new id, not the webhook's stamps.
+	writes               int
+	targetWrite, idWrite map[string]write
+	// startedAt is the tick each rollout of started began at, and
+	// startedTarget the target its pods carry.
+	startedAt     []int
+	startedTarget []string
 	// phases are where each phase of a scenario's change began in started.
 	phases   []int
 	oracle   func(w *world, name string, releasing map[string]bool) (bool, string)
@@ -92,6 +100,12 @@ type world struct {
 	wakes, refused int
 }
 
+// write is one write of the user's: its number and its instant.
+type write struct {
+	seq int
+	at  time.Time
+}
+
 func newWorld(t testing.TB, cluster string) *world {
 	return &world{
 		t: t, orders: defaults.Builtin(), cluster: cluster,
@@ -100,6 +114,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
 		scaling:  map[string]int{},
 		lastHash: map[string]string{}, setCurrent: map[string]string{}, convergedSince: map[string]string{}, releasedBare: map[string]bool{}, oracle: independentRequirementsHold,
+		targetWrite: map[string]write{}, idWrite: map[string]write{},
 	}
 }
 
@@ -115,6 +130,13 @@ func (w *world) key(name string) string { return strings.TrimPrefix(name, w.clus
 // node, as a user (not the sequencer) writes it; the generation moves when
 // the spec changes, as the API server does it.
 func (w *world) admit(n, old v2alpha1.Node) {
+	w.writes++
+	if old == nil || TargetHashOf(old.NodeSpec()) != TargetHashOf(n.NodeSpec()) {
+		w.targetWrite[n.GetName()] = write{w.writes, w.now}
+	}
+	if id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]; old == nil && id != "" || old != nil && old.GetAnnotations()[v2alpha1.AnnotationRolloutID] != id {
+		w.idWrite[n.GetName()] = write{w.writes, w.now}
+	}
 	defaults.RestoreRecord(n, old)
 	w.orders.Apply(n)
 	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime}
@@ -400,14 +422,15 @@ func (w *world) createPod(name, hash string, add bool) {
 		w.rolling[name] = 1 + w.rng.IntN(4)
 	}
 	if len(pod.Gates) == 0 {
-		w.start(name)
+		w.start(name, hash)
 	}
 }
 
-// start records that node name's new pods became schedulable.
-func (w *world) start(name string) {
+// start records that node name's new pods, of target, became schedulable.
+func (w *world) start(name, target string) {
 	w.started = append(w.started, w.key(name))
 	w.startedAt = append(w.startedAt, w.tick)
+	w.startedTarget = append(w.startedTarget, target)
 }
 
 func (w *world) gatedSuffix(name string) string {
@@ -482,7 +505,7 @@ func (w *world) apply(decisions []Decision) {
 				w.pods[d.Node][i].Gates = slices.DeleteFunc(slices.Clone(p.Gates), func(g string) bool { return g == v2alpha1.GateSequencer })
 				w.podsReleased++
 				if len(w.pods[d.Node][i].Gates) == 0 {
-					w.start(d.Node)
+					w.start(d.Node, p.Hash)
 				}
 			}
 		}

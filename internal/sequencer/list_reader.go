@@ -89,8 +89,10 @@ func (f *listReader) List(ctx context.Context, list client.ObjectList, opts ...c
 }
 
 // readAttempts bounds how often a list whose connection broke is read
-// again, as client-go's own requests are retried.
+// again, readAgainAfter apart, as client-go's own requests are retried.
 const readAttempts = 5
+
+var readAgainAfter = time.Second // a variable for the tests
 
 // list lists kind with opts, one consistent LIST, and decodes the response:
 // as its body streams in (streamed) or once it has all arrived (whole). A
@@ -101,8 +103,9 @@ func (f *listReader) list(ctx context.Context, kind string, opts []client.ListOp
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	resource, _ := meta.UnsafeGuessKindToResource(v2alpha1.GroupVersion.WithKind(kind))
 	request := func() *rest.Request {
+		// No retries of client-go's own: readAttempts is the one bound.
 		return f.rest.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(resource.Resource).
-			VersionedParams(o.AsListOptions(), metav1.ParameterCodec)
+			VersionedParams(o.AsListOptions(), metav1.ParameterCodec).MaxRetries(0)
 	}
 	return retried(ctx, func() error {
 		if f.streamed {
@@ -123,20 +126,18 @@ func (f *listReader) list(ctx context.Context, kind string, opts []client.ListOp
 }
 
 // retried calls read until it succeeds, fails with something other than a
-// broken connection, or has been tried readAttempts times, a second apart.
+// broken connection, or has been tried readAttempts times.
 func retried(ctx context.Context, read func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := read()
-		if err == nil || !brokenConnection(err) || attempt == readAttempts {
-			return err
-		}
-		if _, answered := err.(apierrors.APIStatus); answered {
-			return err // the API server's answer, whatever its message says
+		var answer apierrors.APIStatus
+		if err == nil || errors.As(err, &answer) || !brokenConnection(err) || attempt == readAttempts {
+			return err // done, or the API server's answer, whatever its message says
 		}
 		select {
 		case <-ctx.Done():
-			return err
-		case <-time.After(time.Second):
+			return fmt.Errorf("%w, and no time is left to read again: %w", err, ctx.Err())
+		case <-time.After(readAgainAfter):
 		}
 	}
 }

@@ -1,0 +1,189 @@
+package rollout
+
+// A change applied node by node starts its nodes in the order the same
+// change applied at once starts them (DESIGN §4: "a change applied node by
+// node in any order, any gaps between applies … as if applied at once").
+// This compares the two on seeded random changes, judging only by what
+// started: no rule of the planner's is read, so the check holds whatever
+// the planner's reasons for its holds are.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// landingCase is one change to a settled tenant whose nodes carry
+// rollout-id r1.
+type landingCase struct {
+	size int
+	// down are taken down before the change.
+	down []string
+	// changed get a new version; with bringUp the change also drops their
+	// up flag, bringing the down ones back.
+	changed []string
+	bringUp bool
+	// kubectl: written without a new rollout-id, so grouped by the settle
+	// time alone (the gaps are shorter than it).
+	kubectl bool
+	// order is the order of the writes, gaps the ticks after each.
+	order []string
+	gaps  []int
+	// crashed is crashed before the change and stays so until it has
+	// landed; paused is paused through the change and resumed after.
+	crashed, paused string
+	grouping        Grouping
+}
+
+func (c landingCase) String() string {
+	return fmt.Sprintf("size %d, down %v, changed %v (brought up: %v, by kubectl: %v), written %v with gaps %v, crashed %q, paused %q, %+v",
+		c.size, c.down, c.changed, c.bringUp, c.kubectl, c.order, c.gaps, c.crashed, c.paused, c.grouping)
+}
+
+// randomLandingCase draws a change. A node crashing while the change lands
+// is left out: "at once" says nothing of when, relative to the change, it
+// crashes (the property test holds those against its oracle).
+func randomLandingCase(rng *rand.Rand) landingCase {
+	c := landingCase{size: 3 + rng.IntN(4)}
+	keys := keysOf(c.size)
+	switch rng.IntN(8) {
+	case 0: // the whole tenant down
+		c.down = keys
+	case 1, 2:
+		c.down = []string{"be"}
+	}
+	for _, k := range keys[1:] {
+		if rng.IntN(6) == 0 && !slices.Contains(c.down, k) {
+			c.down = append(c.down, k)
+		}
+	}
+	if c.changed = randomSubset(rng, keys); len(c.changed) == 0 {
+		c.changed = []string{keys[rng.IntN(len(keys))]}
+	}
+	c.kubectl = rng.IntN(3) == 0
+	c.bringUp = !c.kubectl && rng.IntN(3) == 0
+	if c.kubectl || rng.IntN(2) == 0 {
+		c.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+	}
+	if !c.kubectl && rng.IntN(2) == 0 {
+		c.grouping.LandingTimeout = 5 * time.Minute
+	}
+	for _, i := range rng.Perm(c.size) {
+		k := keys[i]
+		if c.kubectl && (!slices.Contains(c.changed, k) || slices.Contains(c.down, k)) {
+			continue // an edit touches only what it changes
+		}
+		c.order = append(c.order, k)
+	}
+	for range c.order {
+		if c.kubectl {
+			c.gaps = append(c.gaps, rng.IntN(10)) // within the settle time
+		} else {
+			c.gaps = append(c.gaps, rng.IntN(12))
+		}
+	}
+	switch rng.IntN(4) {
+	case 1:
+		if k := keys[rng.IntN(len(keys))]; !slices.Contains(c.down, k) {
+			c.crashed = k
+		}
+	case 2:
+		c.paused = keys[rng.IntN(len(keys))]
+	}
+	return c
+}
+
+// write applies the change to node k.
+func (c landingCase) write(w *world, k string) {
+	w.update(k, func(n v2alpha1.Node) {
+		if slices.Contains(c.changed, k) {
+			n.NodeSpec().ExpressVersion = v2
+			if c.bringUp {
+				n.NodeSpec().Up = nil
+			}
+		}
+		if !c.kubectl {
+			setAnnotation(n, v2alpha1.AnnotationRolloutID, "r2")
+		}
+	})
+}
+
+// play settles the tenant, applies the change — at once, or node by node
+// with its gaps — and returns the first rollout of each changed node onto
+// its final target, in the order they started.
+func (c landingCase) play(t *testing.T, atOnce bool) (string, *world) {
+	w := newWorld(t, "t")
+	settledByRolloutID(c.size, "r1")(w)
+	w.grouping = c.grouping
+	for _, k := range c.down {
+		up(k, ptr.To(false))(w)
+	}
+	w.run(400)
+	if c.crashed != "" {
+		w.crash(c.crashed)
+		w.crashed[w.name(c.crashed)] = len(c.order) + sum(c.gaps) + 5 // until the change has landed
+	}
+	if c.paused != "" {
+		w.annotate(c.paused, v2alpha1.AnnotationPauseRollout, "true")
+	}
+	w.logf("---- the change")
+	mark := len(w.started)
+	for i, k := range c.order {
+		c.write(w, k)
+		if !atOnce {
+			ticks(c.gaps[i])(w)
+		}
+	}
+	if c.paused != "" {
+		ticks(30)(w)
+		w.annotate(c.paused, v2alpha1.AnnotationPauseRollout, "")
+	}
+	w.run(600)
+	var firsts []string
+	for i, k := range w.started[mark:] {
+		n := w.nodes[w.name(k)]
+		if n != nil && slices.Contains(c.changed, k) && !slices.Contains(firsts, k) && w.startedTarget[mark+i] == StampedTarget(n) {
+			firsts = append(firsts, k)
+		}
+	}
+	return strings.Join(firsts, " "), w
+}
+
+func sum(xs []int) int {
+	total := 0
+	for _, x := range xs {
+		total += x
+	}
+	return total
+}
+
+func TestAChangeAppliedNodeByNodeStartsItsNodesInTheOrderItWouldAppliedAtOnce(t *testing.T) {
+	cases := 1000
+	if testing.Short() {
+		cases = 300
+	}
+	ordered := 0 // cases in which the change started two nodes or more
+	for seed := uint64(1); seed <= uint64(cases); seed++ {
+		c := randomLandingCase(rand.New(rand.NewPCG(seed, 0xa7)))
+		want, atOnce := c.play(t, true)
+		got, byNode := c.play(t, false)
+		if got != want {
+			t.Fatalf("seed %d: %s\nnode by node %q, at once %q\n--- node by node:\n%s\n--- at once:\n%s",
+				seed, c, got, want, strings.Join(byNode.log, "\n"), strings.Join(atOnce.log, "\n"))
+		}
+		if strings.Contains(want, " ") {
+			ordered++
+		}
+	}
+	t.Logf("%d changes, %d of them starting two nodes or more, in the same order node by node as at once", cases, ordered)
+	if ordered < cases/4 {
+		t.Fatalf("only %d of %d changes started two nodes or more: the comparison says little", ordered, cases)
+	}
+}
