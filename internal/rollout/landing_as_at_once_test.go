@@ -26,7 +26,30 @@ func renderLists(id, key string, prov, upg []string) step {
 	}
 }
 
+// renderEdit renders rollout-id id to node key with an edit of its spec.
+func renderEdit(id, key string, edit func(*v2alpha1.NodeSpec)) step {
+	return func(w *world) {
+		w.update(key, func(n v2alpha1.Node) {
+			setAnnotation(n, v2alpha1.AnnotationRolloutID, id)
+			edit(n.NodeSpec())
+		})
+	}
+}
+
+// explicitTenant creates be, fe1 and fe2 with explicit provisioning lists
+// (fe1 needs be, fe2 needs fe1) and empty upgrade lists, at rollout-id r1.
+func explicitTenant(w *world) {
+	w.create("be", v1, explicitLists(w, nil, nil))
+	w.create("fe1", v1, explicitLists(w, []string{"be"}, nil))
+	w.create("fe2", v1, explicitLists(w, []string{"fe1"}, nil))
+	w.setRolloutID("r1", "be", "fe1", "fe2")
+	w.run(400)
+}
+
 func TestAChangeLandingNodeByNodeOrdersAsIfAppliedAtOnce(t *testing.T) {
+	toV2 := func(s *v2alpha1.NodeSpec) { s.ExpressVersion = v2 }
+	upOnV2 := func(s *v2alpha1.NodeSpec) { s.ExpressVersion = v2; s.Up = nil }
+	down := func(s *v2alpha1.NodeSpec) { s.Up = ptr.To(false) }
 	for _, c := range []struct {
 		name          string
 		setup         []step
@@ -67,6 +90,26 @@ func TestAChangeLandingNodeByNodeOrdersAsIfAppliedAtOnce(t *testing.T) {
 			atOnce: []step{render("r2", true, 0, "fe1", "fe2", "fe3", "be")},
 			split:  []step{render("r2", true, 5, "fe1", "fe2", "fe3", "be")},
 			want:   "be fe1 fe2 fe3",
+		},
+		{
+			name:   "a render that takes fe1 down and brings be back up, reaching the crashed fe2 first (fe2 needs fe1, fe1 needs be)",
+			setup:  []step{explicitTenant, up("be", ptr.To(false)), settle},
+			atOnce: []step{crash("fe2"), renderEdit("r2", "fe2", toV2), renderEdit("r2", "be", upOnV2), renderEdit("r2", "fe1", down)},
+			split:  []step{crash("fe2"), renderEdit("r2", "fe2", toV2), ticks(10), renderEdit("r2", "be", upOnV2), renderEdit("r2", "fe1", down)},
+			want:   "be fe2",
+		},
+		{
+			name:  "a render that brings fe1 back up with empty lists, reaching the crashed be and fe2 first (the old chart's lists)",
+			setup: []step{oldChart(3), func(w *world) { w.setRolloutID("r1", "be", "fe1", "fe2"); w.run(400) }, up("fe1", ptr.To(false)), settle},
+			atOnce: []step{crash("be"), renderEdit("r2", "be", toV2), renderEdit("r2", "fe2", toV2),
+				func(w *world) {
+					renderEdit("r2", "fe1", func(s *v2alpha1.NodeSpec) { upOnV2(s); explicitLists(w, nil, nil)(s) })(w)
+				}},
+			split: []step{crash("be"), renderEdit("r2", "be", toV2), renderEdit("r2", "fe2", toV2), ticks(10),
+				func(w *world) {
+					renderEdit("r2", "fe1", func(s *v2alpha1.NodeSpec) { upOnV2(s); explicitLists(w, nil, nil)(s) })(w)
+				}},
+			want: "fe1 fe2 be",
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {

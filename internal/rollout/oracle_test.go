@@ -523,9 +523,8 @@ func (o *oracle) stillLanding(m string) string {
 
 // landedBefore: m and every node that the change still landing could put
 // before m carry the newest id — every node that could be one of m's
-// upgrade prerequisites, and of those that could be its provisioning
-// prerequisites the ones down (a render may bring them back up; those up
-// are waited for as they are).
+// upgrade or provisioning prerequisites (a render may bring a down one
+// back up, or take an up one down and make m wait for what it names).
 func (o *oracle) landedBefore(m, newest string) bool {
 	landed := func(y string) bool {
 		n, ok := o.w.nodes[y]
@@ -540,8 +539,20 @@ func (o *oracle) landedBefore(m, newest string) bool {
 		}
 	}
 	for _, y := range o.couldNeed(m, "provisioning") {
-		if n, ok := o.w.nodes[y]; ok && !o.live(y) && n.GetDeletionTimestamp() == nil && !landed(y) {
+		if n, ok := o.w.nodes[y]; ok && n.GetDeletionTimestamp() == nil && !landed(y) {
 			return false
+		}
+	}
+	// So are the lists through which m's upgrade prerequisites need m for
+	// their provisioning: they are what makes m's wait on them circular.
+	for _, y := range o.couldNeed(m, "upgrade") {
+		if !o.live(y) {
+			continue
+		}
+		for _, z := range o.couldNeed(y, "provisioning") {
+			if n, ok := o.w.nodes[z]; ok && n.GetDeletionTimestamp() == nil && !landed(z) {
+				return false
+			}
 		}
 	}
 	return true

@@ -253,11 +253,15 @@ func (p *planner) evaluate(name string) {
 //     and is not rolling: x's waits on them are circular with x's own
 //     readiness and the provisioning order wins;
 //   - every node that could be one of x's provisioning prerequisites
-//     (found the same way in the provisioning list) and is down has landed:
-//     a render that brings it back up makes x wait for it, as a render
-//     applied at once would (a tenant taken down whole and brought back
-//     up by a render that lands fe1 first is provisioned be first). Those
-//     that are up are waited for as they are.
+//     (found the same way in the provisioning list), up or down, has
+//     landed: a render that brings a down one back up makes x wait for it,
+//     and one that takes an up one down makes x wait, through it, for what
+//     its list names, as a render applied at once would (a tenant taken
+//     down whole and brought back up by a render that lands fe1 first is
+//     provisioned be first);
+//   - so has every node that could be one of the provisioning
+//     prerequisites of each upgrade prerequisite of x: those lists and up
+//     flags are what makes x's wait on it circular.
 //
 // A settle hold (no rollout-id) cannot tell what has landed: it is short,
 // and recovery waits for it.
@@ -280,14 +284,31 @@ func (p *planner) goesAheadOfTheLanding(x string) bool {
 			return false // missing, or not landed yet: what it will need is not known
 		}
 	}
-	for _, y := range p.mayComeAfter(x, defaults.ProvisioningList) {
-		n, ok := p.Nodes[y]
-		if ok && !isUp(n) && n.GetDeletionTimestamp() == nil && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != p.landing.newest {
-			return false // down, not landed yet: the render may bring it back up, and x would wait for it
-		}
+	// Every node x's provisioning list reaches, up or down, has landed: a
+	// render may bring a down one back up (x would wait for it) or take an
+	// up one down (x would wait, through it, for what its list names).
+	if !p.landedAll(p.mayComeAfter(x, defaults.ProvisioningList)) {
+		return false
 	}
 	for _, r := range p.requirements(x, true) {
 		if r.upToDate && (r.missing || p.inFlight(r.node) || !slices.Contains(p.provisioningOf(r.node), x)) {
+			return false
+		}
+		// r's provisioning reaches x (the wait is circular) through lists
+		// and up flags a render may still change: they have landed too.
+		if r.upToDate && !p.landedAll(p.mayComeAfter(r.node, defaults.ProvisioningList)) {
+			return false
+		}
+	}
+	return true
+}
+
+// landedAll: every one of names that exists and is not being deleted
+// carries the newest rollout-id.
+func (p *planner) landedAll(names []string) bool {
+	for _, y := range names {
+		n, ok := p.Nodes[y]
+		if ok && n.GetDeletionTimestamp() == nil && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != p.landing.newest {
 			return false
 		}
 	}

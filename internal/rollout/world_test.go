@@ -53,11 +53,14 @@ type world struct {
 	// not exist (the fresh reads' MissingPods).
 	missing map[string]int
 
-	rolling  map[string]int    // ticks left until Ready, once schedulable
-	crashed  map[string]int    // ticks left until the operator re-provisions
-	blipped  map[string]int    // ticks left until pods not Ready for a moment are Ready again
-	scaling  map[string]int    // pods a StatefulSet scaled up creates at its next look
-	lastHash map[string]string // the target of the pods the operator last created
+	rolling map[string]int // ticks left until Ready, once schedulable
+	crashed map[string]int // ticks left until the operator re-provisions
+	// brokenTarget: the node's crash is its target's (a bad build): it
+	// lasts until the node is released for another target (crashOnTarget).
+	brokenTarget map[string]string
+	blipped      map[string]int    // ticks left until pods not Ready for a moment are Ready again
+	scaling      map[string]int    // pods a StatefulSet scaled up creates at its next look
+	lastHash     map[string]string // the target of the pods the operator last created
 	// setCurrent is each node's StatefulSet's status.currentRevision (the
 	// target of its template then): set when the StatefulSet is created
 	// (a brand-new one's revisions are equal from the start) and when a
@@ -114,7 +117,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
 		scaling:  map[string]int{},
 		lastHash: map[string]string{}, setCurrent: map[string]string{}, convergedSince: map[string]string{}, releasedBare: map[string]bool{}, oracle: independentRequirementsHold,
-		targetWrite: map[string]write{}, idWrite: map[string]write{},
+		targetWrite: map[string]write{}, idWrite: map[string]write{}, brokenTarget: map[string]string{},
 	}
 }
 
@@ -131,7 +134,8 @@ func (w *world) key(name string) string { return strings.TrimPrefix(name, w.clus
 // the spec changes, as the API server does it.
 func (w *world) admit(n, old v2alpha1.Node) {
 	w.writes++
-	if old == nil || TargetHashOf(old.NodeSpec()) != TargetHashOf(n.NodeSpec()) {
+	// Bringing a node back up is a change of target to the webhook too.
+	if old == nil || TargetHashOf(old.NodeSpec()) != TargetHashOf(n.NodeSpec()) || n.NodeSpec().IsUp() && !old.NodeSpec().IsUp() {
 		w.targetWrite[n.GetName()] = write{w.writes, w.now}
 	}
 	if id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]; old == nil && id != "" || old != nil && old.GetAnnotations()[v2alpha1.AnnotationRolloutID] != id {
@@ -261,6 +265,17 @@ func (w *world) crash(keys ...string) {
 	}
 }
 
+// crashOnTarget crashes node key for good on its current target (a bad
+// build): only a release of another target mends it.
+func (w *world) crashOnTarget(key string) {
+	w.crash(key)
+	name := w.name(key)
+	if w.crashed[name] > 0 {
+		w.crashed[name] = 2
+		w.brokenTarget[name] = StampedTarget(w.nodes[name])
+	}
+}
+
 // blip turns every pod of the nodes not Ready for a moment, as a readiness
 // probe that fails once does: nothing fails, and the pods are Ready again by
 // themselves (without rng: at the next look; with rng, after 1–3), whatever
@@ -311,6 +326,7 @@ func (w *world) lose(keys ...string) {
 		delete(w.rolling, name)
 		delete(w.blipped, name)
 		delete(w.crashed, name)
+		delete(w.brokenTarget, name)
 		w.scaling[name] = 1
 		w.logf("pods of %s lost", k)
 	}
@@ -337,6 +353,7 @@ func (w *world) evict(keys ...string) {
 			continue
 		}
 		delete(w.crashed, name)
+		delete(w.brokenTarget, name)
 		w.createPods(name, w.lastHash[name])
 		w.logf("pods of %s recreated%s", k, w.gatedSuffix(name))
 	}
@@ -560,6 +577,7 @@ func (w *world) operate() {
 		case !Live(n):
 			delete(w.setCurrent, name) // scaled to 0, or deleted: a StatefulSet of no replica records nothing
 			delete(w.crashed, name)
+			delete(w.brokenTarget, name)
 			delete(w.rolling, name)
 			delete(w.blipped, name)
 			delete(w.scaling, name)
@@ -571,14 +589,18 @@ func (w *world) operate() {
 				delete(w.nodes, name)
 				w.logf("%s deleted", key)
 			}
-		case w.crashed[name] > 1:
+		case w.crashed[name] > 1 && w.brokenTarget[name] != "" && w.brokenTarget[name] != StampedTarget(n) && !v2alpha1.IsGated(n):
+			w.crashed[name] = 1 // released for a target that is not broken: mended at the next look
+		case w.crashed[name] > 1 && w.brokenTarget[name] == "":
 			w.crashed[name]--
 		case w.crashed[name] == 1 && !v2alpha1.IsGated(n) && w.lastHash[name] != StampedTarget(n):
 			delete(w.crashed, name)
+			delete(w.brokenTarget, name)
 			w.createPods(name, StampedTarget(n))
 			w.logf("operator rolls %s to %s%s", key, spec.ExpressVersion, w.gatedSuffix(name))
 		case w.crashed[name] == 1 && !v2alpha1.IsGated(n):
 			delete(w.crashed, name)
+			delete(w.brokenTarget, name)
 			w.createPods(name, w.lastHash[name])
 			w.logf("operator re-provisions %s%s", key, w.gatedSuffix(name))
 		case w.rolling[name] > 0 && schedulable:
@@ -602,6 +624,7 @@ func (w *world) operate() {
 		case w.rolling[name] > 0, v2alpha1.IsGated(n):
 		case len(w.pods[name]) == 0 || w.lastHash[name] != StampedTarget(n):
 			delete(w.crashed, name)
+			delete(w.brokenTarget, name)
 			w.createPods(name, StampedTarget(n))
 			w.logf("operator rolls %s to %s%s", key, spec.ExpressVersion, w.gatedSuffix(name))
 		}
