@@ -183,7 +183,9 @@ func (w *world) clone() *world {
 	c.rolling, c.crashed, c.blipped, c.scaling = maps.Clone(w.rolling), maps.Clone(w.crashed), maps.Clone(w.blipped), maps.Clone(w.scaling)
 	c.missing, c.stuck, c.lastHash = maps.Clone(w.missing), maps.Clone(w.stuck), maps.Clone(w.lastHash)
 	c.setCurrent, c.convergedSince, c.releasedBare = maps.Clone(w.setCurrent), maps.Clone(w.convergedSince), maps.Clone(w.releasedBare)
+	c.targetWrite, c.idWrite, c.brokenTarget = maps.Clone(w.targetWrite), maps.Clone(w.idWrite), maps.Clone(w.brokenTarget)
 	c.log, c.started, c.phases = slices.Clone(w.log), slices.Clone(w.started), slices.Clone(w.phases)
+	c.startedAt, c.startedTarget = slices.Clone(w.startedAt), slices.Clone(w.startedTarget)
 	return &c
 }
 
@@ -205,6 +207,10 @@ func (w *world) stateKey() string {
 		SetCurrent  string
 		Converged   string
 		Bare        bool
+		// WithoutNewID is what the oracle reads of the world's record
+		// of writes.
+		WithoutNewID bool
+		Broken       string
 	}
 	state := map[string]nodeState{}
 	for name, n := range w.nodes {
@@ -213,6 +219,7 @@ func (w *world) stateKey() string {
 			Generation: n.GetGeneration(), Deleting: n.GetDeletionTimestamp() != nil, Pods: w.pods[name],
 			Rolling: w.rolling[name], Crashed: w.crashed[name], Blipped: w.blipped[name], Scaling: w.scaling[name], LastHash: w.lastHash[name],
 			SetCurrent: w.setCurrent[name], Converged: w.convergedSince[name], Bare: w.releasedBare[name],
+			WithoutNewID: w.changedWithoutNewID(name), Broken: w.brokenTarget[name],
 		}
 	}
 	data, err := json.Marshal(struct {

@@ -511,14 +511,7 @@ func (o *oracle) stillLanding(m string) string {
 	// rollout-id cannot say whether a change that came without a new one
 	// (a kubectl edit; a render of the id alone after a change) has landed:
 	// such changes settle as on a tenant without rollout-id.
-	// The world's record, not the webhook's stamps, says which change came
-	// with a new id. Two writes in one instant of the world's clock (a
-	// tenant created, then given its id) are one change to any record;
-	// the API server's clock tells them apart.
-	return o.stillSettling(func(n v2alpha1.Node) bool {
-		target, id := o.w.targetWrite[n.GetName()], o.w.idWrite[n.GetName()]
-		return n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == "" || target.seq != id.seq && !target.at.Equal(id.at)
-	})
+	return o.stillSettling(func(n v2alpha1.Node) bool { return o.w.changedWithoutNewID(n.GetName()) })
 }
 
 // landedBefore: m and every node that the change still landing could put

@@ -103,6 +103,16 @@ type world struct {
 	wakes, refused int
 }
 
+// changedWithoutNewID: node name carries no rollout-id, or its latest
+// target change and its latest id change were different writes — by the
+// world's own record, not the webhook's stamps. Two writes in one instant
+// of the world's clock (a tenant created, then given its id) are one change
+// to any record; the API server's clock tells them apart.
+func (w *world) changedWithoutNewID(name string) bool {
+	target, id := w.targetWrite[name], w.idWrite[name]
+	return w.nodes[name].GetAnnotations()[v2alpha1.AnnotationRolloutID] == "" || target.seq != id.seq && !target.at.Equal(id.at)
+}
+
 // write is one write of the user's: its number and its instant.
 type write struct {
 	seq int
