@@ -249,6 +249,13 @@ func listWaits(n v2alpha1.Node, l defaults.List, order defaults.Order, liveKeys 
 //	ready X    X is Ready                      → release X, gated and needing it (needsRelease);
 //	                                             pods X, new pods of it coming under the pod rule
 //	target X   X is Ready on its target        → release X while gated, else ready X
+//	pinned X   X is Ready on the version (or    → target X: a pin that X's pods do not
+//	           revision) a requirement pins       meet is met by X's rollout (the user's
+//	                                             old chart pins every entry to the
+//	                                             version it renders), not by itself
+//
+// A wait for "pinned X" is a wait for readiness, as one for "ready X" is:
+// a loop through it is one the provisioning order breaks.
 //
 // A state with no edge is reached by itself: a Backend whose pods exist and
 // do not fail becomes Ready without anyone's release (a readiness blip, a
@@ -259,7 +266,13 @@ const (
 	statePods    = "pods"
 	stateReady   = "ready"
 	stateTarget  = "target"
+	statePinned  = "pinned"
 )
+
+// readiness reports whether vertex v is a wait for a node's readiness.
+func readiness(v string) bool {
+	return strings.HasPrefix(v, stateReady+" ") || strings.HasPrefix(v, statePinned+" ")
+}
 
 // vertex names state of node in the planner's waitGraph.
 func vertex(state, node string) string { return state + " " + node }
@@ -298,9 +311,13 @@ func (p *planner) waitEdges(releasing map[string]bool, letGo, rollingPods bool) 
 				if b.node == name {
 					continue // a wait on itself through down nodes: see findCycles
 				}
-				if b.upgrade {
+				switch {
+				case b.upgrade:
 					add(rel, vertex(stateTarget, b.node), true)
-				} else {
+				case b.pinned:
+					add(rel, vertex(statePinned, b.node), false)
+					add(vertex(statePinned, b.node), vertex(stateTarget, b.node), false)
+				default:
 					add(rel, vertex(stateReady, b.node), false)
 				}
 			}
@@ -308,7 +325,12 @@ func (p *planner) waitEdges(releasing map[string]bool, letGo, rollingPods bool) 
 		if !ignored && (rollingPods || !p.inFlight(name)) {
 			podWaits, _ := p.wait(name, false, releasing)
 			for _, b := range podWaits {
-				if b.node != name {
+				switch {
+				case b.node == name:
+				case b.pinned:
+					add(pods, vertex(statePinned, b.node), false)
+					add(vertex(statePinned, b.node), vertex(stateTarget, b.node), false)
+				default:
 					add(pods, vertex(stateReady, b.node), false)
 				}
 			}
@@ -400,7 +422,7 @@ func (p *planner) circularUpgradeWaits(x string, g waitGraph, tier int) []string
 				continue
 			}
 		}
-		if g.pathThrough(w.to, rel, func(v string) bool { return strings.HasPrefix(v, stateReady+" ") }) {
+		if g.pathThrough(w.to, rel, readiness) {
 			out = append(out, b)
 		}
 	}

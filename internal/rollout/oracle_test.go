@@ -213,8 +213,27 @@ func (o *oracle) podRuleDecides(m string) bool {
 	return o.w.crashed[m] > 0 || !o.allPods(m, func(p Pod) bool { return p.Hash == o.hash(m) })
 }
 
+// readinessOf is the state an unmet need waits for: "target" for an
+// upgrade need, "pinned" for one that pins a version or revision its
+// node's pods do not all run (only its rollout gets it there), "ready"
+// otherwise.
+func (o *oracle) readinessOf(nd need) string {
+	switch {
+	case nd.upgrade:
+		return "target"
+	case nd.version != "" || nd.revision != "":
+		pods := o.w.pods[nd.node]
+		if len(pods) == 0 || slices.ContainsFunc(pods, func(p Pod) bool {
+			return nd.version != "" && p.Version != nd.version || nd.revision != "" && p.Revision != nd.revision
+		}) {
+			return "pinned"
+		}
+	}
+	return "ready"
+}
+
 // waitsFor lists the states the state (m, what) waits for — what is
-// "release", "pods", "ready" or "target" — read from the world's truth. A
+// "release", "pods", "ready", "pinned" or "target" — read from the world's truth. A
 // paused node waits as if let go. With rollingPods, a node's held pods wait
 // for its predecessors even while its rollout is under way (what it may yet
 // wait for); without, they do not (they are let go where that is circular).
@@ -231,11 +250,7 @@ func (o *oracle) waitsFor(m, what string, rollingPods bool) [][2]string {
 		}
 		unmet, _ := o.unmet(m, o.upgradeMode(m))
 		for _, nd := range unmet {
-			if nd.upgrade {
-				out = append(out, [2]string{nd.node, "target"})
-			} else {
-				out = append(out, [2]string{nd.node, "ready"})
-			}
+			out = append(out, [2]string{nd.node, o.readinessOf(nd)})
 		}
 	case "pods":
 		if !rollingPods && o.inFlight(m) {
@@ -243,7 +258,7 @@ func (o *oracle) waitsFor(m, what string, rollingPods bool) [][2]string {
 		}
 		unmet, _ := o.unmet(m, false)
 		for _, nd := range unmet {
-			out = append(out, [2]string{nd.node, "ready"})
+			out = append(out, [2]string{nd.node, o.readinessOf(nd)})
 		}
 	case "ready":
 		if o.gated(m) && o.needsReleaseToBeReady(m) {
@@ -252,6 +267,8 @@ func (o *oracle) waitsFor(m, what string, rollingPods bool) [][2]string {
 		if o.podRuleDecides(m) {
 			out = append(out, [2]string{m, "pods"})
 		}
+	case "pinned": // Ready on a version its pods do not run: only its rollout gets it there
+		out = append(out, [2]string{m, "target"})
 	case "target":
 		if o.gated(m) {
 			out = append(out, [2]string{m, "release"})
@@ -320,7 +337,7 @@ func (o *oracle) circularNeeds(x string) map[string]bool {
 			}
 			seen[st] = true
 			for _, next := range o.waitsFor(st.node, st.what, false) {
-				queue = append(queue, state{next[0], next[1], st.ready || next[1] == "ready"})
+				queue = append(queue, state{next[0], next[1], st.ready || next[1] == "ready" || next[1] == "pinned"})
 			}
 		}
 	}

@@ -36,6 +36,9 @@ type blocker struct {
 	message string
 	// upgrade: the requirement comes from the upgrade list.
 	upgrade bool
+	// pinned: the requirement names a version or revision the node's
+	// pods do not run, which it reaches only by rolling out (offPin).
+	pinned bool
 	// via are the intentionally-down nodes the requirement was reached
 	// through, in the order walked.
 	via []string
@@ -151,10 +154,11 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 // check returns the blocker of a requirement, or false when it holds.
 // releasing are the nodes released in the same planning pass: like a node in
 // flight, they are about to stop being Ready, so they are Ready for no one.
-func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, bool) {
+func (s *Snapshot) check(r requirement, releasing map[string]bool) (b blocker, unmet bool) {
 	if r.missing {
 		return s.blockerOf(r, ""), true
 	}
+	defer func() { b.pinned = unmet && s.offPin(r) }()
 	n := s.Nodes[r.node]
 	if r.upToDate && Gated(n) || releasing[r.node] || s.inFlight(r.node) {
 		return s.blockerOf(r, ""), true // not started, starting now, or under way: Ready for no one
@@ -174,6 +178,18 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (blocker, boo
 		return s.blockerOf(r, " (its StatefulSet wants more pods than exist)"), true
 	}
 	return blocker{}, false
+}
+
+// offPin reports whether r pins a version or revision that the node's
+// pods do not all run: only its rollout can meet it.
+func (s *Snapshot) offPin(r requirement) bool {
+	if r.version == "" && r.revision == "" {
+		return false
+	}
+	pods := s.Pods[r.node]
+	return len(pods) == 0 || slices.ContainsFunc(pods, func(p Pod) bool {
+		return r.version != "" && p.Version != r.version || r.revision != "" && p.Revision != r.revision
+	})
 }
 
 // blockerOf is the blocker of unmet requirement r, its message ending in

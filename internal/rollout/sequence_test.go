@@ -178,20 +178,27 @@ func untilReady(key string) step {
 // user's chart renders from allNodeConfig (seed 004): provisioning fe1→be,
 // feK→fe(K-1); upgrade fe2→fe1, be→fe2, fe3→be, feK→fe(K-1); the first of
 // each order an explicit empty list.
+// oldChartLists are the old chart's lists of a tenant of size nodes: each
+// node's one predecessor, by key.
+func oldChartLists(size int) (prov, upg map[string][]string) {
+	prov = map[string][]string{"be": nil}
+	upg = map[string][]string{"be": {"fe2"}, "fe1": nil, "fe2": {"fe1"}, "fe3": {"be"}}
+	for i := 1; i < size; i++ {
+		k := fmt.Sprintf("fe%d", i)
+		prov[k] = []string{keysOf(size)[i-1]}
+		if i > 3 {
+			upg[k] = []string{fmt.Sprintf("fe%d", i-1)}
+		}
+	}
+	if size < 3 {
+		upg["be"] = []string{"fe1"}
+	}
+	return prov, upg
+}
+
 func oldChart(size int) step {
 	return func(w *world) {
-		prov := map[string][]string{"be": nil}
-		upg := map[string][]string{"be": {"fe2"}, "fe1": nil, "fe2": {"fe1"}, "fe3": {"be"}}
-		for i := 1; i < size; i++ {
-			k := fmt.Sprintf("fe%d", i)
-			prov[k] = []string{keysOf(size)[i-1]}
-			if i > 3 {
-				upg[k] = []string{fmt.Sprintf("fe%d", i-1)}
-			}
-		}
-		if size < 3 {
-			upg["be"] = []string{"fe1"}
-		}
+		prov, upg := oldChartLists(size)
 		for _, k := range keysOf(size) {
 			w.create(k, v1, explicitLists(w, prov[k], upg[k]))
 		}
