@@ -134,3 +134,23 @@ func TestACrashedBackendTheNewestRenderHasNotReachedWaitsForIt(t *testing.T) {
 	assert.Empty(t, w.startedSince(mark), "nothing starts while the render has not reached be")
 	assert.True(t, Gated(w.nodes[w.name("be")]), "be is held: %s", w.condition("be").Message)
 }
+
+// A node brought back up on the target it was released for is provisioned:
+// only its provisioning list orders it, so it waits for no more of a
+// landing than that list reaches (crash recovery never waits).
+func TestANodeBroughtBackUpWaitsOnlyForItsProvisioningListToLand(t *testing.T) {
+	w := newWorld(t, "acme")
+	oldChart(5)(w)
+	w.setRolloutID("r1", keysOf(5)...)
+	w.run(400)
+	up("fe3", ptr.To(false))(w)
+	settle(w)
+	mark := len(w.started)
+	renderEdit("r2", "fe3", func(s *v2alpha1.NodeSpec) { s.Up = nil })(w)
+	renderIDOnly("r2", "fe2", "be", "fe1")(w)
+	ticks(30)(w)
+	assert.Equal(t, "fe3", w.startedSince(mark), "fe3 starts while fe4, after it in every order, has not landed: %s", w.condition("fe3").Message)
+	renderEdit("r2", "fe4", func(s *v2alpha1.NodeSpec) { s.ExpressVersion = v2 })(w)
+	w.run(200)
+	assert.Equal(t, "fe3 fe4", w.startedSince(mark))
+}

@@ -543,6 +543,14 @@ func (o *oracle) landedBefore(m, newest string) bool {
 	if !landed(m) {
 		return false
 	}
+	if !o.upgradeMode(m) {
+		for _, y := range o.couldNeed(m, "provisioning") {
+			if n, ok := o.w.nodes[y]; ok && n.GetDeletionTimestamp() == nil && !landed(y) {
+				return false
+			}
+		}
+		return true
+	}
 	for _, y := range o.couldNeed(m, "upgrade") {
 		if !landed(y) {
 			return false

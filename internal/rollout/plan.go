@@ -241,6 +241,9 @@ func (p *planner) evaluate(name string) {
 // after another node ("as if applied at once"), so:
 //
 //   - x cannot become Ready without its release (needsRelease);
+//   - a node provisioned (a first rollout, or brought back on the target it
+//     was released for) is ordered by its provisioning list alone: the
+//     conditions below on that list are all it needs;
 //   - the hold is a rollout-id landing that has reached x, and every node
 //     that could be one of x's upgrade prerequisites once it has landed —
 //     for a defaulted list every node before x in the whole upgrade order,
@@ -277,6 +280,11 @@ func (p *planner) recoversAheadOfAnyChange(x string) bool {
 func (p *planner) goesAheadOfTheLanding(x string) bool {
 	if !p.needsRelease(x) || p.landing.newest == "" || p.Nodes[x].GetAnnotations()[v2alpha1.AnnotationRolloutID] != p.landing.newest {
 		return false // x's own change may be still to land
+	}
+	if p.mode(x) == ModeProvisioning {
+		// Provisioned (a first rollout, or brought back on the target it was
+		// released for): only its provisioning list counts, at once as now.
+		return p.landedAll(p.mayComeAfter(x, defaults.ProvisioningList))
 	}
 	for _, y := range p.mayUpgradeAfter(x) {
 		n, ok := p.Nodes[y]
