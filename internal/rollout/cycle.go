@@ -267,6 +267,8 @@ const (
 	stateReady   = "ready"
 	stateTarget  = "target"
 	statePinned  = "pinned"
+	// stateUnreachable: a pin the node's own target does not carry either.
+	stateUnreachable = "unreachable"
 )
 
 // readiness reports whether vertex v is a wait for a node's readiness.
@@ -314,6 +316,8 @@ func (p *planner) waitEdges(releasing map[string]bool, letGo, rollingPods bool) 
 				switch {
 				case b.upgrade:
 					add(rel, vertex(stateTarget, b.node), true)
+				case b.pinned && !b.pinAhead:
+					add(rel, vertex(stateUnreachable, b.node), false) // no rollout of it meets the pin: a dead end
 				case b.pinned:
 					add(rel, vertex(statePinned, b.node), false)
 					add(vertex(statePinned, b.node), vertex(stateTarget, b.node), false)
@@ -327,6 +331,8 @@ func (p *planner) waitEdges(releasing map[string]bool, letGo, rollingPods bool) 
 			for _, b := range podWaits {
 				switch {
 				case b.node == name:
+				case b.pinned && !b.pinAhead:
+					add(pods, vertex(stateUnreachable, b.node), false) // no rollout of it meets the pin: a dead end
 				case b.pinned:
 					add(pods, vertex(statePinned, b.node), false)
 					add(vertex(statePinned, b.node), vertex(stateTarget, b.node), false)

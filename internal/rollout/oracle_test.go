@@ -226,7 +226,11 @@ func (o *oracle) readinessOf(nd need) string {
 		if len(pods) == 0 || slices.ContainsFunc(pods, func(p Pod) bool {
 			return nd.version != "" && p.Version != nd.version || nd.revision != "" && p.Revision != nd.revision
 		}) {
-			return "pinned"
+			spec := o.w.nodes[nd.node].NodeSpec()
+			if (nd.version == "" || nd.version == spec.ExpressVersion) && (nd.revision == "" || nd.revision == spec.DeploymentRevision) {
+				return "pinned"
+			}
+			return "never" // a pin its own target does not carry: no rollout of it meets it
 		}
 	}
 	return "ready"
@@ -415,7 +419,7 @@ func podsMayStartOracle(w *world, name string, releasing map[string]bool) (bool,
 	if o.inFlight(name) {
 		all := true
 		for _, nd := range unmet {
-			all = all && o.reaches(nd.node, name)
+			all = all && o.reachesFrom([2]string{nd.node, o.readinessOf(nd)}, name)
 		}
 		if all {
 			return true, "" // every predecessor not Ready may wait for this half-done rollout
@@ -428,8 +432,12 @@ func podsMayStartOracle(w *world, name string, releasing map[string]bool) (bool,
 // readiness waits, through any states of live nodes (a paused node as if
 // let go), for a state of target.
 func (o *oracle) reaches(from, target string) bool {
+	return o.reachesFrom([2]string{from, "ready"}, target)
+}
+
+func (o *oracle) reachesFrom(from [2]string, target string) bool {
 	seen := map[[2]string]bool{}
-	queue := [][2]string{{from, "ready"}}
+	queue := [][2]string{from}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]

@@ -476,7 +476,7 @@ func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []
 	if len(blockers) == 0 {
 		return true, nil
 	}
-	if p.inFlight(name) && !slices.ContainsFunc(blockers, func(b blocker) bool { return !p.readinessMayWaitFor(b.node, name, releasing) }) {
+	if p.inFlight(name) && !slices.ContainsFunc(blockers, func(b blocker) bool { return !p.readinessMayWaitFor(b, name, releasing) }) {
 		return true, nil // every predecessor still not Ready may wait for this rollout: holding it could hold them all
 	}
 	return false, blockers
@@ -489,14 +489,21 @@ func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []
 // nodes once let go), for its new pods when the pod rule decides on them. A
 // node whose pods exist and do not fail becomes Ready by itself: it waits
 // for no one, and a rollout that needs it Ready waits for it.
-func (p *planner) readinessMayWaitFor(from, target string, releasing map[string]bool) bool {
+func (p *planner) readinessMayWaitFor(b blocker, target string, releasing map[string]bool) bool {
+	start := vertex(stateReady, b.node)
+	switch {
+	case b.pinned && !b.pinAhead:
+		return false // nothing meets the pin: no loop through it
+	case b.pinned:
+		start = vertex(statePinned, b.node) // only its rollout meets the pin
+	}
 	after := releasing != nil
 	g, ok := p.letGo[after]
 	if !ok {
 		g = p.waitEdges(releasing, true, true)
 		p.letGo[after] = g
 	}
-	return g.reachesNode(vertex(stateReady, from), target)
+	return g.reachesNode(start, target)
 }
 
 // decide turns the pass's findings into node name's decision.

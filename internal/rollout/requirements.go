@@ -39,6 +39,9 @@ type blocker struct {
 	// pinned: the requirement names a version or revision the node's
 	// pods do not run, which it reaches only by rolling out (offPin).
 	pinned bool
+	// pinAhead: the pin is what the node's own target carries, so its
+	// rollout meets it.
+	pinAhead bool
 	// via are the intentionally-down nodes the requirement was reached
 	// through, in the order walked.
 	via []string
@@ -158,7 +161,13 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (b blocker, u
 	if r.missing {
 		return s.blockerOf(r, ""), true
 	}
-	defer func() { b.pinned = unmet && s.offPin(r) }()
+	defer func() {
+		b.pinned = unmet && s.offPin(r)
+		if b.pinned {
+			spec := s.Nodes[r.node].NodeSpec()
+			b.pinAhead = (r.version == "" || r.version == spec.ExpressVersion) && (r.revision == "" || r.revision == spec.DeploymentRevision)
+		}
+	}()
 	n := s.Nodes[r.node]
 	if r.upToDate && Gated(n) || releasing[r.node] || s.inFlight(r.node) {
 		return s.blockerOf(r, ""), true // not started, starting now, or under way: Ready for no one
