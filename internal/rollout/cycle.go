@@ -271,6 +271,21 @@ const (
 	stateUnreachable = "unreachable"
 )
 
+// waitVertex is the state a wait on b's node waits for: its target (an
+// upgrade wait), Ready on a pin its rollout meets (pinned), a pin no rollout
+// of it meets (unreachable: a dead end), or else its readiness.
+func (b blocker) waitVertex() string {
+	switch {
+	case b.upgrade:
+		return vertex(stateTarget, b.node)
+	case b.pinned && !b.pinAhead:
+		return vertex(stateUnreachable, b.node)
+	case b.pinned:
+		return vertex(statePinned, b.node)
+	}
+	return vertex(stateReady, b.node)
+}
+
 // readiness reports whether vertex v is a wait for a node's readiness.
 func readiness(v string) bool {
 	return strings.HasPrefix(v, stateReady+" ") || strings.HasPrefix(v, statePinned+" ")
@@ -296,6 +311,13 @@ func vertexNode(v string) string {
 func (p *planner) waitEdges(releasing map[string]bool, letGo, rollingPods bool) waitGraph {
 	g := waitGraph{}
 	add := func(from string, to string, upgrade bool) { g[from] = append(g[from], wait{to: to, upgrade: upgrade}) }
+	waitFor := func(from string, b blocker) {
+		to := b.waitVertex()
+		add(from, to, b.upgrade)
+		if to == vertex(statePinned, b.node) {
+			add(to, vertex(stateTarget, b.node), false) // only its rollout meets the pin
+		}
+	}
 	for _, name := range p.names {
 		n := p.Nodes[name]
 		if !Live(n) {
@@ -313,31 +335,14 @@ func (p *planner) waitEdges(releasing map[string]bool, letGo, rollingPods bool) 
 				if b.node == name {
 					continue // a wait on itself through down nodes: see findCycles
 				}
-				switch {
-				case b.upgrade:
-					add(rel, vertex(stateTarget, b.node), true)
-				case b.pinned && !b.pinAhead:
-					add(rel, vertex(stateUnreachable, b.node), false) // no rollout of it meets the pin: a dead end
-				case b.pinned:
-					add(rel, vertex(statePinned, b.node), false)
-					add(vertex(statePinned, b.node), vertex(stateTarget, b.node), false)
-				default:
-					add(rel, vertex(stateReady, b.node), false)
-				}
+				waitFor(rel, b)
 			}
 		}
 		if !ignored && (rollingPods || !p.inFlight(name)) {
 			podWaits, _ := p.wait(name, false, releasing)
 			for _, b := range podWaits {
-				switch {
-				case b.node == name:
-				case b.pinned && !b.pinAhead:
-					add(pods, vertex(stateUnreachable, b.node), false) // no rollout of it meets the pin: a dead end
-				case b.pinned:
-					add(pods, vertex(statePinned, b.node), false)
-					add(vertex(statePinned, b.node), vertex(stateTarget, b.node), false)
-				default:
-					add(pods, vertex(stateReady, b.node), false)
+				if b.node != name {
+					waitFor(pods, b)
 				}
 			}
 		}

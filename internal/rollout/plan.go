@@ -490,13 +490,10 @@ func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []
 // node whose pods exist and do not fail becomes Ready by itself: it waits
 // for no one, and a rollout that needs it Ready waits for it.
 func (p *planner) readinessMayWaitFor(b blocker, target string, releasing map[string]bool) bool {
-	start := vertex(stateReady, b.node)
-	switch {
-	case b.pinned && !b.pinAhead:
+	if b.pinned && !b.pinAhead {
 		return false // nothing meets the pin: no loop through it
-	case b.pinned:
-		start = vertex(statePinned, b.node) // only its rollout meets the pin
 	}
+	start := b.waitVertex()
 	after := releasing != nil
 	g, ok := p.letGo[after]
 	if !ok {
