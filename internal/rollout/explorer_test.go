@@ -52,6 +52,10 @@ type exploration struct {
 	rolloutID bool
 	// settle: changes are grouped by the default settle time.
 	settle bool
+	// pinned: the old chart's lists with every entry pinned to the version
+	// rendered for the node it names (seeds/004); a render pins what it
+	// lands, a kubectl edit of a version leaves pins naming it stale.
+	pinned bool
 }
 
 // action is one step of an interleaving: a sequencer pass, an operator
@@ -105,7 +109,7 @@ func (e exploration) actions() []action {
 		if e.rolloutID {
 			// A render lands at one node: the render after the newest one
 			// any node carries, or that one where it is not complete yet.
-			acts = append(acts, action{name: "render lands at " + k, event: true, do: func(w *world) { renderLands(w, k) }})
+			acts = append(acts, action{name: "render lands at " + k, event: true, do: func(w *world) { renderLands(w, k, e.pinned) }})
 		}
 	}
 	return acts
@@ -121,8 +125,9 @@ func nextVersion(w *world) string {
 
 // renderLands applies the newest render to node k: the render whose
 // rollout-id is the highest any node carries if k lacks it, a new render
-// otherwise. A render changes the version of every node.
-func renderLands(w *world, k string) {
+// otherwise. A render changes the version of every node; with pinned
+// lists, it pins every entry of k's lists to that version.
+func renderLands(w *world, k string, pinned bool) {
 	newest := 0
 	for _, n := range w.nodes {
 		if id, err := strconv.Atoi(strings.TrimPrefix(n.GetAnnotations()[v2alpha1.AnnotationRolloutID], "r")); err == nil && id > newest {
@@ -139,15 +144,25 @@ func renderLands(w *world, k string) {
 	w.update(k, func(n v2alpha1.Node) {
 		n.NodeSpec().ExpressVersion = fmt.Sprintf("express-r%d", newest)
 		setAnnotation(n, v2alpha1.AnnotationRolloutID, fmt.Sprintf("r%d", newest))
+		if deps := n.NodeSpec().DeploymentDependencies; pinned && deps != nil {
+			for _, list := range [][]v2alpha1.Prerequisite{deps.ProvisioningPrerequisites, deps.UpgradePrerequisites} {
+				for i := range list {
+					list[i].ExpressVersion = n.NodeSpec().ExpressVersion
+				}
+			}
+		}
 	})
 }
 
 // setup settles the exploration's tenant.
 func (e exploration) setup(t testing.TB) *world {
 	w := newWorld(t, "t")
-	if e.oldChart {
+	switch {
+	case e.pinned:
+		pinnedOldChart(w, e.size, v1)
+	case e.oldChart:
 		oldChart(e.size)(w)
-	} else {
+	default:
 		w.tenant(e.size, v1)
 	}
 	if e.rolloutID {
@@ -309,7 +324,15 @@ func (e exploration) converges(t *testing.T, w *world, path []string) {
 		}
 		for _, k := range keysOf(e.size) {
 			if n := c.nodes[c.name(k)]; n != nil && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != newest {
-				renderLands(c, k)
+				renderLands(c, k, e.pinned)
+			}
+		}
+		if e.pinned {
+			// A kubectl edit of a version left pins that nothing meets
+			// (the node waits and says for what): the next render mends
+			// them.
+			for _, k := range keysOf(e.size) {
+				renderLands(c, k, true)
 			}
 		}
 	}
@@ -330,6 +353,7 @@ var explorations = []exploration{
 	{name: "3 nodes, the old chart's lists", size: 3, oldChart: true},
 	{name: "4 nodes, default lists", size: 4},
 	{name: "4 nodes, the old chart's lists, rollout-id", size: 4, oldChart: true, rolloutID: true},
+	{name: "3 nodes, the old chart's pinned lists, rollout-id", size: 3, oldChart: true, rolloutID: true, pinned: true},
 }
 
 // TestEveryInterleavingOfSmallTenantsKeepsTheOrder explores every

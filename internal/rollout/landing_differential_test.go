@@ -26,8 +26,10 @@ import (
 // rollout-id r1.
 type landingCase struct {
 	size int
-	// oldChart: the nodes carry the old chart's explicit lists.
-	oldChart bool
+	// oldChart: the nodes carry the old chart's explicit lists; pinned:
+	// every entry pinned to the version rendered for the node it names,
+	// as the user's chart renders them (renders only).
+	oldChart, pinned bool
 	// down are taken down before the change.
 	down []string
 	// changed get a new version; with bringUp the change also drops their
@@ -51,8 +53,8 @@ type landingCase struct {
 }
 
 func (c landingCase) String() string {
-	return fmt.Sprintf("size %d (old chart's lists: %v), down %v, changed %v (brought up: %v, by kubectl: %v), taken down %v, given empty lists %v, written %v with gaps %v, crashed %q, paused %q, %+v",
-		c.size, c.oldChart, c.down, c.changed, c.bringUp, c.kubectl, c.takeDown, c.emptied, c.order, c.gaps, c.crashed, c.paused, c.grouping)
+	return fmt.Sprintf("size %d (old chart's lists: %v, pinned: %v), down %v, changed %v (brought up: %v, by kubectl: %v), taken down %v, given empty lists %v, written %v with gaps %v, crashed %q, paused %q, %+v",
+		c.size, c.oldChart, c.pinned, c.down, c.changed, c.bringUp, c.kubectl, c.takeDown, c.emptied, c.order, c.gaps, c.crashed, c.paused, c.grouping)
 }
 
 // randomLandingCase draws a change. A node crashing while the change lands
@@ -111,6 +113,7 @@ func randomLandingCase(rng *rand.Rand) landingCase {
 	case 2:
 		c.paused = keys[rng.IntN(len(keys))]
 	}
+	c.pinned = c.oldChart && !c.kubectl && rng.IntN(2) == 0
 	return c
 }
 
@@ -129,6 +132,16 @@ func (c landingCase) write(w *world, k string) {
 		if slices.Contains(c.emptied, k) {
 			explicitLists(w, nil, nil)(n.NodeSpec())
 		}
+		if deps := n.NodeSpec().DeploymentDependencies; c.pinned && deps != nil {
+			for _, list := range [][]v2alpha1.Prerequisite{deps.ProvisioningPrerequisites, deps.UpgradePrerequisites} {
+				for i, e := range list {
+					list[i].ExpressVersion = v1
+					if slices.Contains(c.changed, w.key(e.ExpressNode)) {
+						list[i].ExpressVersion = v2
+					}
+				}
+			}
+		}
 		if !c.kubectl {
 			setAnnotation(n, v2alpha1.AnnotationRolloutID, "r2")
 		}
@@ -141,7 +154,11 @@ func (c landingCase) write(w *world, k string) {
 func (c landingCase) play(t *testing.T, atOnce bool) ([]string, *world) {
 	w := newWorld(t, "t")
 	if c.oldChart {
-		oldChart(c.size)(w)
+		if c.pinned {
+			pinnedOldChart(w, c.size, v1)
+		} else {
+			oldChart(c.size)(w)
+		}
 		w.setRolloutID("r1", keysOf(c.size)...)
 		w.run(400)
 	} else {
@@ -245,7 +262,7 @@ func TestAChangeAppliedNodeByNodeStartsItsNodesInTheOrderItWouldAppliedAtOnce(t 
 	if testing.Short() {
 		cases = 300
 	}
-	ordered := 0 // cases in which the change started two nodes or more
+	ordered, pinned := 0, 0 // cases in which the change started two nodes or more; on pinned lists
 	for seed := uint64(1); seed <= uint64(cases); seed++ {
 		c := randomLandingCase(rand.New(rand.NewPCG(seed, 0xa7)))
 		want, atOnce := c.play(t, true)
@@ -256,9 +273,12 @@ func TestAChangeAppliedNodeByNodeStartsItsNodesInTheOrderItWouldAppliedAtOnce(t 
 		}
 		if len(want) > 1 {
 			ordered++
+			if c.pinned {
+				pinned++
+			}
 		}
 	}
-	t.Logf("%d changes, %d of them starting two nodes or more, in the same order node by node as at once", cases, ordered)
+	t.Logf("%d changes, %d of them starting two nodes or more (%d on pinned lists), in the same order node by node as at once", cases, ordered, pinned)
 	if ordered < cases/4 {
 		t.Fatalf("only %d of %d changes started two nodes or more: the comparison says little", ordered, cases)
 	}

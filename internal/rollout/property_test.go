@@ -20,7 +20,8 @@ import (
 // nodes coming back with new targets, deletions, changes applied node by node
 // with rollout-id and random gaps (some past the landing timeout), kubectl
 // edits without a new rollout-id or dropping it, settle times, explicit acyclic
-// prerequisite graphs, random interleavings — and checks every release of a node and of a pod
+// prerequisite graphs, some with the old chart's pins (re-rendered by each
+// chart apply, left stale by a kubectl edit), random interleavings — and checks every release of a node and of a pod
 // against an independent reading of the rules (DESIGN v2), and that every
 // scenario settles.
 func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
@@ -38,6 +39,9 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		size := 1 + rng.IntN(8)
 		keys := keysOf(size)
 		explicit := rng.IntN(2) == 0
+		// The user's old chart pins every entry to the version and
+		// revision it renders for the node named (seeds/004).
+		pinned := explicit && rng.IntN(2) == 0
 		withID := rng.IntN(2) == 0
 		if rng.IntN(2) == 0 {
 			// With rollout-id, the settle time groups the changes that come
@@ -70,6 +74,11 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 			w.create(k, v1, edit)
 			if withID {
 				w.setRolloutID("r0", k)
+			}
+		}
+		if pinned {
+			for _, k := range keys {
+				w.update(k, func(n v2alpha1.Node) { renderPins(w, n, nil) })
 			}
 		}
 		w.run(1000)
@@ -116,7 +125,7 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 				k := keys[rng.IntN(size)]
 				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().Up = nil; n.NodeSpec().ExpressVersion = version })
 			default:
-				chartApply(w, rng, keys, version, withID, step)
+				chartApply(w, rng, randomSubset(rng, keys), keys, version, withID, pinned, step)
 			}
 			for i := rng.IntN(4); i > 0; i-- { // let the change run a little before the next one
 				w.step()
@@ -126,6 +135,12 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 			if annotated(w.nodes[w.name(k)], v2alpha1.AnnotationPauseRollout) {
 				w.annotate(k, v2alpha1.AnnotationPauseRollout, "")
 			}
+		}
+		if pinned {
+			// A kubectl edit of a version leaves the pins naming that node
+			// stale, and nothing meets them (DESIGN §4: the node waits and
+			// says for what); the chart's next render mends them.
+			chartApply(w, rng, nil, keys, "", withID, pinned, 9)
 		}
 		w.run(1000)
 		releases += w.released
@@ -139,29 +154,48 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 	}
 }
 
-// chartApply renders a change to a random subset of the tenant — a new
-// version or config, and a node brought back up — and applies it node by
-// node in random order with random gaps, as Helm or a slow Argo CD sync do;
-// with rollout-id every node gets the render's id.
-func chartApply(w *world, rng *rand.Rand, keys []string, version string, withID bool, step int) {
-	changed := randomSubset(rng, keys)
-	config := rng.IntN(2) == 0
+// chartApply renders a change to the nodes changed — a new version, config
+// or revision, and a node brought back up — and applies it to every node
+// node by node in random order with random gaps, as Helm or a slow Argo CD
+// sync do; with rollout-id every node gets the render's id, with pinned
+// lists every entry is pinned to what the render gives the node it names.
+func chartApply(w *world, rng *rand.Rand, changed, keys []string, version string, withID, pinned bool, step int) {
+	field := rng.IntN(3)
+	rendered := map[string]v2alpha1.NodeSpec{}
+	for _, k := range keys {
+		n, ok := w.nodes[w.name(k)]
+		if !ok {
+			continue // deleted
+		}
+		spec := *n.NodeSpec()
+		if slices.Contains(changed, k) {
+			switch field {
+			case 0:
+				spec.ExpressVersion = version
+			case 1:
+				spec.ConfigChangeset = version
+			default:
+				spec.DeploymentRevision = version
+			}
+		}
+		rendered[w.name(k)] = spec
+	}
 	order := rng.Perm(len(keys))
 	for _, i := range order {
 		k := keys[i]
-		if _, ok := w.nodes[w.name(k)]; !ok {
+		if _, ok := rendered[w.name(k)]; !ok {
 			continue // deleted
 		}
 		w.update(k, func(n v2alpha1.Node) {
 			if slices.Contains(changed, k) {
-				if config {
-					n.NodeSpec().ConfigChangeset = version
-				} else {
-					n.NodeSpec().ExpressVersion = version
-				}
+				spec := rendered[w.name(k)]
+				n.NodeSpec().ExpressVersion, n.NodeSpec().ConfigChangeset, n.NodeSpec().DeploymentRevision = spec.ExpressVersion, spec.ConfigChangeset, spec.DeploymentRevision
 				if rng.IntN(4) == 0 {
 					n.NodeSpec().Up = nil
 				}
+			}
+			if pinned {
+				renderPins(w, n, rendered)
 			}
 			if withID {
 				setAnnotation(n, v2alpha1.AnnotationRolloutID, fmt.Sprintf("r%d", step+1))
@@ -169,6 +203,29 @@ func chartApply(w *world, rng *rand.Rand, keys []string, version string, withID 
 		})
 		for gap := rng.IntN(3); gap > 0; gap-- {
 			w.step()
+		}
+	}
+}
+
+// renderPins pins every entry of the node's lists to the version and
+// revision rendered for the node it names: from rendered, else that node's
+// spec as it stands.
+func renderPins(w *world, n v2alpha1.Node, rendered map[string]v2alpha1.NodeSpec) {
+	deps := n.NodeSpec().DeploymentDependencies
+	if deps == nil {
+		return
+	}
+	for _, list := range [][]v2alpha1.Prerequisite{deps.ProvisioningPrerequisites, deps.UpgradePrerequisites} {
+		for i, e := range list {
+			spec, ok := rendered[e.ExpressNode]
+			if !ok {
+				named, live := w.nodes[e.ExpressNode]
+				if !live {
+					continue
+				}
+				spec = *named.NodeSpec()
+			}
+			list[i].ExpressVersion, list[i].DeploymentRevision = spec.ExpressVersion, spec.DeploymentRevision
 		}
 	}
 }
