@@ -172,6 +172,11 @@ const (
 	// ReasonPrerequisiteNotFound: an explicit prerequisite, or the tenant's
 	// Backend, does not exist.
 	ReasonPrerequisiteNotFound = "PrerequisiteNotFound"
+	// ReasonPrerequisitePinUnreachable: a prerequisite entry pins a version
+	// or revision that the named node's pods do not run and its own target
+	// does not carry either: no rollout of it will meet the pin until one of
+	// the two specs changes.
+	ReasonPrerequisitePinUnreachable = "PrerequisitePinUnreachable"
 	// ReasonSettling: a tenant without rollout-id, or a node's target
 	// without a new rollout-id, changed less than the settle time ago: more
 	// of one change may still be landing.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -16,6 +17,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // rate is the range of every rate: Grafana's, at least four scrapes.
@@ -51,8 +54,8 @@ func build() (dashboard.Dashboard, error) {
 			query(`sum by (reason) (express_sequencer_nodes)`, "{{reason}}")).
 			Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).
 		WithPanel(series("Nodes held and stuck", "short",
-			"Stuck: a node that cannot go on by itself (a cycle, a missing prerequisite, past its progress deadline). Held: gated nodes waiting (paused, settling, a change landing, a predecessor not Ready). Counted in nodes: a tenant is stuck when any of its nodes is.",
-			query(`sum(express_sequencer_nodes{reason=~"DependencyCycle|PrerequisiteNotFound|ProgressDeadlineExceeded"})`, "stuck"),
+			"Stuck: a node that cannot go on by itself (a cycle, a missing prerequisite, a pin nothing meets, past its progress deadline). Held: gated nodes waiting (paused, settling, a change landing, a predecessor not Ready). Counted in nodes: a tenant is stuck when any of its nodes is.",
+			query(`sum(express_sequencer_nodes{reason=~"`+strings.Join(rollout.StuckReasons(), "|")+`"})`, "stuck"),
 			query(`sum(express_sequencer_gated_nodes{reason=~"RolloutPaused|Settling|ChangeLanding|WaitingForPrerequisite"})`, "held"))).
 		WithPanel(heatmap.NewPanelBuilder().Title("Release latency").Height(8).Span(12).Datasource(datasource).
 			Description("From the event that let a node go (its last prerequisite Ready on target) to its gate removed.").

@@ -52,6 +52,10 @@ type exploration struct {
 	rolloutID bool
 	// settle: changes are grouped by the default settle time.
 	settle bool
+	// heldBackend: be starts the exploration paused and gated for a change
+	// (its upgrade waits for the frontends on target): what a recovery
+	// behind it waits for.
+	heldBackend bool
 	// pinned: the old chart's lists with every entry pinned to the version
 	// rendered for the node it names (seeds/004); a render pins what it
 	// lands, a kubectl edit of a version leaves pins naming it stale.
@@ -172,6 +176,11 @@ func (e exploration) setup(t testing.TB) *world {
 		bySettleTime(w)
 	}
 	w.run(400)
+	if e.heldBackend {
+		w.annotate("be", v2alpha1.AnnotationPauseRollout, "true")
+		w.setVersion(v2, "be")
+		ticks(3)(w)
+	}
 	w.log = nil
 	w.rollTicks = 1 // a rollout is Ready at the operator's next step: deeper in fewer actions
 	return w
@@ -198,6 +207,7 @@ func (w *world) clone() *world {
 	c.rolling, c.crashed, c.blipped, c.scaling = maps.Clone(w.rolling), maps.Clone(w.crashed), maps.Clone(w.blipped), maps.Clone(w.scaling)
 	c.missing, c.stuck, c.lastHash = maps.Clone(w.missing), maps.Clone(w.stuck), maps.Clone(w.lastHash)
 	c.setCurrent, c.convergedSince, c.releasedBare = maps.Clone(w.setCurrent), maps.Clone(w.convergedSince), maps.Clone(w.releasedBare)
+	c.seenConverged = maps.Clone(w.seenConverged)
 	c.targetWrite, c.idWrite, c.brokenTarget = maps.Clone(w.targetWrite), maps.Clone(w.idWrite), maps.Clone(w.brokenTarget)
 	c.log, c.started, c.phases = slices.Clone(w.log), slices.Clone(w.started), slices.Clone(w.phases)
 	c.startedAt, c.startedTarget = slices.Clone(w.startedAt), slices.Clone(w.startedTarget)
@@ -221,6 +231,7 @@ func (w *world) stateKey() string {
 		LastHash    string
 		SetCurrent  string
 		Converged   string
+		Seen        string
 		Bare        bool
 		// WithoutNewID is what the oracle reads of the world's record
 		// of writes.
@@ -233,7 +244,7 @@ func (w *world) stateKey() string {
 			Spec: n.NodeSpec(), Annotations: n.GetAnnotations(), Conditions: n.NodeStatus().Conditions,
 			Generation: n.GetGeneration(), Deleting: n.GetDeletionTimestamp() != nil, Pods: w.pods[name],
 			Rolling: w.rolling[name], Crashed: w.crashed[name], Blipped: w.blipped[name], Scaling: w.scaling[name], LastHash: w.lastHash[name],
-			SetCurrent: w.setCurrent[name], Converged: w.convergedSince[name], Bare: w.releasedBare[name],
+			SetCurrent: w.setCurrent[name], Converged: w.convergedSince[name], Seen: w.seenConverged[name], Bare: w.releasedBare[name],
 			WithoutNewID: w.changedWithoutNewID(name), Broken: w.brokenTarget[name],
 		}
 	}
@@ -354,6 +365,7 @@ var explorations = []exploration{
 	{name: "4 nodes, default lists", size: 4},
 	{name: "4 nodes, the old chart's lists, rollout-id", size: 4, oldChart: true, rolloutID: true},
 	{name: "3 nodes, the old chart's pinned lists, rollout-id", size: 3, oldChart: true, rolloutID: true, pinned: true},
+	{name: "3 nodes, default lists, be paused with a change", size: 3, heldBackend: true},
 }
 
 // TestEveryInterleavingOfSmallTenantsKeepsTheOrder explores every

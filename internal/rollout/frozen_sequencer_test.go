@@ -2,6 +2,15 @@ package rollout
 
 import (
 	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // A frozen sequencer: a replica that planned, was stopped (SIGSTOP, a
@@ -9,22 +18,27 @@ import (
 // later — after its lease passed to another replica that went on
 // sequencing — to send them. Its writes meet the API server's guards as the
 // reconciler's do: the gate patch tests the generation and gates it planned
-// on, and a release must stand the validating webhooks' check
-// (ReleaseStands) on the state of the moment it is written.
+// on, a release must stand the validating webhooks' check (ReleaseStands)
+// on the state of the moment it is written, and a condition other than
+// RolloutComplete is written only on the node as it was read (its
+// resourceVersion: ConditionWriteTestsVersion).
 
 // frozenPlan is a plan made at one tick and written at a later one.
 type frozenPlan struct {
 	decisions []Decision
-	// gated and generation are each node as the plan saw it.
+	// gated and generation are each node as the plan saw it; seen the node
+	// itself.
 	gated      map[string]bool
 	generation map[string]int64
+	seen       map[string]v2alpha1.Node
 }
 
 // freeze plans now and keeps the plan for later.
 func (w *world) freeze() frozenPlan {
-	f := frozenPlan{decisions: Plan(w.snapshot()), gated: map[string]bool{}, generation: map[string]int64{}}
+	f := frozenPlan{decisions: Plan(w.snapshot()), gated: map[string]bool{}, generation: map[string]int64{}, seen: map[string]v2alpha1.Node{}}
 	for name, n := range w.nodes {
 		f.gated[name], f.generation[name] = Gated(n), n.GetGeneration()
+		f.seen[name] = n.DeepCopyObject().(v2alpha1.Node)
 	}
 	return f
 }
@@ -37,8 +51,8 @@ func (w *world) freeze() frozenPlan {
 func (w *world) wake(f frozenPlan) (refused int) {
 	for _, d := range f.decisions {
 		n := w.nodes[d.Node]
-		if n == nil {
-			continue
+		if n == nil || !d.Changed(f.seen[d.Node]) {
+			continue // as the reconciler does: nothing to write on what it saw
 		}
 		gen := f.generation[d.Node]
 		if f.gated[d.Node] != d.Gated {
@@ -55,6 +69,7 @@ func (w *world) wake(f frozenPlan) (refused int) {
 			gateOnly.PodsToRelease, gateOnly.KeepCondition = nil, true
 			w.apply([]Decision{gateOnly})
 			gen = n.GetGeneration()
+			f.seen[d.Node] = n.DeepCopyObject().(v2alpha1.Node) // the patch's answer
 		}
 		held := false
 		for _, pod := range d.PodsToRelease {
@@ -72,9 +87,56 @@ func (w *world) wake(f frozenPlan) (refused int) {
 		if held || d.KeepCondition {
 			continue
 		}
+		if ConditionWriteTestsVersion(d) && !equality.Semantic.DeepEqual(f.seen[d.Node], n) {
+			continue // the resourceVersion it read is gone: 409 Conflict
+		}
 		c := d.Condition
 		c.ObservedGeneration = gen // the generation the frozen replica saw
 		SetCondition(&n.NodeStatus().Conditions, c, w.now)
 	}
 	return refused
+}
+
+// fe1's first rollout converges (no StatefulSet record: one was created
+// for it) while a replica that planned its progress deadline is frozen.
+// Woken, that replica's condition write must not replace the
+// RolloutComplete record: fe1 would read as a rollout still under way, and
+// once its pods are lost, the exception for a half-done rollout would let
+// them start while be — crashed, paused and gated for a change that waits
+// for fe1 — is not Ready.
+func TestAFrozenReplicasLateConditionDoesNotEraseTheRecordThatARolloutConverged(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.deadline = 3 * time.Second
+	w.rollTicks = 8
+	w.create("be", v1, nil)
+	w.run(100)
+	w.create("fe1", v1, nil)
+	ticks(3)(w) // fe1 released, not Ready yet
+	w.now = w.now.Add(2 * time.Second)
+	frozen := w.freeze() // plans fe1's progress deadline
+	require.Equal(t, v2alpha1.ReasonProgressDeadlineExceeded, frozenDecision(frozen, w.name("fe1")).Condition.Reason)
+	w.run(100)
+	require.Equal(t, v2alpha1.ReasonRolloutComplete, w.condition("fe1").Reason)
+
+	w.wake(frozen)
+	assert.Equal(t, v2alpha1.ReasonRolloutComplete, w.condition("fe1").Reason, "the late write is refused: the node changed since it was read")
+
+	w.annotate("be", v2alpha1.AnnotationPauseRollout, "true")
+	w.setVersion(v2, "be")
+	w.crashOnTarget("be")
+	w.evict("fe1") // the world's oracle fails the test if fe1's new pods may schedule
+	ticks(10)(w)
+	assert.True(t, slices.ContainsFunc(w.pods[w.name("fe1")], Pod.HeldBySequencer), "fe1's new pods wait for be")
+	assert.Equal(t, v2alpha1.ReasonRolloutPaused, w.condition("fe1").Reason)
+	assert.Contains(t, w.condition("fe1").Message, "recovering: new pods held scheduling-gated")
+}
+
+// frozenDecision is the frozen plan's decision for the node.
+func frozenDecision(f frozenPlan, name string) Decision {
+	for _, d := range f.decisions {
+		if d.Node == name {
+			return d
+		}
+	}
+	return Decision{}
 }

@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -453,9 +452,10 @@ func (o *oracle) reachesFrom(from [2]string, target string) bool {
 	return false
 }
 
-// inFlight: released for its current target, and not recorded converged
-// since: no condition observed at or after the release's generation says
-// RolloutComplete, or a state reached only from there.
+// inFlight: released for its current target, and not converged since
+// where anything could know it: every pod Ready on it at once, found so by
+// a pass of the sequencer or kept by the StatefulSet (the world's truth,
+// not the sequencer's records of it).
 func (o *oracle) inFlight(m string) bool {
 	n := o.w.nodes[m]
 	ann := n.GetAnnotations()
@@ -466,25 +466,9 @@ func (o *oracle) inFlight(m string) bool {
 		return false
 	}
 	if o.w.convergedSince[m] == o.hash(m) {
-		return false // the world's truth: every pod was Ready on this target at once since its release
+		return false // every pod was Ready on this target at once since its release, and its StatefulSet keeps it
 	}
-	gen, _ := strconv.ParseInt(ann[v2alpha1.AnnotationReleasedGeneration], 10, 64)
-	for _, other := range o.w.nodes {
-		var after map[string]string
-		_ = json.Unmarshal([]byte(other.GetAnnotations()[v2alpha1.AnnotationReleasedAfter]), &after)
-		if after[m] == fmt.Sprintf("%s/%d", n.GetUID(), gen) {
-			return false // a release that relied on it recorded it converged
-		}
-	}
-	for _, c := range n.NodeStatus().Conditions {
-		if c.Type == v2alpha1.ConditionPrerequisitesReady && c.ObservedGeneration >= gen {
-			switch c.Reason {
-			case "RolloutComplete", "Recovering", "WaitingForPrerequisite", "DependencyCycle":
-				return false
-			}
-		}
-	}
-	return true
+	return o.w.seenConverged[m] != o.hash(m) // else a pass of the sequencer found it so
 }
 
 func without(m map[string]bool, key string) map[string]bool {

@@ -616,11 +616,17 @@ func (p *planner) decideGated(name string, d *Decision) {
 
 // nearest returns the blocker a condition names: the last in order — right
 // before the node, so it changes only when that node moves, not at every
-// step of the rollout ahead of it — unless a missing or paused prerequisite
-// says more.
+// step of the rollout ahead of it — unless a prerequisite that will not go
+// on by itself (missing, a pin nothing meets), else a paused one, says
+// more.
 func nearest(blockers []blocker) blocker {
 	if len(blockers) == 0 {
 		return blocker{}
+	}
+	for _, b := range blockers {
+		if IsStuckReason(b.reason) {
+			return b
+		}
 	}
 	for _, b := range blockers {
 		if b.reason != v2alpha1.ReasonWaitingForPrerequisite {

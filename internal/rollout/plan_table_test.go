@@ -210,19 +210,18 @@ func TestPlanDecidesOneNode(t *testing.T) {
 				}),
 			node: "fe1", want: want{reason: v2alpha1.ReasonProgressDeadlineExceeded, message: "released but not Ready on express-e689.154 (target bf26eb65ce111328) within 10s: 0/1 pods Ready on target"},
 		},
-		"a prerequisite pinned to a version waits for that version": {
-			setup: then(func(w *world) {
-				w.create("be", v1, nil)
-				w.create("fe1", v1, func(s *v2alpha1.NodeSpec) {
-					p := prereqOf(w, "be")
-					p.ExpressVersion = v2
-					s.DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: []v2alpha1.Prerequisite{p}, UpgradePrerequisites: []v2alpha1.Prerequisite{}}
-				})
-				for i := 0; i < 5; i++ {
-					w.step() // the backend becomes Ready on express-e689.151
-				}
+		"a prerequisite pinned to the version it is rolling out waits for that version": {
+			setup: then(pinnedBackend(v1, v2), func(w *world) {
+				w.setVersion(v2, "be")
+				w.step()
 			}),
 			node: "fe1", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite, message: "waiting for acme-be (Backend) to be Ready on express-e689.154", waitingFor: []string{"be"}},
+		},
+		"a prerequisite pinned to a version its own target does not carry is stuck, and says both": {
+			setup: pinnedBackend(v1, v2),
+			node:  "fe1", want: want{gated: true, reason: v2alpha1.ReasonPrerequisitePinUnreachable,
+				message:    "waiting for acme-be (Backend) to be Ready on express-e689.154; its own target is express-e689.151 (target edfbddb8a0280827), so no rollout of it gets there until the pin or its spec changes",
+				waitingFor: []string{"be"}},
 		},
 		"a change to all while the backend is crashed rolls the backend first, by the provisioning order": {
 			setup: then(settled(3), func(w *world) { w.crash("be") }, changeAll(3)),
@@ -252,4 +251,20 @@ func TestPlanningWithNeitherACachedSnapshotNorAFreshReaderIsAnError(t *testing.T
 	assert.Nil(t, snap)
 	assert.Nil(t, decisions)
 	assert.False(t, fresh)
+}
+
+// pinnedBackend creates be at version and fe1 whose provisioning list pins
+// be to pin, and lets be become Ready.
+func pinnedBackend(version, pin string) step {
+	return func(w *world) {
+		w.create("be", version, nil)
+		w.create("fe1", version, func(s *v2alpha1.NodeSpec) {
+			p := prereqOf(w, "be")
+			p.ExpressVersion = pin
+			s.DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: []v2alpha1.Prerequisite{p}, UpgradePrerequisites: []v2alpha1.Prerequisite{}}
+		})
+		for i := 0; i < 5; i++ {
+			w.step() // the backend becomes Ready on version
+		}
+	}
 }

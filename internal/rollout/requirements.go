@@ -166,6 +166,10 @@ func (s *Snapshot) check(r requirement, releasing map[string]bool) (b blocker, u
 		if b.pinned {
 			spec := s.Nodes[r.node].NodeSpec()
 			b.pinAhead = (r.version == "" || r.version == spec.ExpressVersion) && (r.revision == "" || r.revision == spec.DeploymentRevision)
+			if !b.pinAhead {
+				b.reason = v2alpha1.ReasonPrerequisitePinUnreachable
+				b.message += fmt.Sprintf("; its own target is %s, so no rollout of it gets there until the pin or its spec changes", describeTarget(s.Nodes[r.node]))
+			}
 		}
 	}()
 	n := s.Nodes[r.node]

@@ -73,11 +73,17 @@ type world struct {
 	// whose convergence nothing in the API server keeps (the race
 	// docs/sequencer.md accepts).
 	convergedSince map[string]string
-	releasedBare   map[string]bool
-	podSeq         int
-	uidSeq         int
-	log            []string
-	started        []string
+	// seenConverged is the target on which a pass of the live sequencer
+	// found every pod of the node Ready at once since its latest release,
+	// and whose writes for the node were not lost: what it could record,
+	// however it does (the oracle reads this, not the sequencer's records).
+	// seenThisPass is what the pass being applied found.
+	seenConverged, seenThisPass map[string]string
+	releasedBare                map[string]bool
+	podSeq                      int
+	uidSeq                      int
+	log                         []string
+	started                     []string
 	// writes counts the writes of the user (create, update); targetWrite
 	// and idWrite are, per node, the write that last changed its target and
 	// its rollout-id: the world's own record of which changes came with a
@@ -126,7 +132,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		now:       time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC),
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
 		scaling:  map[string]int{},
-		lastHash: map[string]string{}, setCurrent: map[string]string{}, convergedSince: map[string]string{}, releasedBare: map[string]bool{}, oracle: independentRequirementsHold,
+		lastHash: map[string]string{}, setCurrent: map[string]string{}, convergedSince: map[string]string{}, seenConverged: map[string]string{}, releasedBare: map[string]bool{}, oracle: independentRequirementsHold,
 		targetWrite: map[string]write{}, idWrite: map[string]write{}, brokenTarget: map[string]string{},
 	}
 }
@@ -470,7 +476,30 @@ func (w *world) gatedSuffix(name string) string {
 // sequence plans once and applies the decisions as the reconciler does,
 // checking each release — of a node and of a pod — against the
 // independent oracle.
-func (w *world) sequence() { w.apply(Plan(w.snapshot())) }
+func (w *world) sequence() {
+	w.seeConvergence()
+	w.apply(Plan(w.snapshot()))
+	w.seenThisPass = nil
+}
+
+// seeConvergence notes, for the oracle, each node the pass about to plan
+// finds Ready on the target it was released for: every pod Ready on it, as
+// many as its StatefulSet wants. It is recorded once the pass's write for
+// the node lands (or the node already says what the pass decided).
+func (w *world) seeConvergence() {
+	w.seenThisPass = map[string]string{}
+	for name, n := range w.nodes {
+		target := ReleasedTarget(n)
+		if target == "" || target != StampedTarget(n) || Gated(n) || len(w.pods[name]) == 0 || w.missing[name] > 0 || w.scaling[name] > 0 {
+			continue
+		}
+		if !slices.ContainsFunc(w.pods[name], func(p Pod) bool {
+			return p.Hash != target || p.Conditions[string(corev1.PodReady)] != string(corev1.ConditionTrue)
+		}) {
+			w.seenThisPass[name] = target
+		}
+	}
+}
 
 // apply applies a plan's decisions as the reconciler does, checking each
 // release against the oracle.
@@ -497,6 +526,7 @@ func (w *world) apply(decisions []Decision) {
 	for _, d := range decisions {
 		n := w.nodes[d.Node]
 		if !d.Changed(n) {
+			w.recordSeen(d.Node)
 			continue
 		}
 		if was := Gated(n); was != d.Gated {
@@ -516,6 +546,7 @@ func (w *world) apply(decisions []Decision) {
 					setAnnotation(n, v2alpha1.AnnotationReleasedSetRevision, d.ReleasedSetRevision)
 				}
 				delete(w.convergedSince, d.Node)
+				delete(w.seenConverged, d.Node)
 				w.releasedBare[d.Node] = w.setCurrent[d.Node] == ""
 				if len(d.ReleasedAfter) > 0 {
 					data, err := json.Marshal(d.ReleasedAfter)
@@ -549,9 +580,18 @@ func (w *world) apply(decisions []Decision) {
 			continue
 		}
 		SetCondition(&n.NodeStatus().Conditions, d.Condition, w.now)
+		w.recordSeen(d.Node)
 		if d.Event != nil {
 			w.logf("%s %s: %s", w.key(d.Node), d.Event.Reason, d.Event.Message)
 		}
+	}
+}
+
+// recordSeen records that the pass being applied found the node Ready on
+// its released target, once the node holds what the pass wrote of it.
+func (w *world) recordSeen(name string) {
+	if target, ok := w.seenThisPass[name]; ok && ReleasedTarget(w.nodes[name]) == target {
+		w.seenConverged[name] = target
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,27 +24,17 @@ import (
 func TestTheAnswerToAConditionApplyIsHeldAsStored(t *testing.T) {
 	h := apiServer.Get(t)
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "apply-"}}
-	require.NoError(t, h.Client.Create(ctx, ns))
-	fe := &v2alpha1.Frontend{
-		ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Namespace: ns.Name},
-		Spec: v2alpha1.NodeSpec{
-			ExpressVersion: "express-e689.151",
-			ClusterConfig:  v2alpha1.ClusterConfig{ClusterName: "acme"},
-			DeploymentDependencies: &v2alpha1.DeploymentDependencies{
-				ProvisioningPrerequisites: []v2alpha1.Prerequisite{},
-				UpgradePrerequisites:      []v2alpha1.Prerequisite{},
-			},
-		},
-	}
-	require.NoError(t, h.Client.Create(ctx, fe))
+	fe := createFrontend(t, h.Client, &v2alpha1.DeploymentDependencies{
+		ProvisioningPrerequisites: []v2alpha1.Prerequisite{},
+		UpgradePrerequisites:      []v2alpha1.Prerequisite{},
+	})
 
 	r := &sequencer.Reconciler{Client: h.Client, Clock: clock.RealClock{}}
 	d := rollout.Decision{Node: fe.Name, Gated: true, Condition: metav1.Condition{
 		Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse,
 		Reason: v2alpha1.ReasonWaitingForPrerequisite, Message: "waiting for acme-be (Backend)",
 	}}
-	held, err := r.ApplyConditionAndRecall(ctx, rollout.Tenant{Namespace: ns.Name, ClusterName: "acme"}, fe, d)
+	held, err := r.ApplyConditionAndRecall(ctx, rollout.Tenant{Namespace: fe.Namespace, ClusterName: "acme"}, fe, d)
 	require.NoError(t, err)
 	got, ok := held.(*v2alpha1.Frontend)
 	require.True(t, ok, "held %T", held)
@@ -61,4 +52,67 @@ func TestTheAnswerToAConditionApplyIsHeldAsStored(t *testing.T) {
 	require.Len(t, c, 1)
 	assert.Equal(t, v2alpha1.ReasonWaitingForPrerequisite, c[0].Reason)
 	assert.Equal(t, "waiting for acme-be (Backend)", c[0].Message)
+}
+
+// A condition that could replace a record of convergence is written only
+// on the node as the plan read it: a replica that read it before another
+// write (the live replica's RolloutComplete, the Express operator's status)
+// is refused with a conflict and plans again. RolloutComplete itself is
+// written whatever came since.
+func TestAConditionWrittenOnAStaleReadIsRefusedUnlessItIsTheRecordOfConvergence(t *testing.T) {
+	h := apiServer.Get(t)
+	ctx := context.Background()
+	fe := createFrontend(t, h.Client, nil)
+	stale := fe.DeepCopy()
+
+	r := &sequencer.Reconciler{Client: h.Client, Clock: clock.RealClock{}}
+	tenant := rollout.Tenant{Namespace: fe.Namespace, ClusterName: "acme"}
+	complete := rollout.Decision{Node: fe.Name, Condition: metav1.Condition{
+		Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionTrue,
+		Reason: v2alpha1.ReasonRolloutComplete, Message: "Ready on express-e689.151",
+	}}
+	_, err := r.ApplyConditionAndRecall(ctx, tenant, fe, complete) // the live replica's record
+	require.NoError(t, err)
+
+	late := rollout.Decision{Node: fe.Name, Condition: metav1.Condition{
+		Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse,
+		Reason: v2alpha1.ReasonProgressDeadlineExceeded, Message: "released but not Ready on express-e689.151 within 10m0s",
+	}}
+	require.True(t, rollout.ConditionWriteTestsVersion(late))
+	_, err = r.ApplyConditionAndRecall(ctx, tenant, stale, late)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsConflict(err), "a conflict, planned again: %v", err)
+	stored := &v2alpha1.Frontend{}
+	require.NoError(t, h.Client.Get(ctx, client.ObjectKeyFromObject(fe), stored))
+	require.Len(t, stored.Status.Conditions, 1)
+	assert.Equal(t, v2alpha1.ReasonRolloutComplete, stored.Status.Conditions[0].Reason, "the record stands")
+
+	_, err = r.ApplyConditionAndRecall(ctx, tenant, stored, late)
+	require.NoError(t, err, "written on the node as it is")
+	require.NoError(t, h.Client.Get(ctx, client.ObjectKeyFromObject(fe), stored))
+	assert.Equal(t, v2alpha1.ReasonProgressDeadlineExceeded, stored.Status.Conditions[0].Reason)
+
+	require.False(t, rollout.ConditionWriteTestsVersion(complete))
+	_, err = r.ApplyConditionAndRecall(ctx, tenant, stale, complete)
+	require.NoError(t, err, "the record of convergence is written on any read")
+	require.NoError(t, h.Client.Get(ctx, client.ObjectKeyFromObject(fe), stored))
+	assert.Equal(t, v2alpha1.ReasonRolloutComplete, stored.Status.Conditions[0].Reason)
+}
+
+// createFrontend creates acme-fe1 on express-e689.151, with deps, in a
+// namespace of its own.
+func createFrontend(t *testing.T, c client.Client, deps *v2alpha1.DeploymentDependencies) *v2alpha1.Frontend {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "condition-"}}
+	require.NoError(t, c.Create(ctx, ns))
+	fe := &v2alpha1.Frontend{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Namespace: ns.Name},
+		Spec: v2alpha1.NodeSpec{
+			ExpressVersion: "express-e689.151", ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme"},
+			DeploymentDependencies: deps,
+		},
+	}
+	require.NoError(t, c.Create(ctx, fe))
+	return fe
 }

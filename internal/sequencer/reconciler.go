@@ -520,7 +520,10 @@ func annotationPath(key string) string {
 
 // applyCondition server-side applies the PrerequisitesReady condition as
 // the sequencer's field manager: the conditions list is a map by type, so
-// the Express operator's conditions are left alone.
+// the Express operator's conditions are left alone. A write that could
+// replace a record of convergence tests the resourceVersion the plan read
+// (rollout.ConditionWriteTestsVersion): refused, the tenant is planned
+// again.
 func (r *Reconciler) applyCondition(ctx context.Context, t rollout.Tenant, n v2alpha1.Node, d rollout.Decision) error {
 	conds := append(n.NodeStatus().Conditions[:0:0], n.NodeStatus().Conditions...)
 	if !rollout.SetCondition(&conds, d.Condition, r.Clock.Now()) {
@@ -530,10 +533,22 @@ func (r *Reconciler) applyCondition(ctx context.Context, t rollout.Tenant, n v2a
 	status := acv2alpha1.NodeStatus().WithConditions(metav1ac.Condition().
 		WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
 		WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
-	apply := &withAnswer{nodeApplyConfiguration: acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(status)}
+	rv := "" // any version
+	if rollout.ConditionWriteTestsVersion(d) {
+		rv = n.GetResourceVersion() // the node as the plan read it, or as the gate patch left it
+	}
+	fe := acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(status)
+	apply := &withAnswer{nodeApplyConfiguration: fe}
 	var written v2alpha1.Node = &v2alpha1.Frontend{}
+	if rv != "" {
+		fe.WithResourceVersion(rv)
+	}
 	if n.NodeKind() == v2alpha1.KindBackend {
-		apply.nodeApplyConfiguration = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(status)
+		be := acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(status)
+		if rv != "" {
+			be.WithResourceVersion(rv)
+		}
+		apply.nodeApplyConfiguration = be
 		written = &v2alpha1.Backend{}
 	}
 	apiWrites.WithLabelValues("apply", resourceOf(n)+"/status").Inc()

@@ -112,6 +112,18 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 	waitReason(cycle, "fe1", v2alpha1.ReasonDependencyCycle)
 	check("a node in a dependency cycle", health(cycle, "fe1"), want{argocd.Degraded, "DependencyCycle: "})
 
+	pinned := tenant()
+	createTenant(t, pinned, 2, func(k string, s *v2alpha1.NodeSpec) {
+		if k == "fe1" { // pins a version be's own target does not carry
+			s.DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: []v2alpha1.Prerequisite{{ExpressNode: "acme-be", Kind: v2alpha1.KindBackend, ExpressVersion: v2}}}
+		}
+	})
+	waitReason(pinned, "fe1", v2alpha1.ReasonPrerequisitePinUnreachable)
+	check("a node whose prerequisite's pin no rollout meets", health(pinned, "fe1"), want{argocd.Degraded, "PrerequisitePinUnreachable: waiting for acme-be (Backend) to be Ready on " + v2 + "; its own target is " + v1})
+	setVersion(t, pinned, v2, "be")
+	waitReason(pinned, "fe1", v2alpha1.ReasonRolloutComplete)
+	check("the same node once the prerequisite's version carries the pin", health(pinned, "fe1"), want{argocd.Healthy, "RolloutComplete: Ready on " + v1})
+
 	landing := tenant()
 	createTenant(t, landing, 2, nil)
 	waitSettled(t, landing, 2)
