@@ -19,9 +19,9 @@ import (
 // sequencing — to send them. Its writes meet the API server's guards as the
 // reconciler's do: the gate patch tests the generation and gates it planned
 // on, a release must stand the validating webhooks' check (ReleaseStands)
-// on the state of the moment it is written, and a condition other than
-// RolloutComplete is written only on the node as it was read (its
-// resourceVersion: ConditionWriteTestsVersion).
+// on the state of the moment it is written, and the condition is written
+// only on the node as it was read (its resourceVersion: see the
+// reconciler's applyCondition).
 
 // frozenPlan is a plan made at one tick and written at a later one.
 type frozenPlan struct {
@@ -87,7 +87,7 @@ func (w *world) wake(f frozenPlan) (refused int) {
 		if held || d.KeepCondition {
 			continue
 		}
-		if ConditionWriteTestsVersion(d) && !equality.Semantic.DeepEqual(f.seen[d.Node], n) {
+		if !equality.Semantic.DeepEqual(f.seen[d.Node], n) {
 			continue // the resourceVersion it read is gone: 409 Conflict
 		}
 		c := d.Condition
@@ -139,4 +139,74 @@ func frozenDecision(f frozenPlan, name string) Decision {
 		}
 	}
 	return Decision{}
+}
+
+// freezeAtConvergence provisions be, then fe1, steps until fe1 is Ready on
+// its target and no pass has recorded it yet, and freezes a replica there
+// (its plan writes fe1's RolloutComplete); the live one goes on until the
+// tenant settles.
+func freezeAtConvergence(t *testing.T, w *world) frozenPlan {
+	t.Helper()
+	w.rollTicks = 3
+	w.create("be", v1, nil)
+	w.run(100)
+	w.create("fe1", v1, nil)
+	fe1 := w.name("fe1")
+	for range 50 {
+		w.step()
+		if w.snapshot().converged(fe1) && w.condition("fe1").Reason != v2alpha1.ReasonRolloutComplete {
+			f := w.freeze()
+			require.Equal(t, v2alpha1.ReasonRolloutComplete, frozenDecision(f, fe1).Condition.Reason)
+			w.run(100)
+			return f
+		}
+	}
+	t.Fatal("fe1 never converged unrecorded")
+	return frozenPlan{}
+}
+
+// A late RolloutComplete, planned for fe1's first release, must not
+// replace the record of a newer one: a change reverted before its release
+// releases fe1 again on the template it runs (no StatefulSet record), and
+// its recovery behind a paused, crashed be must stay a recovery.
+func TestAFrozenReplicasLateRolloutCompleteDoesNotReplaceANewerReleasesRecord(t *testing.T) {
+	w := newWorld(t, "acme")
+	frozen := freezeAtConvergence(t, w)
+	w.setVersion(v2, "fe1")
+	w.setVersion(v1, "fe1") // reverted before its release: released again on what it runs
+	w.run(100)
+	fe1 := w.name("fe1")
+	require.Greater(t, releasedGeneration(w.nodes[fe1]), frozen.generation[fe1], "a newer release")
+
+	w.annotate("be", v2alpha1.AnnotationPauseRollout, "true")
+	w.setVersion(v2, "be") // gated, paused; its upgrade waits for fe1 on target
+	ticks(3)(w)
+	w.crashOnTarget("be")
+	w.evict("fe1")
+	ticks(3)(w)
+	require.Equal(t, v2alpha1.ReasonRolloutPaused, w.condition("fe1").Reason, "a recovery's record")
+
+	w.wake(frozen)
+	assert.Equal(t, v2alpha1.ReasonRolloutPaused, w.condition("fe1").Reason, "the late write is refused")
+	ticks(10)(w) // the world's oracle fails the test if fe1's new pods may schedule
+	assert.True(t, slices.ContainsFunc(w.pods[fe1], Pod.HeldBySequencer), "fe1's new pods still wait for be")
+}
+
+// A late RolloutComplete must not land on a node deleted and created again
+// under the same name (its generations start again): the new node's first
+// rollout, still under way, would read as converged.
+func TestAFrozenReplicasLateRolloutCompleteDoesNotLandOnANodeCreatedAgain(t *testing.T) {
+	w := newWorld(t, "acme")
+	frozen := freezeAtConvergence(t, w)
+	w.remove("fe1")
+	w.run(100)
+	fe1 := w.name("fe1")
+	require.Nil(t, w.nodes[fe1])
+	w.create("fe1", v1, nil)
+	w.stuck[fe1] = true // its first rollout never becomes Ready
+	ticks(3)(w)
+	require.True(t, w.snapshot().inFlight(fe1), "released, rolling")
+	w.wake(frozen)
+	assert.NotEqual(t, v2alpha1.ReasonRolloutComplete, w.condition("fe1").Reason, "the late write is refused")
+	assert.True(t, w.snapshot().inFlight(fe1), "a first rollout no pass found converged is still under way")
 }

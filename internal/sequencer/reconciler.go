@@ -376,21 +376,37 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 	if d.KeepCondition {
 		return nil
 	}
+	// A release's Event goes as soon as the release is written: a condition
+	// write refused after it (a conflict) must not lose it — the next pass
+	// only catches the condition up. A wait's Event goes with its condition,
+	// which the next pass decides again if refused.
+	acted := before != d.Gated || len(d.PodsToRelease) > 0
+	if acted {
+		r.event(n, d, before)
+	}
 	if err := r.applyCondition(ctx, snap.Tenant, n, d); err != nil {
 		reconcileErrors.WithLabelValues("status").Inc()
 		return err
 	}
-	if d.Event != nil {
-		action := "Wait"
-		switch {
-		case before && !d.Gated:
-			action = "Release"
-		case len(d.PodsToRelease) > 0:
-			action = "ReleasePods"
-		}
-		r.Recorder.Eventf(n, nil, d.Event.Type, d.Event.Reason, action, "%s", d.Event.Message)
+	if !acted {
+		r.event(n, d, before)
 	}
 	return nil
+}
+
+// event records d's Event, if any, on n; before is whether n was gated.
+func (r *Reconciler) event(n v2alpha1.Node, d rollout.Decision, before bool) {
+	if d.Event == nil {
+		return
+	}
+	action := "Wait"
+	switch {
+	case before && !d.Gated:
+		action = "Release"
+	case len(d.PodsToRelease) > 0:
+		action = "ReleasePods"
+	}
+	r.Recorder.Eventf(n, nil, d.Event.Type, d.Event.Reason, action, "%s", d.Event.Message)
 }
 
 // releasePods removes the sequencer's scheduling gate from the decision's
@@ -520,10 +536,17 @@ func annotationPath(key string) string {
 
 // applyCondition server-side applies the PrerequisitesReady condition as
 // the sequencer's field manager: the conditions list is a map by type, so
-// the Express operator's conditions are left alone. A write that could
-// replace a record of convergence tests the resourceVersion the plan read
-// (rollout.ConditionWriteTestsVersion): refused, the tenant is planned
-// again.
+// the Express operator's conditions are left alone. It carries the
+// resourceVersion of the node as the plan read it (or as the gate patch
+// answered): the condition is the record that a rollout converged (for a
+// first rollout, or a rollout of the same template, the only one), and a
+// replica that planned on an older state and writes late — frozen after
+// its read, its lease long gone — would otherwise replace it: with a reason
+// from before it (the release, a progress deadline, a wait), or with a
+// RolloutComplete of an older release or of an object since recreated
+// under the same name. Either way the node would read as a rollout under
+// way, whose held pods may go ahead of a predecessor not Ready. Refused
+// (409 Conflict), the tenant is planned again.
 func (r *Reconciler) applyCondition(ctx context.Context, t rollout.Tenant, n v2alpha1.Node, d rollout.Decision) error {
 	conds := append(n.NodeStatus().Conditions[:0:0], n.NodeStatus().Conditions...)
 	if !rollout.SetCondition(&conds, d.Condition, r.Clock.Now()) {
@@ -533,22 +556,10 @@ func (r *Reconciler) applyCondition(ctx context.Context, t rollout.Tenant, n v2a
 	status := acv2alpha1.NodeStatus().WithConditions(metav1ac.Condition().
 		WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
 		WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
-	rv := "" // any version
-	if rollout.ConditionWriteTestsVersion(d) {
-		rv = n.GetResourceVersion() // the node as the plan read it, or as the gate patch left it
-	}
-	fe := acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(status)
-	apply := &withAnswer{nodeApplyConfiguration: fe}
+	apply := &withAnswer{nodeApplyConfiguration: acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(status).WithResourceVersion(n.GetResourceVersion())}
 	var written v2alpha1.Node = &v2alpha1.Frontend{}
-	if rv != "" {
-		fe.WithResourceVersion(rv)
-	}
 	if n.NodeKind() == v2alpha1.KindBackend {
-		be := acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(status)
-		if rv != "" {
-			be.WithResourceVersion(rv)
-		}
-		apply.nodeApplyConfiguration = be
+		apply.nodeApplyConfiguration = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(status).WithResourceVersion(n.GetResourceVersion())
 		written = &v2alpha1.Backend{}
 	}
 	apiWrites.WithLabelValues("apply", resourceOf(n)+"/status").Inc()
