@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,18 +56,19 @@ func TestTheAnswerToAConditionApplyIsHeldAsStored(t *testing.T) {
 }
 
 // The condition is the record that a rollout converged: it is written only
-// on the node as the plan read it. A replica that read the node before
-// another write (the live replica's RolloutComplete, the Express operator's
-// status) is refused with a conflict and plans again, whatever it writes —
-// a reason from before the record, or a RolloutComplete of an older
-// release.
+// on the node as the plan read it. A write after the Express operator's
+// own status write (nothing the plan reads changed) is written once more
+// at the new version; a replica that read the node before the condition
+// itself changed (the live replica's RolloutComplete) is refused with a
+// conflict and plans again, whatever it writes — a reason from before the
+// record, or a RolloutComplete of an older release.
 func TestAConditionWrittenOnAStaleReadIsRefused(t *testing.T) {
 	h := apiServer.Get(t)
 	ctx := context.Background()
 	fe := createFrontend(t, h.Client, nil)
 	stale := fe.DeepCopy()
 
-	r := &sequencer.Reconciler{Client: h.Client, Clock: clock.RealClock{}}
+	r := &sequencer.Reconciler{Client: h.Client, Fresh: h.Client, Clock: clock.RealClock{}}
 	tenant := rollout.Tenant{Namespace: fe.Namespace, ClusterName: "acme"}
 	condition := func(status metav1.ConditionStatus, reason, message string) rollout.Decision {
 		return rollout.Decision{Node: fe.Name, Condition: metav1.Condition{Type: v2alpha1.ConditionPrerequisitesReady, Status: status, Reason: reason, Message: message}}
@@ -77,14 +79,28 @@ func TestAConditionWrittenOnAStaleReadIsRefused(t *testing.T) {
 		t.Helper()
 		stored := &v2alpha1.Frontend{}
 		require.NoError(t, h.Client.Get(ctx, client.ObjectKeyFromObject(fe), stored))
-		require.Len(t, stored.Status.Conditions, 1)
-		return stored.Status.Conditions[0].Reason
+		c := meta.FindStatusCondition(stored.Status.Conditions, v2alpha1.ConditionPrerequisitesReady)
+		require.NotNil(t, c)
+		return c.Reason
 	}
 
-	_, err := r.ApplyConditionAndRecall(ctx, tenant, fe, complete) // the live replica's record
-	require.NoError(t, err)
+	operator := &v2alpha1.Frontend{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v2alpha1.GroupVersion.String(), Kind: v2alpha1.KindFrontend},
+		ObjectMeta: metav1.ObjectMeta{Name: fe.Name, Namespace: fe.Namespace},
+		Status: v2alpha1.NodeStatus{Conditions: []metav1.Condition{{
+			Type: "Available", Status: metav1.ConditionTrue, Reason: "PodsReady", Message: "1/1", LastTransitionTime: metav1.Now(),
+		}}},
+	}
+	require.NoError(t, h.Client.Status().Patch(ctx, operator, client.Apply, client.FieldOwner("express-operator"), client.ForceOwnership)) //nolint:staticcheck // the operator's own apply
+	retried := sequencer.ConditionConflicts("retried")
+	_, err := r.ApplyConditionAndRecall(ctx, tenant, fe, complete) // the live replica's record, planned before the operator's write
+	require.NoError(t, err, "only the operator's status changed: written at the new version")
+	assert.Equal(t, retried+1, sequencer.ConditionConflicts("retried"))
+	assert.Equal(t, v2alpha1.ReasonRolloutComplete, reason())
+	refused := sequencer.ConditionConflicts("refused")
 	_, err = r.ApplyConditionAndRecall(ctx, tenant, stale, late)
 	require.Error(t, err)
+	assert.Equal(t, refused+1, sequencer.ConditionConflicts("refused"), "the condition changed since the read")
 	assert.True(t, apierrors.IsConflict(err), "a conflict, planned again: %v", err)
 	assert.Equal(t, v2alpha1.ReasonRolloutComplete, reason(), "the record stands")
 

@@ -27,3 +27,9 @@ func EventsDropped() float64 { return testutil.ToFloat64(eventsDropped) }
 
 // EventQueue is how many Events a writer holds before it drops them.
 const EventQueue = eventQueue
+
+// ConditionConflicts is how many condition writes met a conflict, by
+// outcome (retried, refused).
+func ConditionConflicts(outcome string) float64 {
+	return testutil.ToFloat64(conditionConflicts.WithLabelValues(outcome))
+}

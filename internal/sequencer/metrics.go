@@ -65,6 +65,11 @@ var (
 		Help: "Events the API server refused, or did not take after every retry.",
 	})
 
+	conditionConflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "express_sequencer_condition_conflicts_total",
+		Help: "PrerequisitesReady writes refused because the node changed since the plan read it (409 Conflict), by outcome: retried (only what the plan does not read had changed, such as the Express operator's status) or refused (the node, its annotations or the condition itself had changed: the tenant is planned again).",
+	}, []string{"outcome"})
+
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
 		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
@@ -72,7 +77,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, releases, podReleases, apiWrites, conditionWrites, eventsDropped, eventsFailed, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, releases, podReleases, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, reconcileErrors}
 
 // MetricNames are the names of the metrics the sequencer exports, read from
 // their descriptions, for alerting rules and their tests.

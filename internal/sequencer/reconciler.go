@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -215,6 +218,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 	r.count(t, decisions)
 	releases := rollout.ReleasesAny(snap, decisions)
 	if err := r.applyPlan(ctx, snap, decisions, since, watch); err != nil {
+		r.observed.restore(t, since) // the retry's releases are timed from the same change
 		return reconcile.Result{}, err
 	}
 	if releases {
@@ -305,6 +309,22 @@ func (o *observations) see(t rollout.Tenant, now time.Time) {
 	}
 }
 
+// restore puts back at, taken by a reconcile that failed, unless a change
+// seen before it is already there.
+func (o *observations) restore(t rollout.Tenant, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.at == nil {
+		o.at = map[rollout.Tenant]time.Time{}
+	}
+	if cur, ok := o.at[t]; !ok || at.Before(cur) {
+		o.at[t] = at
+	}
+}
+
 // take returns when the oldest change of t not yet reconciled was seen
 // (zero if none) and forgets it.
 func (o *observations) take(t rollout.Tenant) time.Time {
@@ -341,7 +361,9 @@ func (r *Reconciler) applyAll(ctx context.Context, snap *rollout.Snapshot, decis
 // patch that tests the generation and the gates it decided on: if the spec
 // changed since the snapshot the patch fails, and the tenant is planned
 // again from fresh data; status and annotation changes do not get in the way.
-// Then the held pods' scheduling gates, the condition, the Event.
+// A release's Event goes right after its gate patch; then the held pods'
+// scheduling gates, the condition (tested against the node's
+// resourceVersion: applyCondition), and any other Event.
 func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision, since time.Time) error {
 	n := snap.Nodes[d.Node]
 	if !d.Changed(n) {
@@ -367,6 +389,12 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 			}
 		}
 		logger.Info("Changed gate", "gated", d.Gated, "reason", d.Condition.Reason, "message", d.Condition.Message)
+		if !d.KeepCondition {
+			// The release's Event goes as soon as the release is written:
+			// a pod patch or a condition write failing after it must not
+			// lose it — the next pass only catches the condition up.
+			r.event(n, d, before)
+		}
 	}
 	if err := r.releasePods(ctx, snap, d); err != nil {
 		reconcileErrors.WithLabelValues("pod").Inc()
@@ -376,19 +404,14 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 	if d.KeepCondition {
 		return nil
 	}
-	// A release's Event goes as soon as the release is written: a condition
-	// write refused after it (a conflict) must not lose it — the next pass
-	// only catches the condition up. A wait's Event goes with its condition,
-	// which the next pass decides again if refused.
-	acted := before != d.Gated || len(d.PodsToRelease) > 0
-	if acted {
-		r.event(n, d, before)
-	}
 	if err := r.applyCondition(ctx, snap.Tenant, n, d); err != nil {
 		reconcileErrors.WithLabelValues("status").Inc()
 		return err
 	}
-	if !acted {
+	if before == d.Gated {
+		// Any other Event goes with its condition: refused, the next pass
+		// decides both again (a pod release's too: its pods are let go,
+		// and the next pass's Event says the recovery).
 		r.event(n, d, before)
 	}
 	return nil
@@ -553,13 +576,38 @@ func (r *Reconciler) applyCondition(ctx context.Context, t rollout.Tenant, n v2a
 		return nil
 	}
 	c := meta.FindStatusCondition(conds, v2alpha1.ConditionPrerequisitesReady)
+	err := r.applyConditionAt(ctx, t, n, c, n.GetResourceVersion())
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	// Refused. If only what the plan does not read changed (the Express
+	// operator's status, its own conditions), the decision stands on the
+	// node as it is now: written once more at its version.
+	now, unchanged := r.unchangedForCondition(ctx, n)
+	if !unchanged {
+		conditionConflicts.WithLabelValues("refused").Inc()
+		return err
+	}
+	conditionConflicts.WithLabelValues("retried").Inc()
+	if err := r.applyConditionAt(ctx, t, n, c, now.GetResourceVersion()); err != nil {
+		if apierrors.IsConflict(err) {
+			conditionConflicts.WithLabelValues("refused").Inc()
+		}
+		return err
+	}
+	return nil
+}
+
+// applyConditionAt applies condition c to node n, tested against
+// resourceVersion rv.
+func (r *Reconciler) applyConditionAt(ctx context.Context, t rollout.Tenant, n v2alpha1.Node, c *metav1.Condition, rv string) error {
 	status := acv2alpha1.NodeStatus().WithConditions(metav1ac.Condition().
 		WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
 		WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
-	apply := &withAnswer{nodeApplyConfiguration: acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(status).WithResourceVersion(n.GetResourceVersion())}
+	apply := &withAnswer{nodeApplyConfiguration: acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(status).WithResourceVersion(rv)}
 	var written v2alpha1.Node = &v2alpha1.Frontend{}
 	if n.NodeKind() == v2alpha1.KindBackend {
-		apply.nodeApplyConfiguration = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(status).WithResourceVersion(n.GetResourceVersion())
+		apply.nodeApplyConfiguration = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(status).WithResourceVersion(rv)
 		written = &v2alpha1.Backend{}
 	}
 	apiWrites.WithLabelValues("apply", resourceOf(n)+"/status").Inc()
@@ -573,4 +621,28 @@ func (r *Reconciler) applyCondition(ctx context.Context, t rollout.Tenant, n v2a
 	}
 	r.own.remember(t, written)
 	return nil
+}
+
+// unchangedForCondition reads node n from the API server and reports
+// whether everything the plan reads of a node is as the plan read it: the
+// same object (UID), spec (generation), deletion, labels, annotations and
+// PrerequisitesReady condition. It returns the node as read.
+func (r *Reconciler) unchangedForCondition(ctx context.Context, n v2alpha1.Node) (v2alpha1.Node, bool) {
+	if r.Fresh == nil {
+		return nil, false
+	}
+	now := n.DeepCopyObject().(v2alpha1.Node)
+	if err := r.Fresh.Get(ctx, client.ObjectKeyFromObject(n), now); err != nil {
+		return nil, false
+	}
+	was, is := condition(n), condition(now)
+	return now, now.GetUID() == n.GetUID() && now.GetGeneration() == n.GetGeneration() &&
+		equality.Semantic.DeepEqual(now.GetDeletionTimestamp(), n.GetDeletionTimestamp()) &&
+		maps.Equal(now.GetLabels(), n.GetLabels()) && maps.Equal(now.GetAnnotations(), n.GetAnnotations()) &&
+		equality.Semantic.DeepEqual(was, is)
+}
+
+// condition returns n's PrerequisitesReady condition, nil if none.
+func condition(n v2alpha1.Node) *metav1.Condition {
+	return meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
 }
