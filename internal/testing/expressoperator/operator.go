@@ -12,6 +12,12 @@
 // StatefulSet controller's rolling update (OrderedReady) waits for it to
 // become Ready, forever (kubernetes/kubernetes#67250), so an operator that
 // rolls a crashed node out deletes it.
+//
+// Like the Express operator, it reports on the node's status, in a
+// condition of its own (Available: its StatefulSet's pods Ready out of
+// those it wants), written by server-side apply as its own field manager
+// whenever that changes: the node's status is shared with the sequencer's
+// PrerequisitesReady condition (DESIGN §1), whose writes meet these.
 package expressoperator
 
 import (
@@ -24,8 +30,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -36,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	acv2alpha1 "github.com/medallia/express-sequencer/internal/applyconfiguration/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
@@ -118,6 +128,11 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	}
 	if err := o.releaseHeldPods(ctx, n); err != nil {
 		return reconcile.Result{}, err
+	}
+	if exists {
+		if err := o.reportAvailable(ctx, n, set); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	switch {
 	case !n.NodeSpec().IsUp() || n.GetDeletionTimestamp() != nil:
@@ -211,6 +226,34 @@ func (o *Operator) deleteFailingOldPods(ctx context.Context, n v2alpha1.Node) er
 		}
 	}
 	return nil
+}
+
+// ConditionAvailable is the condition the operator reports on a node.
+const ConditionAvailable = "Available"
+
+// FieldManager is the field manager the operator writes the node's status
+// with.
+const FieldManager = "express-operator"
+
+// reportAvailable writes node n's Available condition from its
+// StatefulSet's status, when it changed.
+func (o *Operator) reportAvailable(ctx context.Context, n v2alpha1.Node, set *appsv1.StatefulSet) error {
+	want := ptr.Deref(set.Spec.Replicas, 1)
+	status, reason := metav1.ConditionFalse, "PodsNotReady"
+	if want > 0 && set.Status.ReadyReplicas >= want {
+		status, reason = metav1.ConditionTrue, "PodsReady"
+	}
+	message := fmt.Sprintf("%d/%d pods Ready", set.Status.ReadyReplicas, want)
+	if c := meta.FindStatusCondition(n.NodeStatus().Conditions, ConditionAvailable); c != nil && c.Status == status && c.Message == message {
+		return nil
+	}
+	cond := metav1ac.Condition().WithType(ConditionAvailable).WithStatus(status).WithReason(reason).
+		WithMessage(message).WithObservedGeneration(n.GetGeneration()).WithLastTransitionTime(metav1.Now())
+	var apply runtime.ApplyConfiguration = acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(acv2alpha1.NodeStatus().WithConditions(cond))
+	if n.NodeKind() == v2alpha1.KindBackend {
+		apply = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(acv2alpha1.NodeStatus().WithConditions(cond))
+	}
+	return client.IgnoreNotFound(o.Client.Status().Apply(ctx, apply, client.FieldOwner(FieldManager), client.ForceOwnership))
 }
 
 // statefulSet is the StatefulSet node n runs on at its current target.
