@@ -74,8 +74,9 @@ func build() (dashboard.Dashboard, error) {
 		WithPanel(series("Admission requests by webhook and code", "ops", "",
 			query(`sum by (webhook, code) (rate(controller_runtime_webhook_requests_total`+rate+`))`, "{{webhook}} {{code}}"))).
 		WithRow(dashboard.NewRowBuilder("The sequencer's load")).
-		WithPanel(series("Writes", "ops", "The sequencer's writes by verb and resource.",
-			query(`sum by (verb, resource) (rate(express_sequencer_api_writes_total`+rate+`))`, "{{verb}} {{resource}}"))).
+		WithPanel(series("Writes", "ops", "The sequencer's writes by verb and resource, and its condition writes that met a conflict: retried (only the Express operator's own status had changed) or refused (the node or its condition had changed since the plan read it; planned again).",
+			query(`sum by (verb, resource) (rate(express_sequencer_api_writes_total`+rate+`))`, "{{verb}} {{resource}}"),
+			query(`sum by (outcome) (rate(express_sequencer_condition_conflicts_total`+rate+`))`, "conflict {{outcome}}"))).
 		WithPanel(series("API calls", "ops", "Every request of the process's client, by method and code (client-go).",
 			query(`sum by (method, code) (rate(rest_client_requests_total`+rate+`))`, "{{method}} {{code}}"))).
 		WithPanel(series("Events not written", "ops", "Events dropped with the queue full, or refused by the API server.",
