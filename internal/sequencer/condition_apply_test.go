@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,6 +97,20 @@ func TestAConditionWrittenOnAStaleReadIsRefused(t *testing.T) {
 	_, err := r.ApplyConditionAndRecall(ctx, tenant, fe, complete) // the live replica's record, planned before the operator's write
 	require.NoError(t, err, "only the operator's status changed: written at the new version")
 	assert.Equal(t, retried+1, sequencer.ConditionConflicts("retried"))
+	assert.Equal(t, v2alpha1.ReasonRolloutComplete, reason())
+
+	// An annotation the plan read, removed since (the generation stays):
+	// refused, even though the condition itself is as the plan read it.
+	annotated := &v2alpha1.Frontend{}
+	require.NoError(t, h.Client.Get(ctx, client.ObjectKeyFromObject(fe), annotated))
+	require.NoError(t, h.Client.Patch(ctx, annotated, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+v2alpha1.AnnotationPauseRollout+`":"true"}}}`))))
+	planned := annotated.DeepCopy()
+	require.NoError(t, h.Client.Patch(ctx, annotated, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+v2alpha1.AnnotationPauseRollout+`":null}}}`))))
+	refusedBefore := sequencer.ConditionConflicts("refused")
+	_, err = r.ApplyConditionAndRecall(ctx, tenant, planned, condition(metav1.ConditionFalse, v2alpha1.ReasonRolloutPaused, "held by "+v2alpha1.AnnotationPauseRollout))
+	require.Error(t, err, "the pause the plan read is gone")
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.Equal(t, refusedBefore+1, sequencer.ConditionConflicts("refused"))
 	assert.Equal(t, v2alpha1.ReasonRolloutComplete, reason())
 	refused := sequencer.ConditionConflicts("refused")
 	_, err = r.ApplyConditionAndRecall(ctx, tenant, stale, late)

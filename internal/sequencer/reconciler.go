@@ -377,10 +377,17 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 			return err
 		}
 		apiWrites.WithLabelValues("patch", resourceOf(n)).Inc()
-		if err := r.Client.Patch(ctx, n, patch, client.FieldOwner(v2alpha1.FieldManager)); err != nil {
+		// The answer is decoded into an empty node: decoded into n, a
+		// decoder that merges maps would keep the annotations the patch
+		// removes.
+		patched := v2alpha1.NewNode(n.NodeKind())
+		patched.SetName(n.GetName())
+		patched.SetNamespace(n.GetNamespace())
+		if err := r.Client.Patch(ctx, patched, patch, client.FieldOwner(v2alpha1.FieldManager)); err != nil {
 			reconcileErrors.WithLabelValues("gate").Inc()
 			return fmt.Errorf("updating the gate of %s %s: %w", n.NodeKind(), n.GetName(), err)
 		}
+		n = patched
 		r.own.remember(snap.Tenant, n)
 		if !d.Gated {
 			releases.WithLabelValues(d.Condition.Reason).Inc()
@@ -631,7 +638,7 @@ func (r *Reconciler) unchangedForCondition(ctx context.Context, n v2alpha1.Node)
 	if r.Fresh == nil {
 		return nil, false
 	}
-	now := n.DeepCopyObject().(v2alpha1.Node)
+	now := v2alpha1.NewNode(n.NodeKind()) // empty: a decode into a copy of n could keep what is gone since
 	if err := r.Fresh.Get(ctx, client.ObjectKeyFromObject(n), now); err != nil {
 		return nil, false
 	}
