@@ -148,12 +148,8 @@ func renderLands(w *world, k string, pinned bool) {
 	w.update(k, func(n v2alpha1.Node) {
 		n.NodeSpec().ExpressVersion = fmt.Sprintf("express-r%d", newest)
 		setAnnotation(n, v2alpha1.AnnotationRolloutID, fmt.Sprintf("r%d", newest))
-		if deps := n.NodeSpec().DeploymentDependencies; pinned && deps != nil {
-			for _, list := range [][]v2alpha1.Prerequisite{deps.ProvisioningPrerequisites, deps.UpgradePrerequisites} {
-				for i := range list {
-					list[i].ExpressVersion = n.NodeSpec().ExpressVersion
-				}
-			}
+		if pinned {
+			pinEntries(n.NodeSpec(), func(string) (string, string, bool) { return n.NodeSpec().ExpressVersion, "", true })
 		}
 	})
 }

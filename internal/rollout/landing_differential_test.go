@@ -132,15 +132,13 @@ func (c landingCase) write(w *world, k string) {
 		if slices.Contains(c.emptied, k) {
 			explicitLists(w, nil, nil)(n.NodeSpec())
 		}
-		if deps := n.NodeSpec().DeploymentDependencies; c.pinned && deps != nil {
-			for _, list := range [][]v2alpha1.Prerequisite{deps.ProvisioningPrerequisites, deps.UpgradePrerequisites} {
-				for i, e := range list {
-					list[i].ExpressVersion = v1
-					if slices.Contains(c.changed, w.key(e.ExpressNode)) {
-						list[i].ExpressVersion = v2
-					}
+		if c.pinned {
+			pinEntries(n.NodeSpec(), func(named string) (string, string, bool) {
+				if slices.Contains(c.changed, w.key(named)) {
+					return v2, "", true
 				}
-			}
+				return v1, "", true
+			})
 		}
 		if !c.kubectl {
 			setAnnotation(n, v2alpha1.AnnotationRolloutID, "r2")

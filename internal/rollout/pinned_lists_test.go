@@ -26,6 +26,22 @@ func pinnedOldChart(w *world, size int, version string) {
 	pinnedChart(w, size, versions)
 }
 
+// pinEntries pins every entry of spec's lists as pin says for the node the
+// entry names; an entry pin does not know (ok false) is left as it is.
+func pinEntries(spec *v2alpha1.NodeSpec, pin func(named string) (version, revision string, ok bool)) {
+	deps := spec.DeploymentDependencies
+	if deps == nil {
+		return
+	}
+	for _, list := range [][]v2alpha1.Prerequisite{deps.ProvisioningPrerequisites, deps.UpgradePrerequisites} {
+		for i, e := range list {
+			if version, revision, ok := pin(e.ExpressNode); ok {
+				list[i].ExpressVersion, list[i].DeploymentRevision = version, revision
+			}
+		}
+	}
+}
+
 // pinnedChart renders the old chart's lists with each node at its version
 // in versions (v1 if absent), every entry pinned to the version rendered
 // for the node it names.
@@ -41,12 +57,7 @@ func pinnedChart(w *world, size int, versions map[string]string) {
 		edit := func(s *v2alpha1.NodeSpec) {
 			s.ExpressVersion = version(k)
 			explicitLists(w, prov[k], upg[k])(s)
-			for i, e := range s.DeploymentDependencies.ProvisioningPrerequisites {
-				s.DeploymentDependencies.ProvisioningPrerequisites[i].ExpressVersion = version(w.key(e.ExpressNode))
-			}
-			for i, e := range s.DeploymentDependencies.UpgradePrerequisites {
-				s.DeploymentDependencies.UpgradePrerequisites[i].ExpressVersion = version(w.key(e.ExpressNode))
-			}
+			pinEntries(s, func(named string) (string, string, bool) { return version(w.key(named)), "", true })
 		}
 		if _, ok := w.nodes[w.name(k)]; ok {
 			w.update(k, func(n v2alpha1.Node) { edit(n.NodeSpec()) })

@@ -211,23 +211,17 @@ func chartApply(w *world, rng *rand.Rand, changed, keys []string, version string
 // revision rendered for the node it names: from rendered, else that node's
 // spec as it stands.
 func renderPins(w *world, n v2alpha1.Node, rendered map[string]v2alpha1.NodeSpec) {
-	deps := n.NodeSpec().DeploymentDependencies
-	if deps == nil {
-		return
-	}
-	for _, list := range [][]v2alpha1.Prerequisite{deps.ProvisioningPrerequisites, deps.UpgradePrerequisites} {
-		for i, e := range list {
-			spec, ok := rendered[e.ExpressNode]
-			if !ok {
-				named, live := w.nodes[e.ExpressNode]
-				if !live {
-					continue
-				}
-				spec = *named.NodeSpec()
+	pinEntries(n.NodeSpec(), func(named string) (string, string, bool) {
+		spec, ok := rendered[named]
+		if !ok {
+			node, live := w.nodes[named]
+			if !live {
+				return "", "", false
 			}
-			list[i].ExpressVersion, list[i].DeploymentRevision = spec.ExpressVersion, spec.DeploymentRevision
+			spec = *node.NodeSpec()
 		}
-	}
+		return spec.ExpressVersion, spec.DeploymentRevision, true
+	})
 }
 
 // liveKeys are the keys of the nodes that still exist.
