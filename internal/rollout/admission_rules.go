@@ -164,6 +164,6 @@ func restore(ann, old map[string]string, key string) {
 // the settle hold holds it until after now. A Settling the sequencer wrote
 // before it stopped says a hold that has ended: it continues no run.
 func heldBySettling(n v2alpha1.Node, now time.Time) bool {
-	c := condition(n)
+	c := PrerequisitesCondition(n)
 	return Gated(n) && c != nil && c.Reason == v2alpha1.ReasonSettling && now.Before(settleHoldEnd(c))
 }

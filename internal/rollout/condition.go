@@ -29,7 +29,7 @@ func SetCondition(conds *[]metav1.Condition, c metav1.Condition, now time.Time) 
 	return true
 }
 
-// condition returns the node's PrerequisitesReady condition, or nil.
-func condition(n v2alpha1.Node) *metav1.Condition {
+// PrerequisitesCondition returns the node's PrerequisitesReady condition, or nil.
+func PrerequisitesCondition(n v2alpha1.Node) *metav1.Condition {
 	return meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
 }

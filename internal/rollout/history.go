@@ -68,7 +68,7 @@ func recordOf(n v2alpha1.Node) RolloutRecord {
 	if json.Unmarshal([]byte(ann[v2alpha1.AnnotationReleasedAfter]), &after) == nil {
 		r.After = slices.Sorted(maps.Keys(after))
 	}
-	c := condition(n)
+	c := PrerequisitesCondition(n)
 	released, err := strconv.ParseInt(ann[v2alpha1.AnnotationReleasedGeneration], 10, 64)
 	if c != nil && c.Reason == v2alpha1.ReasonRolloutComplete && (err != nil || c.ObservedGeneration >= released) {
 		r.Ready = c.LastTransitionTime.Time

@@ -129,7 +129,7 @@ func HistoryOf(s *Snapshot, decisions []Decision) []TenantRollout {
 		cur := NodeRollout{Node: name, Kind: string(n.NodeKind()), RolloutRecord: recordOf(n), Current: true, gated: Gated(n)}
 		if d, ok := byNode[name]; ok {
 			cur.Reason, cur.WaitingFor, cur.Message = d.Condition.Reason, d.WaitingFor, d.Condition.Message
-		} else if c := condition(n); c != nil {
+		} else if c := PrerequisitesCondition(n); c != nil {
 			cur.Reason, cur.Message = c.Reason, c.Message
 		}
 		parts = append(parts, cur)

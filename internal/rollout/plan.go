@@ -67,7 +67,7 @@ func (d Decision) Changed(n v2alpha1.Node) bool {
 	if d.KeepCondition {
 		return false
 	}
-	c := condition(n)
+	c := PrerequisitesCondition(n)
 	return c == nil || c.Status != d.Condition.Status || c.Reason != d.Condition.Reason ||
 		c.Message != d.Condition.Message || c.ObservedGeneration != d.Condition.ObservedGeneration
 }
@@ -571,7 +571,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 		set(true, metav1.ConditionFalse, p.landing.reason, "%s", p.landing.message)
 		d.RecheckAfter = p.landing.recheckAfter
 		until := p.landing.quietUntil // explained if it lasts: see landingQuiet
-		if c := condition(n); c != nil && c.Reason == p.landing.reason {
+		if c := PrerequisitesCondition(n); c != nil && c.Reason == p.landing.reason {
 			until = p.landing.busyUntil // brought up to date once the apply pauses
 		}
 		if quiet := until.Sub(p.Now); quiet > 0 && len(d.PodsToRelease) == 0 {
@@ -661,7 +661,7 @@ func (d *Decision) setter(n v2alpha1.Node) func(bool, metav1.ConditionStatus, st
 // inProgress watches a released node against its progress deadline.
 func (p *planner) inProgress(n v2alpha1.Node, d *Decision) {
 	set := d.setter(n)
-	cur := condition(n)
+	cur := PrerequisitesCondition(n)
 	if cur == nil || !slices.Contains(releasedReasons, cur.Reason) {
 		// The release was recorded but its condition was lost (a failed
 		// status write): say so now and time the deadline from here.
@@ -699,7 +699,7 @@ func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 	if d.KeepCondition {
 		return nil
 	}
-	cur := condition(n)
+	cur := PrerequisitesCondition(n)
 	gateChanged := d.Gated != Gated(n)
 	if !gateChanged && cur != nil && cur.Reason == d.Condition.Reason && len(d.PodsToRelease) == 0 {
 		return nil

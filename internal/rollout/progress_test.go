@@ -91,7 +91,7 @@ func TestProgressSumsUpATenant(t *testing.T) {
 			}
 			var want time.Time
 			for _, name := range named {
-				if c := condition(w.nodes[name]); c != nil && c.LastTransitionTime.After(want) {
+				if c := PrerequisitesCondition(w.nodes[name]); c != nil && c.LastTransitionTime.After(want) {
 					want = c.LastTransitionTime.Time
 				}
 			}
@@ -124,6 +124,6 @@ func TestProgressHasNoAgeForAReasonNotWrittenYet(t *testing.T) {
 	s := w.snapshot()
 	p := ProgressOf(s, Plan(s))
 	assert.Equal(t, Held, p.State)
-	assert.Equal(t, v2alpha1.ReasonRolloutComplete, condition(w.nodes["acme-fe1"]).Reason, "the stored condition is the old one")
+	assert.Equal(t, v2alpha1.ReasonRolloutComplete, PrerequisitesCondition(w.nodes["acme-fe1"]).Reason, "the stored condition is the old one")
 	assert.True(t, p.Since.IsZero(), "no age from a condition of another reason: %s", p.Since)
 }

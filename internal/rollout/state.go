@@ -194,7 +194,7 @@ func (s *Snapshot) inFlight(name string) bool {
 	if !Live(n) || Gated(n) || StampedTarget(n) == "" || newTarget(n) || s.converged(name) || s.SetsConverged[name] {
 		return false
 	}
-	c := condition(n)
+	c := PrerequisitesCondition(n)
 	if c != nil && slices.Contains(convergedReasons, c.Reason) && c.ObservedGeneration >= releasedGeneration(n) {
 		return false
 	}

@@ -749,7 +749,9 @@ func (w *world) sinceThisPhase() string { return w.startedSince(w.phases[len(w.p
 // startedSince returns the rollouts started since mark.
 func (w *world) startedSince(mark int) string { return strings.Join(w.started[mark:], " ") }
 
-func (w *world) condition(key string) *metav1.Condition { return condition(w.nodes[w.name(key)]) }
+func (w *world) condition(key string) *metav1.Condition {
+	return PrerequisitesCondition(w.nodes[w.name(key)])
+}
 
 // dump describes every node for a failure message: its lists, gate, mode
 // and pods.

@@ -642,14 +642,9 @@ func (r *Reconciler) unchangedForCondition(ctx context.Context, n v2alpha1.Node)
 	if err := r.Fresh.Get(ctx, client.ObjectKeyFromObject(n), now); err != nil {
 		return nil, false
 	}
-	was, is := condition(n), condition(now)
+	was, is := rollout.PrerequisitesCondition(n), rollout.PrerequisitesCondition(now)
 	return now, now.GetUID() == n.GetUID() && now.GetGeneration() == n.GetGeneration() &&
 		equality.Semantic.DeepEqual(now.GetDeletionTimestamp(), n.GetDeletionTimestamp()) &&
 		maps.Equal(now.GetLabels(), n.GetLabels()) && maps.Equal(now.GetAnnotations(), n.GetAnnotations()) &&
 		equality.Semantic.DeepEqual(was, is)
-}
-
-// condition returns n's PrerequisitesReady condition, nil if none.
-func condition(n v2alpha1.Node) *metav1.Condition {
-	return meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
 }
