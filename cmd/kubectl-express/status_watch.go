@@ -76,41 +76,32 @@ func startFleetCache(ctx context.Context, cfg *rest.Config, c client.Reader, ns 
 		return nil, nil, err
 	}
 	// An informer of a kind this user may not list would never fill: each
-	// kind is listed once first (one item), and what the view cannot do
-	// without fails here as a read straight from the API server would.
-	for _, required := range []struct {
-		what string
-		list client.ObjectList
-		opts []client.ListOption
+	// kind is listed once first (one item). What the view cannot do
+	// without fails here, as a read straight from the API server would;
+	// what it can (StatefulSets, machines) is answered Forbidden later.
+	var objects []client.Object
+	for _, kind := range []struct {
+		what     string
+		obj      client.Object
+		list     client.ObjectList
+		opts     []client.ListOption
+		optional bool
 	}{
-		{"Backends", &v2alpha1.BackendList{}, []client.ListOption{client.InNamespace(ns), client.Limit(1)}},
-		{"Frontends", &v2alpha1.FrontendList{}, []client.ListOption{client.InNamespace(ns), client.Limit(1)}},
-		{"the Express pods", &corev1.PodList{}, []client.ListOption{client.InNamespace(ns), client.HasLabels{v2alpha1.LabelNode}, client.Limit(1)}},
+		{"Backends in " + where(ns), &v2alpha1.Backend{}, &v2alpha1.BackendList{}, []client.ListOption{client.InNamespace(ns)}, false},
+		{"Frontends in " + where(ns), &v2alpha1.Frontend{}, &v2alpha1.FrontendList{}, []client.ListOption{client.InNamespace(ns)}, false},
+		{"the Express pods in " + where(ns), &corev1.Pod{}, &corev1.PodList{}, []client.ListOption{client.InNamespace(ns), client.HasLabels{v2alpha1.LabelNode}}, false},
+		{"StatefulSets in " + where(ns), &appsv1.StatefulSet{}, &appsv1.StatefulSetList{}, []client.ListOption{client.InNamespace(ns)}, true},
+		{"Nodes", &corev1.Node{}, &corev1.NodeList{}, nil, true},
 	} {
-		if err := c.List(ctx, required.list, required.opts...); err != nil {
-			cancel()
-			return nil, nil, fmt.Errorf("listing %s in %s: %w", required.what, where(ns), err)
-		}
-	}
-	objects := []client.Object{&v2alpha1.Backend{}, &v2alpha1.Frontend{}, &corev1.Pod{}}
-	for _, probe := range []struct {
-		what string
-		obj  client.Object
-		list client.ObjectList
-		opts []client.ListOption
-	}{
-		{"StatefulSets", &appsv1.StatefulSet{}, &appsv1.StatefulSetList{}, []client.ListOption{client.InNamespace(ns), client.Limit(1)}},
-		{"Nodes", &corev1.Node{}, &corev1.NodeList{}, []client.ListOption{client.Limit(1)}},
-	} {
-		switch err := c.List(ctx, probe.list, probe.opts...); {
-		case apierrors.IsForbidden(err):
-			fc.forbidden[fmt.Sprintf("%T", probe.list)] = err
-			fc.forbidden[fmt.Sprintf("%T", probe.obj)] = err
-		case err != nil:
-			cancel()
-			return nil, nil, fmt.Errorf("listing %s: %w", probe.what, err)
+		switch err := c.List(ctx, kind.list, append(kind.opts, client.Limit(1))...); {
+		case err == nil:
+			objects = append(objects, kind.obj)
+		case kind.optional && apierrors.IsForbidden(err):
+			fc.forbidden[fmt.Sprintf("%T", kind.list)] = err
+			fc.forbidden[fmt.Sprintf("%T", kind.obj)] = err
 		default:
-			objects = append(objects, probe.obj)
+			cancel()
+			return nil, nil, fmt.Errorf("listing %s: %w", kind.what, err)
 		}
 	}
 	handler := toolscache.ResourceEventHandlerFuncs{
