@@ -205,13 +205,13 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "  sequencer API calls:     %d\n", res.APICalls)
 	total, kinds := 0, make([]string, 0, len(res.UpgradeWrites))
 	for k, v := range res.UpgradeWrites {
-		if !strings.HasPrefix(k, conditionPrefix) {
+		if !strings.HasPrefix(k, breakdownPrefix) {
 			total += v
 		}
 		kinds = append(kinds, k)
 	}
 	slices.SortFunc(kinds, func(a, b string) int {
-		if pa, pb := strings.HasPrefix(a, conditionPrefix), strings.HasPrefix(b, conditionPrefix); pa != pb {
+		if pa, pb := strings.HasPrefix(a, breakdownPrefix), strings.HasPrefix(b, breakdownPrefix); pa != pb {
 			if pa {
 				return 1
 			}
@@ -582,9 +582,15 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / ticks, nil
 }
 
-// conditionPrefix marks, among the counted writes, the breakdown of the
-// condition applies by the reason written.
-const conditionPrefix = "  of which condition "
+// Among the counted writes, breakdownPrefix marks a breakdown of writes
+// counted already: conditionPrefix the condition applies by the reason
+// written, conflictPrefix those refused for a stale read (409) by what
+// followed (retried at the new version, or refused and planned again).
+const (
+	breakdownPrefix = "  of which "
+	conditionPrefix = breakdownPrefix + "condition "
+	conflictPrefix  = breakdownPrefix + "conflicting condition, "
+)
 
 // settledWrites reads the sequencer's writes once they have stopped
 // changing for a second (the last conditions of a phase are written a
@@ -644,6 +650,9 @@ func writes(url string) (map[string]int, error) {
 	}
 	for _, m := range families["express_sequencer_condition_writes_total"].GetMetric() {
 		out[conditionPrefix+label(m, "reason")] += int(value(m)) // a breakdown of the applies, not more writes
+	}
+	for _, m := range families["express_sequencer_condition_conflicts_total"].GetMetric() {
+		out[conflictPrefix+label(m, "outcome")] += int(value(m))
 	}
 	for _, m := range families[stepHistogram].GetMetric() {
 		step := label(m, "step")

@@ -18,6 +18,9 @@ express_sequencer_api_writes_total{resource="events",verb="create"} 30
 # TYPE express_sequencer_condition_writes_total counter
 express_sequencer_condition_writes_total{reason="Released"} 16
 express_sequencer_condition_writes_total{reason="RolloutComplete"} 16
+# TYPE express_sequencer_condition_conflicts_total counter
+express_sequencer_condition_conflicts_total{outcome="retried"} 3
+express_sequencer_condition_conflicts_total{outcome="refused"} 1
 # TYPE express_sequencer_events_dropped_total counter
 express_sequencer_events_dropped_total 2
 # TYPE express_sequencer_release_step_seconds histogram
@@ -41,6 +44,7 @@ func TestTheSequencersMetricsAreReadByNameAndLabel(t *testing.T) {
 	assert.Equal(t, map[string]int{
 		"patch frontends": 14, "apply frontends/status": 40, "create events": 30,
 		conditionPrefix + "Released": 16, conditionPrefix + "RolloutComplete": 16,
+		conflictPrefix + "retried": 3, conflictPrefix + "refused": 1,
 		eventsDropped:       2,
 		stepSum + " plan":   2500,
 		stepCount + " plan": 4,

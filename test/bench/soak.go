@@ -192,7 +192,7 @@ func soak(o options, so soakOptions, out io.Writer) (SoakResult, error) {
 			for k, v := range now {
 				d := v - last[k]
 				switch {
-				case strings.HasPrefix(k, conditionPrefix), strings.HasPrefix(k, stepSum), strings.HasPrefix(k, stepCount), k == eventsDropped, k == eventWriteFailures:
+				case strings.HasPrefix(k, breakdownPrefix), strings.HasPrefix(k, stepSum), strings.HasPrefix(k, stepCount), k == eventsDropped, k == eventWriteFailures:
 				case k == "create events":
 					s.Events += d
 					s.Writes += d
