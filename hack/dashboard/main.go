@@ -73,6 +73,8 @@ func build() (dashboard.Dashboard, error) {
 			query(`histogram_quantile(0.99, sum by (le, webhook) (rate(controller_runtime_webhook_latency_seconds_bucket`+rate+`)))`, "{{webhook}}"))).
 		WithPanel(series("Admission requests by webhook and code", "ops", "",
 			query(`sum by (webhook, code) (rate(controller_runtime_webhook_requests_total`+rate+`))`, "{{webhook}} {{code}}"))).
+		WithPanel(series("Where a fresh admission's time goes", "s", "Median time of each step of the webhooks that read the tenant from the API server: the pod webhook (a new Express pod) and the release guard (a release judged again); fresh_read waits for the API server's consistent reads.",
+			query(`histogram_quantile(0.5, sum by (le, webhook, step) (rate(express_sequencer_admission_step_seconds_bucket`+rate+`)))`, "{{webhook}} {{step}}"))).
 		WithRow(dashboard.NewRowBuilder("The sequencer's load")).
 		WithPanel(series("Writes", "ops", "The sequencer's writes by verb and resource, and its condition writes that met a conflict: retried (only the Express operator's own status had changed) or refused (the node or its condition had changed since the plan read it; planned again).",
 			query(`sum by (verb, resource) (rate(express_sequencer_api_writes_total`+rate+`))`, "{{verb}} {{resource}}"),

@@ -3,6 +3,7 @@ package sequencer
 import (
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -34,6 +35,12 @@ var (
 		Help:    "Where the time of a reconcile that releases a node or pods goes, by step: queue (from the change being seen to the reconcile starting), plan (reading the cache and planning), fresh_read (the consistent reads of the API server a release is planned on), records (the RolloutComplete conditions written before any release), release (each node released: its gate patch, its pods and its condition), rest (the other nodes' conditions and pod releases).",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"step"})
+
+	admissionSteps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "express_sequencer_admission_step_seconds",
+		Help:    "Where the time of the webhooks that read the tenant from the API server goes, by webhook (pods: a new Express pod held or let go; release-guard: a release judged again as it is written) and step: fresh_read (the consistent reads of the tenant the decision rests on) and decide (planning on them).",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"webhook", "step"})
 
 	releases = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_releases_total",
@@ -77,7 +84,13 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, releases, podReleases, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, reconcileErrors}
+
+// ObserveAdmissionStep records that step of webhook took d, for
+// express_sequencer_admission_step_seconds.
+func ObserveAdmissionStep(webhook, step string, d time.Duration) {
+	admissionSteps.WithLabelValues(webhook, step).Observe(d.Seconds())
+}
 
 // MetricNames are the names of the metrics the sequencer exports, read from
 // their descriptions, for alerting rules and their tests.

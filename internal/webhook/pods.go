@@ -59,7 +59,9 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
 	defer cancel()
+	started := time.Now()
 	snap, err := sequencer.GatherFreshFor(read, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
+	sequencer.ObserveAdmissionStep("pods", "fresh_read", time.Since(started))
 	if err != nil && read.Err() != nil {
 		// Say it before the API server's own deadline cuts the call short
 		// with no word of why.
@@ -74,7 +76,9 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%s names no Backend or Frontend in namespace %s: the pod is not held for its prerequisites", v2alpha1.LabelNode, name, req.Namespace))
 	}
+	started = time.Now()
 	ok, why := rollout.PodsMayStart(snap, name)
+	sequencer.ObserveAdmissionStep("pods", "decide", time.Since(started))
 	if ok {
 		return admission.Allowed("")
 	}

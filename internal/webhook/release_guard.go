@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,7 +62,9 @@ func (g *ReleaseGuard) nodeRelease(ctx context.Context, n v2alpha1.Node) error {
 func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) (string, error) {
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
 	defer cancel()
+	started := time.Now()
 	snap, err := sequencer.GatherFreshFor(read, g.Reader, namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
+	sequencer.ObserveAdmissionStep("release-guard", "fresh_read", time.Since(started))
 	if err != nil && read.Err() != nil {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf(
 			"the API server did not answer the fresh read of %s's tenant within %s (is etcd stalled or the API server overloaded?): the release is refused; express-sequencer plans it again: %v",
@@ -73,7 +76,10 @@ func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) 
 	if snap == nil {
 		return "", nil // no such node: nothing orders it
 	}
-	if ok, why := rollout.ReleaseStands(snap, name, pod); !ok {
+	started = time.Now()
+	ok, why := rollout.ReleaseStands(snap, name, pod)
+	sequencer.ObserveAdmissionStep("release-guard", "decide", time.Since(started))
+	if !ok {
 		return why, nil
 	}
 	return "", nil

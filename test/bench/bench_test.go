@@ -14,7 +14,7 @@ import (
 // and report a latency for every release.
 func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	var out bytes.Buffer
-	res, err := measure(options{tenants: 3, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, admission: 2}, &out)
+	res, err := measure(options{tenants: 3, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, admission: 2, recheckReleases: true}, &out)
 	require.NoError(t, err, out.String())
 	assert.Empty(t, res.OutOfOrder)
 	assert.Len(t, res.Latencies, 3*3, "one latency per dependent release: fe2, be, fe3 in each tenant")
@@ -22,6 +22,8 @@ func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	assert.Positive(t, res.UpgradeWrites["patch frontends"], "gate patches are counted: %v", res.UpgradeWrites)
 	assert.Positive(t, res.UpgradeWrites["create events"], "%v", res.UpgradeWrites)
 	assert.Positive(t, res.PeakRSSKiB)
+	assert.Positive(t, res.Steps["release"], "a releasing reconcile's steps are timed: %v", res.Steps)
+	assert.Positive(t, res.Steps["release-guard/fresh_read"], "the release guard's read is timed: %v", res.Steps)
 	assert.LessOrEqual(t, res.Percentile(50), res.Percentile(99))
 	assert.Contains(t, out.String(), "pod create, through the pod webhook:", "the admission measurements run too")
 	assert.Contains(t, out.String(), "last apply → first release, rollout-id:")
@@ -50,6 +52,7 @@ func TestTheBenchmarkRollsAConfigOnlyChangeInOrder(t *testing.T) {
 	assert.Positive(t, res.UpgradeWrites[conditionPrefix+"Released"], "%v", res.UpgradeWrites)
 	assert.Empty(t, res.Crash.OutOfOrder)
 	assert.Len(t, res.Crash.Latencies, 2*3, "one latency per pod release after the backend: fe1, fe2, fe3 in each tenant")
+	assert.Positive(t, res.Crash.Steps["pods/fresh_read"], "a recreated pod's admission is timed: %v", res.Crash.Steps)
 }
 
 // The same small run on Kubernetes' own control loops (-cluster): the

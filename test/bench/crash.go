@@ -56,6 +56,10 @@ type CrashResult struct {
 	Recovery   time.Duration
 	Latencies  []time.Duration // previous node Ready → next node's pods schedulable
 	OutOfOrder []string
+	// Steps are the mean times of the steps of the sequencer's reconciles
+	// that release and of the webhooks that read the tenant, during the
+	// recovery.
+	Steps map[string]time.Duration
 }
 
 func measureCrash(ctx context.Context, out io.Writer, evict func(context.Context, string, ...string) error, rec *recorder, o options) (CrashResult, error) {
@@ -111,6 +115,11 @@ func reportCrash(out io.Writer, r CrashResult, nodes int) error {
 	fmt.Fprintf(out, "  recovery:                %s\n", r.Recovery.Round(time.Millisecond))
 	fmt.Fprintf(out, "  pod release latency p50: %s  p99 %s  max %s  (%d releases)\n",
 		ms(percentile(r.Latencies, 50)), ms(percentile(r.Latencies, 99)), ms(percentile(r.Latencies, 100)), len(r.Latencies))
+	fmt.Fprint(out, "  a recreated pod's admission, mean time by step:")
+	for _, s := range []string{"pods/fresh_read", "pods/decide"} {
+		fmt.Fprintf(out, " %s %s", s, r.Steps[s].Round(10*time.Microsecond))
+	}
+	fmt.Fprintln(out)
 	if len(r.OutOfOrder) > 0 {
 		return fmt.Errorf("%d tenants recovered out of order, e.g. %s", len(r.OutOfOrder), r.OutOfOrder[0])
 	}

@@ -157,8 +157,9 @@ type Result struct {
 	// EventsDropped and EventWriteFailures count the Events of the upgrade
 	// that were dropped (a full queue) or refused by the API server.
 	EventsDropped, EventWriteFailures int
-	// Steps are the mean times of the steps of a reconcile that releases,
-	// during the upgrade.
+	// Steps are the mean times of the steps of a reconcile that releases
+	// and of the webhooks that read the tenant (keyed webhook/step), during
+	// the upgrade.
 	Steps      map[string]time.Duration
 	PeakRSSKiB int
 	CPU        time.Duration
@@ -228,6 +229,11 @@ func run(o options, out io.Writer) error {
 	if len(res.Steps) > 0 {
 		fmt.Fprint(out, "  a reconcile that releases, mean time by step:")
 		for _, s := range releaseSteps {
+			fmt.Fprintf(out, " %s %s", s, res.Steps[s].Round(10*time.Microsecond))
+		}
+		fmt.Fprintln(out)
+		fmt.Fprint(out, "  the webhooks that read the tenant, mean time by step:")
+		for _, s := range admissionSteps {
 			fmt.Fprintf(out, " %s %s", s, res.Steps[s].Round(10*time.Microsecond))
 		}
 		fmt.Fprintln(out)
@@ -391,16 +397,11 @@ func measure(o options, out io.Writer) (Result, error) {
 			return res, err
 		}
 	}
-	res.UpgradeWrites, res.Steps = map[string]int{}, map[string]time.Duration{}
+	res.UpgradeWrites, res.Steps = map[string]int{}, stepMeans(writesBefore, writesAfter)
 	for k, v := range writesAfter {
 		d := v - writesBefore[k]
 		switch {
-		case strings.HasPrefix(k, stepSum+" "):
-			step := strings.TrimPrefix(k, stepSum+" ")
-			if n := writesAfter[stepCount+" "+step] - writesBefore[stepCount+" "+step]; n > 0 {
-				res.Steps[step] = time.Duration(d/n) * time.Microsecond
-			}
-		case strings.HasPrefix(k, stepCount+" "):
+		case strings.HasPrefix(k, stepSum+" "), strings.HasPrefix(k, stepCount+" "):
 		case k == eventsDropped:
 			res.EventsDropped = d
 		case k == eventWriteFailures:
@@ -440,9 +441,18 @@ func measure(o options, out io.Writer) (Result, error) {
 	rec.mu.Unlock()
 
 	if o.crash > 0 {
+		before, err := settledWrites(ctx, metricsURL)
+		if err != nil {
+			return res, err
+		}
 		if res.Crash, err = measureCrash(ctx, out, st.evict, rec, o); err != nil {
 			return res, err
 		}
+		after, err := settledWrites(ctx, metricsURL)
+		if err != nil {
+			return res, err
+		}
+		res.Crash.Steps = stepMeans(before, after)
 	}
 	if o.admission > 0 {
 		if err := reportAdmission(ctx, out, c, rec, o); err != nil {
@@ -612,13 +622,36 @@ func settledWrites(ctx context.Context, url string) (map[string]int, error) {
 	return nil, err
 }
 
-// The histogram of where the time of a reconcile that releases goes, and
-// the keys of its sums and counts in what writes returns.
+// The histograms of where the time of a reconcile that releases goes and of
+// the webhooks that read the tenant, and the keys of their sums and counts
+// in what writes returns: stepSum+" "+step for the reconcile's steps,
+// stepSum+" "+webhook+"/"+step for the webhooks'.
 const (
-	stepHistogram = "express_sequencer_release_step_seconds"
-	stepSum       = stepHistogram + "_sum"
-	stepCount     = stepHistogram + "_count"
+	stepHistogram          = "express_sequencer_release_step_seconds"
+	admissionStepHistogram = "express_sequencer_admission_step_seconds"
+	stepSum                = "step seconds sum"
+	stepCount              = "step count"
 )
+
+// stepMeans returns the mean time of each step observed between two reads
+// of writes, keyed as writes keys them less stepSum.
+func stepMeans(before, after map[string]int) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for k, v := range after {
+		step, ok := strings.CutPrefix(k, stepSum+" ")
+		if !ok {
+			continue
+		}
+		if n := after[stepCount+" "+step] - before[stepCount+" "+step]; n > 0 {
+			out[step] = time.Duration((v-before[k])/n) * time.Microsecond
+		}
+	}
+	return out
+}
+
+// admissionSteps are the steps of express_sequencer_admission_step_seconds,
+// as writes keys them.
+var admissionSteps = []string{"release-guard/fresh_read", "release-guard/decide", "pods/fresh_read", "pods/decide"}
 
 // releaseSteps are the steps of express_sequencer_release_step_seconds in
 // the order they happen.
@@ -657,6 +690,11 @@ func writes(url string) (map[string]int, error) {
 	for _, m := range families[stepHistogram].GetMetric() {
 		step := label(m, "step")
 		out[stepSum+" "+step] = int(m.GetHistogram().GetSampleSum() * 1e6) // in microseconds, to stay an int
+		out[stepCount+" "+step] = int(m.GetHistogram().GetSampleCount())
+	}
+	for _, m := range families[admissionStepHistogram].GetMetric() {
+		step := label(m, "webhook") + "/" + label(m, "step")
+		out[stepSum+" "+step] = int(m.GetHistogram().GetSampleSum() * 1e6)
 		out[stepCount+" "+step] = int(m.GetHistogram().GetSampleCount())
 	}
 	return out, nil

@@ -28,6 +28,10 @@ express_sequencer_release_step_seconds_bucket{step="plan",le="0.001"} 3
 express_sequencer_release_step_seconds_bucket{step="plan",le="+Inf"} 4
 express_sequencer_release_step_seconds_sum{step="plan"} 0.0025
 express_sequencer_release_step_seconds_count{step="plan"} 4
+# TYPE express_sequencer_admission_step_seconds histogram
+express_sequencer_admission_step_seconds_bucket{webhook="pods",step="fresh_read",le="+Inf"} 2
+express_sequencer_admission_step_seconds_sum{webhook="pods",step="fresh_read"} 0.1
+express_sequencer_admission_step_seconds_count{webhook="pods",step="fresh_read"} 2
 # TYPE rest_client_requests_total counter
 rest_client_requests_total{code="200",host="h",method="GET"} 10
 rest_client_requests_total{code="201",host="h",method="POST"} 5
@@ -45,9 +49,11 @@ func TestTheSequencersMetricsAreReadByNameAndLabel(t *testing.T) {
 		"patch frontends": 14, "apply frontends/status": 40, "create events": 30,
 		conditionPrefix + "Released": 16, conditionPrefix + "RolloutComplete": 16,
 		conflictPrefix + "retried": 3, conflictPrefix + "refused": 1,
-		eventsDropped:       2,
-		stepSum + " plan":   2500,
-		stepCount + " plan": 4,
+		eventsDropped:                  2,
+		stepSum + " plan":              2500,
+		stepCount + " plan":            4,
+		stepSum + " pods/fresh_read":   100000,
+		stepCount + " pods/fresh_read": 2,
 	}, got)
 
 	calls, err := metricSum(server.URL, "rest_client_requests_total")

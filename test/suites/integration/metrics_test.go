@@ -47,6 +47,25 @@ func steps(t *testing.T) map[string]uint64 {
 	return out
 }
 
+// admissionSteps counts the observations of
+// express_sequencer_admission_step_seconds by webhook and step.
+func admissionSteps(t *testing.T) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, m := range metric(t, "express_sequencer_admission_step_seconds") {
+		var webhook, step string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "webhook":
+				webhook = l.GetValue()
+			case "step":
+				step = l.GetValue()
+			}
+		}
+		out[webhook+" "+step] = m.GetHistogram().GetSampleCount()
+	}
+	return out
+}
+
 func TestTheSequencerExportsGatesReleasesAndLatency(t *testing.T) {
 	startSequencer(t)
 	ns := namespace(t)
@@ -56,7 +75,7 @@ func TestTheSequencerExportsGatesReleasesAndLatency(t *testing.T) {
 	before := metric(t, "express_sequencer_release_latency_seconds")
 	require.Len(t, before, 1)
 	count := before[0].GetHistogram().GetSampleCount()
-	stepsBefore := steps(t)
+	stepsBefore, admissionBefore := steps(t), admissionSteps(t)
 
 	setVersion(t, ns, v2, keys(5)...)
 	assert.True(t, waitFor(10*time.Second, func() bool { return gatedWaiting(t) > 0 }), "nodes waiting in line are counted")
@@ -75,5 +94,12 @@ func TestTheSequencerExportsGatesReleasesAndLatency(t *testing.T) {
 	stepsAfter := steps(t)
 	for _, step := range []string{"queue", "plan", "fresh_read", "records", "release", "rest"} {
 		assert.GreaterOrEqual(t, stepsAfter[step], stepsBefore[step]+4, "every reconcile that releases times its %s step", step)
+	}
+	admissionAfter := admissionSteps(t)
+	for _, step := range []string{"fresh_read", "decide"} {
+		// Each of the 5 releases is judged again as it is written, and each
+		// node's new pod is admitted by the pod webhook.
+		assert.GreaterOrEqual(t, admissionAfter["release-guard "+step], admissionBefore["release-guard "+step]+5, "every release judged again times its %s step", step)
+		assert.GreaterOrEqual(t, admissionAfter["pods "+step], admissionBefore["pods "+step]+5, "every Express pod admitted times its %s step", step)
 	}
 }
