@@ -56,6 +56,11 @@ type exploration struct {
 	// (its upgrade waits for the frontends on target): what a recovery
 	// behind it waits for.
 	heldBackend bool
+	// overtaken: be starts the exploration released for a change to all
+	// (v2) that its operator has not carried out, held by another
+	// system's rollout gate; the world may revert every node to v1 and
+	// back, and lift that gate.
+	overtaken bool
 	// pinned: the old chart's lists with every entry pinned to the version
 	// rendered for the node it names (seeds/004); a render pins what it
 	// lands, a kubectl edit of a version leaves pins naming it stale.
@@ -80,6 +85,15 @@ func (e exploration) actions() []action {
 		{name: "change all", event: true, do: func(w *world) { w.setVersion(nextVersion(w), keys...) }},
 		{name: "config all", event: true, do: func(w *world) { w.setConfig(nextVersion(w), keys...) }},
 		{name: "evict all", event: true, do: func(w *world) { w.evict(keys...) }},
+	}
+	if e.overtaken {
+		acts = append(acts, action{name: "revert all (v2 ⇄ v1)", event: true, do: func(w *world) {
+			back := v2
+			if slices.ContainsFunc(keys, func(k string) bool { n := w.nodes[w.name(k)]; return n != nil && n.NodeSpec().ExpressVersion == v2 }) {
+				back = v1
+			}
+			w.setVersion(back, liveKeys(w, keys)...)
+		}})
 	}
 	for _, k := range keys {
 		acts = append(acts,
@@ -107,6 +121,13 @@ func (e exploration) actions() []action {
 			acts = append(acts, action{name: "delete " + k, event: true, do: func(w *world) {
 				if n := w.nodes[w.name(k)]; n != nil && n.GetDeletionTimestamp() == nil {
 					w.remove(k)
+				}
+			}})
+		}
+		if e.overtaken && k == "be" {
+			acts = append(acts, action{name: "lift the other gate from be", event: true, do: func(w *world) {
+				if n := w.nodes[w.name(k)]; n != nil && n.NodeSpec().HasGate(otherSystemsGate) {
+					w.update(k, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherSystemsGate) })
 				}
 			}})
 		}
@@ -176,6 +197,14 @@ func (e exploration) setup(t testing.TB) *world {
 		w.annotate("be", v2alpha1.AnnotationPauseRollout, "true")
 		w.setVersion(v2, "be")
 		ticks(3)(w)
+	}
+	if e.overtaken {
+		w.update("be", func(n v2alpha1.Node) { n.NodeSpec().AddGate(otherSystemsGate) })
+		w.setVersion(v2, keysOf(e.size)...)
+		for i := 0; i < 50 && w.nodes[w.name("be")].NodeSpec().HasGate(v2alpha1.GateSequencer); i++ {
+			w.step()
+		}
+		require.False(t, w.nodes[w.name("be")].NodeSpec().HasGate(v2alpha1.GateSequencer), "be released for v2, its operator held")
 	}
 	w.log = nil
 	w.rollTicks = 1 // a rollout is Ready at the operator's next step: deeper in fewer actions
@@ -305,10 +334,11 @@ func (e exploration) explore(t *testing.T, w *world, depth, events int) explored
 	return out
 }
 
-// converges lets the world run from w, once every pause is lifted, every
-// render has landed everywhere (the chart's apply finishes) and a deleted
-// Backend is created again (frontends wait for one, PrerequisiteNotFound),
-// and fails the test if it does not settle: a deadlock.
+// converges lets the world run from w, once every pause and every other
+// system's gate is lifted, every render has landed everywhere (the chart's
+// apply finishes) and a deleted Backend is created again (frontends wait
+// for one, PrerequisiteNotFound), and fails the test if it does not
+// settle: a deadlock.
 func (e exploration) converges(t *testing.T, w *world, path []string) {
 	c := w.clone()
 	for range 3 { // the operator finishes deleting what is being deleted
@@ -320,6 +350,9 @@ func (e exploration) converges(t *testing.T, w *world, path []string) {
 	for _, k := range keysOf(e.size) {
 		if n := c.nodes[c.name(k)]; n != nil && annotated(n, v2alpha1.AnnotationPauseRollout) {
 			c.annotate(k, v2alpha1.AnnotationPauseRollout, "")
+		}
+		if n := c.nodes[c.name(k)]; n != nil && n.NodeSpec().HasGate(otherSystemsGate) {
+			c.update(k, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherSystemsGate) })
 		}
 	}
 	if e.rolloutID {
@@ -362,6 +395,7 @@ var explorations = []exploration{
 	{name: "4 nodes, the old chart's lists, rollout-id", size: 4, oldChart: true, rolloutID: true},
 	{name: "3 nodes, the old chart's pinned lists, rollout-id", size: 3, oldChart: true, rolloutID: true, pinned: true},
 	{name: "3 nodes, default lists, be paused with a change", size: 3, heldBackend: true},
+	{name: "3 nodes, default lists, be's release overtaken by reverts", size: 3, overtaken: true},
 }
 
 // TestEveryInterleavingOfSmallTenantsKeepsTheOrder explores every

@@ -72,7 +72,9 @@ func (o *oracle) live(m string) bool {
 	return (n.NodeSpec().Up == nil || *n.NodeSpec().Up) && n.GetDeletionTimestamp() == nil
 }
 
-func (o *oracle) gated(m string) bool { return len(o.w.nodes[m].NodeSpec().RolloutGates) > 0 }
+// gated: m carries the sequencer's gate (another system's gate holds the
+// operator, not the order: a node Ready on its target stays so under it).
+func (o *oracle) gated(m string) bool { return o.w.nodes[m].NodeSpec().HasGate(v2alpha1.GateSequencer) }
 
 func (o *oracle) allPods(m string, f func(Pod) bool) bool {
 	if len(o.w.pods[m]) == 0 {
@@ -183,11 +185,14 @@ func (o *oracle) unmet(m string, upgrade bool) ([]need, bool) {
 	return out, ok
 }
 
-// upgradeMode: a gated node with a target the sequencer has not released.
+// upgradeMode: a gated node released before, whose target the sequencer
+// has not released, or — by the world's truth — whose operator last made
+// its pods for another target (a release overtaken before it was carried
+// out: releasing the node now upgrades it).
 func (o *oracle) upgradeMode(m string) bool {
 	ann := o.w.nodes[m].GetAnnotations()
-	released := ann[v2alpha1.AnnotationReleasedTarget]
-	return released != "" && released != ann[v2alpha1.AnnotationTargetHash]
+	released, target := ann[v2alpha1.AnnotationReleasedTarget], ann[v2alpha1.AnnotationTargetHash]
+	return released != "" && (released != target || o.w.lastHash[m] != "" && o.w.lastHash[m] != target)
 }
 
 // needsReleaseToBeReady: the world's truth (not the pods' looks) that a

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -223,6 +224,18 @@ func TestPlanDecidesOneNode(t *testing.T) {
 				message:    "waiting for acme-be (Backend) to be Ready on express-e689.154; its own target is express-e689.151 (target edfbddb8a0280827), so no rollout of it gets there until the pin or its spec changes",
 				waitingFor: []string{"be"}},
 		},
+		"a backend whose release was overtaken by a revert before its operator acted waits in the upgrade order when the change comes back": {
+			setup: then(settled(3), overtaken("be", changeAll(3))),
+			node:  "be", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite, message: "to be Ready on express-e689.154", waitingFor: []string{"fe1", "fe2"}},
+		},
+		"a backend whose release was overtaken waits in the upgrade order with its pods lost, by its StatefulSet's template": {
+			setup: then(settled(3), overtaken("be", changeAll(3)), func(w *world) { w.lose("be") }),
+			node:  "be", want: want{gated: true, reason: v2alpha1.ReasonWaitingForPrerequisite, message: "to be Ready on express-e689.154", waitingFor: []string{"fe1", "fe2"}},
+		},
+		"a backend whose release its operator carried out before the revert is released at once when the change comes back": {
+			setup: then(settled(3), changeAll(3), untilStarted("be"), func(w *world) { w.step(); w.setVersion(v1, "be", "fe1", "fe2") }, changeAll(3)),
+			node:  "be", want: want{reason: v2alpha1.ReasonReleased, message: "released for provisioning of express-e689.154"},
+		},
 		"a change to all while the backend is crashed rolls the backend first, by the provisioning order": {
 			setup: then(settled(3), func(w *world) { w.crash("be") }, changeAll(3)),
 			node:  "be", want: want{reason: v2alpha1.ReasonReleased, message: "by the provisioning order (its upgrade wait was circular)"},
@@ -251,6 +264,30 @@ func TestPlanningWithNeitherACachedSnapshotNorAFreshReaderIsAnError(t *testing.T
 	assert.Nil(t, snap)
 	assert.Nil(t, decisions)
 	assert.False(t, fresh)
+}
+
+// overtaken holds node key's operator with another system's rollout gate,
+// applies change, steps until the sequencer releases the node, then
+// reverts every node to v1 and applies change again: the node's target is
+// the one released, its pods still on v1.
+func overtaken(key string, change step) step {
+	return func(w *world) {
+		const other = "example.com/change-freeze"
+		w.update(key, func(n v2alpha1.Node) { n.NodeSpec().AddGate(other) })
+		change(w)
+		for i := 0; i < 50 && w.nodes[w.name(key)].NodeSpec().HasGate(v2alpha1.GateSequencer); i++ {
+			w.step()
+		}
+		n := w.nodes[w.name(key)]
+		require.False(w.t, n.NodeSpec().HasGate(v2alpha1.GateSequencer), "%s released", key)
+		require.True(w.t, n.NodeSpec().HasGate(other), "the other gate stays")
+		w.setVersion(v1, "be", "fe1", "fe2")
+		w.step()
+		change(w)
+		n = w.nodes[w.name(key)]
+		require.Equal(w.t, ReleasedTarget(n), StampedTarget(n), "%s's target is the one released", key)
+		require.True(w.t, slices.ContainsFunc(w.pods[w.name(key)], func(p Pod) bool { return p.Version == v1 }), "%s's pods are on v1", key)
+	}
 }
 
 // pinnedBackend creates be at version and fe1 whose provisioning list pins

@@ -84,7 +84,31 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		w.run(1000)
 		for step := 0; step < 1+rng.IntN(4); step++ {
 			version := fmt.Sprintf("express-%d", step+2)
-			switch op := rng.IntN(13); {
+			if step > 0 && rng.IntN(3) == 0 {
+				// A revert (an Argo CD rollback, a roll-forward after it):
+				// back to a version of an earlier step, which some node ran
+				// or was released for: v1, express-2, …, express-(step+1).
+				if i := rng.IntN(step + 1); i == 0 {
+					version = v1
+				} else {
+					version = fmt.Sprintf("express-%d", i+1)
+				}
+			}
+			switch op := rng.IntN(14); {
+			case op == 13:
+				// Another system's rollout gate holds the Express operator
+				// on some nodes (DESIGN §2), as a slow or restarting
+				// operator does: a release can be overtaken by the next
+				// change before it is carried out.
+				for _, k := range randomSubset(rng, liveKeys(w, keys)) {
+					w.update(k, func(n v2alpha1.Node) {
+						if n.NodeSpec().HasGate(otherSystemsGate) {
+							n.NodeSpec().RemoveGate(otherSystemsGate)
+						} else {
+							n.NodeSpec().AddGate(otherSystemsGate)
+						}
+					})
+				}
 			case op == 12 && withID && w.grouping.LandingTimeout > 0:
 				// A kubectl apply of a manifest without the id: the nodes
 				// disagree until the landing timeout.
@@ -131,9 +155,12 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 				w.step()
 			}
 		}
-		for _, k := range liveKeys(w, keys) { // a paused node settles only once its pause is lifted
+		for _, k := range liveKeys(w, keys) { // a paused or held node settles only once its hold is lifted
 			if annotated(w.nodes[w.name(k)], v2alpha1.AnnotationPauseRollout) {
 				w.annotate(k, v2alpha1.AnnotationPauseRollout, "")
+			}
+			if w.nodes[w.name(k)].NodeSpec().HasGate(otherSystemsGate) {
+				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherSystemsGate) })
 			}
 		}
 		if pinned {
@@ -153,6 +180,10 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		assert.Positive(t, refused, "frozen replicas' stale releases meet the release guard")
 	}
 }
+
+// otherSystemsGate is a rollout gate of another system: while a node
+// carries it, the world's operator does not act on the node.
+const otherSystemsGate = "example.com/change-freeze"
 
 // chartApply renders a change to the nodes changed — a new version, config
 // or revision, and a node brought back up — and applies it to every node

@@ -104,10 +104,13 @@ func (s *Snapshot) hasPendingWork(name string) bool {
 // released: first rollouts and changes.
 func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget(n) }
 
-// mode returns how a gated node is rolled.
+// mode returns how a gated node is rolled: a node released before is
+// upgraded when its target is not the one released, or its workload was
+// made for another target (a release overtaken before it was carried out,
+// runsAnotherTarget).
 func (s *Snapshot) mode(name string) Mode {
 	n := s.Nodes[name]
-	if ReleasedTarget(n) != "" && newTarget(n) {
+	if ReleasedTarget(n) != "" && (newTarget(n) || s.runsAnotherTarget(name)) {
 		return ModeUpgrade
 	}
 	return ModeProvisioning

@@ -22,10 +22,10 @@ import (
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
-// readyAt reports whether node (its name) had, at instant at, a pod Ready
-// and not Terminating, by the pod log.
-func readyAt(events []controlplane.PodEvent, node string, at time.Time) bool {
-	ready := map[string]bool{}
+// readyPodsAt returns the pods of node (its name) Ready and not
+// Terminating at instant at, by the pod log: each pod's version by its UID.
+func readyPodsAt(events []controlplane.PodEvent, node string, at time.Time) map[string]string {
+	ready := map[string]string{}
 	for _, e := range events {
 		if e.At.After(at) {
 			break
@@ -37,10 +37,16 @@ func readyAt(events []controlplane.PodEvent, node string, at time.Time) bool {
 		case e.Terminating:
 			delete(ready, string(e.UID))
 		case e.Ready:
-			ready[string(e.UID)] = true
+			ready[string(e.UID)] = e.Version
 		}
 	}
-	return len(ready) > 0
+	return ready
+}
+
+// readyAt reports whether node had, at instant at, a pod Ready and not
+// Terminating.
+func readyAt(events []controlplane.PodEvent, node string, at time.Time) bool {
+	return len(readyPodsAt(events, node, at)) > 0
 }
 
 // readyDuring reports whether node had a Ready pod at some instant from

@@ -1,0 +1,168 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+)
+
+// A release the Express operator has not carried out yet can be overtaken:
+// the node is gated again for another change before the operator acts (it
+// is slow, restarting, or — as here — held by another system's rollout
+// gate, which DESIGN §2 tells it to obey). When the node's target then
+// comes back to the one released (a change reverted and applied again, as
+// an Argo CD rollback and roll-forward do), its pods still run the older
+// target: releasing it upgrades them, and it must wait its turn in the
+// upgrade order like any other change.
+
+// otherGate is a rollout gate of another system, which holds the Express
+// operator on a node as the sequencer's own gate does.
+const otherGate = "example.com/change-freeze"
+
+// readyOnAt reports whether node (its name) had, at instant at, at least
+// one pod Ready and not Terminating, and every such pod on version, by the
+// pod log.
+func readyOnAt(events []controlplane.PodEvent, node, version string, at time.Time) bool {
+	ready := readyPodsAt(events, node, at)
+	for _, v := range ready {
+		if v != version {
+			return false
+		}
+	}
+	return len(ready) > 0
+}
+
+// firstStartOn returns when node's first pod on version was bound to a
+// machine since mark, zero if none was.
+func firstStartOn(events []controlplane.PodEvent, node, version string, mark time.Time) time.Time {
+	for _, e := range events {
+		if e.Node == node && e.Version == version && !e.Ready && !e.Terminating && e.At.After(mark) {
+			return e.At
+		}
+	}
+	return time.Time{}
+}
+
+// sequencerReleased waits until the sequencer's gate is gone from node k
+// of ns (another system's gate may stay), and returns it as read then.
+func sequencerReleased(t *testing.T, ns, k string) v2alpha1.Node {
+	t.Helper()
+	n := node(ns, k)
+	require.True(t, waitFor(time.Minute, func() bool {
+		return harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n) == nil && !n.NodeSpec().HasGate(v2alpha1.GateSequencer)
+	}), "%s is released", n.GetName())
+	return n
+}
+
+// withAnnotation sets annotation key to value on a node, or removes it
+// when value is empty.
+func withAnnotation(key, value string) func(v2alpha1.Node) {
+	return func(n v2alpha1.Node) {
+		ann := n.GetAnnotations()
+		if value == "" {
+			delete(ann, key)
+		} else {
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[key] = value
+		}
+		n.SetAnnotations(ann)
+	}
+}
+
+// The Backend's release for v2 is overtaken by a revert to v1 before its
+// operator acts, and v2 is then applied to all again: be, still running
+// v1, starts v2 only once fe1 and fe2 — before it in the upgrade order —
+// are Ready on v2. Its target equals the target released before, which
+// read as "the target it runs" and let it go at once.
+func TestARevertedChangeAppliedAgainWaitsForTheUpgradeOrderWhereItsReleaseWasNeverCarriedOut(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	replicas.set(ns, 1)
+	grace.set(ns, 3*time.Second) // the revert finds fe2 still rolling
+	createNodes(t, ns, 4)
+	waitSettled(t, ns)
+	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().AddGate(otherGate) }, "be")
+
+	// v2 to all: fe1 and fe2 roll, be is released; its operator waits.
+	setVersion(t, ns, v2, keys(4)...)
+	be := sequencerReleased(t, ns, "be")
+	require.Equal(t, be.GetAnnotations()[v2alpha1.AnnotationTargetHash], be.GetAnnotations()[v2alpha1.AnnotationReleasedTarget], "be released for v2")
+	require.True(t, readyOnAt(pods.Since(ns, time.Time{}), "acme-be", v1, time.Now()), "be still runs v1")
+
+	// Reverted: fe1 rolls back, be is gated for v1 behind it.
+	setVersion(t, ns, v1, keys(4)...)
+	require.True(t, waitFor(time.Minute, func() bool { return readyOnAt(pods.Since(ns, time.Time{}), "acme-fe1", v1, time.Now()) }), "fe1 back on v1")
+	require.NoError(t, harness.Client.Get(ctx, client.ObjectKeyFromObject(be), be))
+	require.True(t, be.NodeSpec().HasGate(v2alpha1.GateSequencer), "be gated for the revert, not released for it")
+
+	// v2 to all again; be's operator acts as soon as be is released.
+	mark := time.Now()
+	setVersion(t, ns, v2, keys(4)...)
+	sequencerReleased(t, ns, "be")
+	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherGate) }, "be")
+	waitSettled(t, ns)
+
+	events := pods.Since(ns, time.Time{})
+	started := firstStartOn(events, "acme-be", v2, mark)
+	require.False(t, started.IsZero(), "be started on v2; starts since the change: %s", starts(ns, mark))
+	assert.True(t, readyOnAt(events, "acme-fe1", v2, started), "fe1 Ready on v2 when be started on v2 (%s); starts: %s", started.Format(time.StampMilli), starts(ns, mark))
+	assert.True(t, readyOnAt(events, "acme-fe2", v2, started), "fe2 Ready on v2 when be started on v2 (%s); starts: %s", started.Format(time.StampMilli), starts(ns, mark))
+}
+
+// The same on a Frontend, against a pause: fe2's release for v2 is
+// overtaken by a revert (fe2 paused meanwhile), and v2 is applied again with
+// fe1 paused and fe2's pause lifted. fe2 still runs v1, so it waits for
+// fe1 — first in the upgrade order, paused on v1 — and starts v2 only once
+// fe1 is resumed and Ready on v2.
+func TestAFrontendWhoseReleaseWasOvertakenWaitsForAPausedPredecessor(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	replicas.set(ns, 1)
+	createNodes(t, ns, 4)
+	waitSettled(t, ns)
+	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().AddGate(otherGate) }, "fe2")
+
+	setVersion(t, ns, v2, keys(4)...)
+	sequencerReleased(t, ns, "fe2")
+	require.True(t, readyOnAt(pods.Since(ns, time.Time{}), "acme-fe2", v1, time.Now()), "fe2 still runs v1")
+
+	update(t, ns, withAnnotation(v2alpha1.AnnotationPauseRollout, "true"), "fe2")
+	setVersion(t, ns, v1, keys(4)...)
+	require.True(t, waitFor(time.Minute, func() bool { return readyOnAt(pods.Since(ns, time.Time{}), "acme-fe1", v1, time.Now()) }), "fe1 back on v1")
+
+	mark := time.Now()
+	update(t, ns, func(n v2alpha1.Node) {
+		n.NodeSpec().ExpressVersion = v2
+		withAnnotation(v2alpha1.AnnotationPauseRollout, "true")(n)
+	}, "fe1")
+	update(t, ns, func(n v2alpha1.Node) {
+		n.NodeSpec().ExpressVersion = v2
+		withAnnotation(v2alpha1.AnnotationPauseRollout, "")(n)
+	}, "fe2")
+	setVersion(t, ns, v2, "be", "fe3")
+	fe2 := node(ns, "fe2")
+	require.True(t, waitFor(30*time.Second, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKeyFromObject(fe2), fe2) == nil &&
+			fe2.NodeSpec().HasGate(v2alpha1.GateSequencer) && condition(fe2) != nil && condition(fe2).Reason == v2alpha1.ReasonRolloutPaused &&
+			strings.Contains(condition(fe2).Message, "waiting for acme-fe1")
+	}), "fe2 held for its paused upgrade predecessor: %v", condition(fe2))
+
+	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherGate) }, "fe2")
+	update(t, ns, withAnnotation(v2alpha1.AnnotationPauseRollout, ""), "fe1")
+	waitSettled(t, ns)
+
+	events := pods.Since(ns, time.Time{})
+	started := firstStartOn(events, "acme-fe2", v2, mark)
+	require.False(t, started.IsZero(), "fe2 started on v2; starts since the change: %s", starts(ns, mark))
+	assert.True(t, readyOnAt(events, "acme-fe1", v2, started), "fe1 Ready on v2 when fe2 started on v2 (%s); starts: %s", started.Format(time.StampMilli), starts(ns, mark))
+}
