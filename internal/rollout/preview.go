@@ -40,6 +40,7 @@ func Preview(s *Snapshot) Prediction {
 	sim := &Snapshot{
 		Tenant: s.Tenant, Orders: s.Orders, Now: s.Now, Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]Pod{},
 		SetsConverged: s.SetsConverged, // a rollout its StatefulSet says converged is not rolling
+		SetTemplates:  map[string][]Template{},
 	}
 	for name, n := range s.Nodes {
 		n := n.DeepCopyObject().(v2alpha1.Node)
@@ -48,6 +49,9 @@ func Preview(s *Snapshot) Prediction {
 		n.SetAnnotations(ann)
 		sim.Nodes[name] = n
 		sim.Pods[name] = slices.Clone(s.Pods[name])
+		if t := s.SetTemplates[name]; t != nil {
+			sim.SetTemplates[name] = slices.Clone(t)
+		}
 	}
 	var p Prediction
 	for _, name := range sortedNames(sim) {
@@ -131,6 +135,7 @@ func (s *Snapshot) rolledOut(name string) {
 		Name: name + "-preview", Version: spec.ExpressVersion, Revision: spec.DeploymentRevision, Hash: StampedTarget(n),
 		Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionTrue)},
 	}}
+	delete(s.SetTemplates, name) // its StatefulSet now makes pods of its target
 	SetCondition(&n.NodeStatus().Conditions, metav1.Condition{
 		Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionTrue, Reason: v2alpha1.ReasonRolloutComplete,
 		ObservedGeneration: n.GetGeneration(),

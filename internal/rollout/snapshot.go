@@ -121,10 +121,11 @@ type Snapshot struct {
 	// snapshots every release is planned on; nil in a snapshot of the cache.
 	SetsConverged map[string]bool
 	SetRevisions  map[string]string
-	// SetsOnAnotherTarget are the nodes one of whose StatefulSets has a pod
-	// template made for another target than the node's (see
-	// runsAnotherTarget); nil in a snapshot of the cache.
-	SetsOnAnotherTarget map[string]bool
+	// SetTemplates are, by node name, the pod templates of the node's
+	// StatefulSets that have replicas: what a release's pods would be made
+	// from until the operator carries it out (runsAnotherTarget). Nil in a
+	// snapshot of the cache.
+	SetTemplates map[string][]Template
 	// Now is when the snapshot was taken.
 	Now time.Time
 	// ProgressDeadline is how long a released node may take to become
@@ -204,6 +205,6 @@ func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Ti
 	s.MissingPods = missingPods(own, read.StatefulSets, s.Nodes)
 	s.SetRevisions = setRevisions(read.StatefulSets, s.Nodes)
 	s.SetsConverged = setsConverged(s, read.StatefulSets)
-	s.SetsOnAnotherTarget = setsOnAnotherTarget(read.StatefulSets, s.Nodes)
+	s.SetTemplates = setTemplates(read.StatefulSets, s.Nodes)
 	return s
 }

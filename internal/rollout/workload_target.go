@@ -2,6 +2,7 @@ package rollout
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -15,6 +16,26 @@ import (
 // the target it runs: releasing it would upgrade its pods, so it is ordered
 // as an upgrade (DESIGN §4, "New target").
 
+// Template is what a StatefulSet's pod template says of the target it
+// makes pods for: its target-hash, version and revision labels.
+type Template struct {
+	Hash, Version, Revision string
+}
+
+// madeForAnother reports whether the template says it was made for a target
+// other than node n's: another target hash, or, on a template that carries
+// none, another version or revision. A template that carries neither says
+// nothing.
+func (t Template) madeForAnother(n v2alpha1.Node) bool {
+	switch {
+	case t.Hash != "":
+		return t.Hash != StampedTarget(n)
+	case t.Version != "":
+		return t.Version != n.NodeSpec().ExpressVersion || t.Revision != n.NodeSpec().DeploymentRevision
+	}
+	return false
+}
+
 // runsAnotherTarget reports whether some pod of node name, or the pod
 // template of one of its StatefulSets (read in fresh snapshots only), was
 // made for a target other than the node's own.
@@ -25,35 +46,32 @@ func (s *Snapshot) runsAnotherTarget(name string) bool {
 			return true
 		}
 	}
-	return s.SetsOnAnotherTarget[name]
+	for _, t := range s.SetTemplates[name] {
+		if t.madeForAnother(n) {
+			return true
+		}
+	}
+	return false
 }
 
-// setsOnAnotherTarget returns the nodes one of whose StatefulSets (its pod
-// template names the node; not being deleted; scaled to zero or not) has a
-// pod template made for another target than the node's: another target
-// hash, or, on a template that carries none, another version or revision.
-// A template that carries neither says nothing.
-func setsOnAnotherTarget(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map[string]bool {
-	var out map[string]bool
+// setTemplates returns, by node name, the pod templates of the StatefulSets
+// that make the node's pods: not being deleted, their template naming the
+// node, with at least one replica (one scaled to zero runs nothing, and a
+// leftover of it must not hold a node coming back up).
+func setTemplates(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map[string][]Template {
+	var out map[string][]Template
 	for _, sts := range sets {
 		labels := sts.Spec.Template.Labels
-		n := nodes[labels[v2alpha1.LabelNode]]
-		if n == nil || sts.DeletionTimestamp != nil {
+		name := labels[v2alpha1.LabelNode]
+		if nodes[name] == nil || sts.DeletionTimestamp != nil || ptr.Deref(sts.Spec.Replicas, 1) == 0 {
 			continue
 		}
-		another := false
-		switch hash, version := labels[v2alpha1.LabelTargetHash], labels[v2alpha1.LabelExpressVersion]; {
-		case hash != "":
-			another = hash != StampedTarget(n)
-		case version != "":
-			another = version != n.NodeSpec().ExpressVersion || labels[v2alpha1.LabelDeploymentRevision] != n.NodeSpec().DeploymentRevision
+		if out == nil {
+			out = map[string][]Template{}
 		}
-		if another {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[n.GetName()] = true
-		}
+		out[name] = append(out[name], Template{
+			Hash: labels[v2alpha1.LabelTargetHash], Version: labels[v2alpha1.LabelExpressVersion], Revision: labels[v2alpha1.LabelDeploymentRevision],
+		})
 	}
 	return out
 }

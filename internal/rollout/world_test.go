@@ -384,7 +384,7 @@ func (w *world) snapshot() *Snapshot {
 	sets := w.statefulSets()
 	s.SetRevisions = setRevisions(sets, w.nodes)
 	s.SetsConverged = setsConverged(s, sets)
-	s.SetsOnAnotherTarget = setsOnAnotherTarget(sets, w.nodes)
+	s.SetTemplates = setTemplates(sets, w.nodes)
 	return s
 }
 
