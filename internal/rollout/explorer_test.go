@@ -126,9 +126,7 @@ func (e exploration) actions() []action {
 		}
 		if e.overtaken && k == "be" {
 			acts = append(acts, action{name: "lift the other gate from be", event: true, do: func(w *world) {
-				if n := w.nodes[w.name(k)]; n != nil && n.NodeSpec().HasGate(otherSystemsGate) {
-					w.update(k, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherSystemsGate) })
-				}
+				w.liftOtherSystemsGate(k)
 			}})
 		}
 		if e.rolloutID {
@@ -199,7 +197,7 @@ func (e exploration) setup(t testing.TB) *world {
 		ticks(3)(w)
 	}
 	if e.overtaken {
-		w.update("be", func(n v2alpha1.Node) { n.NodeSpec().AddGate(otherSystemsGate) })
+		w.toggleOtherSystemsGate("be")
 		w.setVersion(v2, keysOf(e.size)...)
 		for i := 0; i < 50 && w.nodes[w.name("be")].NodeSpec().HasGate(v2alpha1.GateSequencer); i++ {
 			w.step()
@@ -351,9 +349,7 @@ func (e exploration) converges(t *testing.T, w *world, path []string) {
 		if n := c.nodes[c.name(k)]; n != nil && annotated(n, v2alpha1.AnnotationPauseRollout) {
 			c.annotate(k, v2alpha1.AnnotationPauseRollout, "")
 		}
-		if n := c.nodes[c.name(k)]; n != nil && n.NodeSpec().HasGate(otherSystemsGate) {
-			c.update(k, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherSystemsGate) })
-		}
+		c.liftOtherSystemsGate(k)
 	}
 	if e.rolloutID {
 		newest := ""

@@ -25,7 +25,7 @@ func overtakenFe3(t *testing.T) *world { return overtakenFe3With(t, true) }
 func overtakenFe3With(t *testing.T, lose bool) *world {
 	w := newWorld(t, "acme")
 	settled(4)(w)
-	w.update("fe3", func(n v2alpha1.Node) { n.NodeSpec().AddGate(otherSystemsGate) })
+	w.toggleOtherSystemsGate("fe3")
 	w.setVersion(v2, keysOf(4)...)
 	for i := 0; i < 200 && Gated(w.nodes[w.name("fe3")]); i++ {
 		w.step()
@@ -161,15 +161,7 @@ func TestReleasesOvertakenByRevertsHoldTheirRequirementsInRandomScenarios(t *tes
 		for range 3 + rng.IntN(6) {
 			switch op := rng.IntN(10); op {
 			case 0, 1:
-				for _, k := range randomSubset(rng, liveKeys(w, keys)) {
-					w.update(k, func(n v2alpha1.Node) {
-						if n.NodeSpec().HasGate(otherSystemsGate) {
-							n.NodeSpec().RemoveGate(otherSystemsGate)
-						} else {
-							n.NodeSpec().AddGate(otherSystemsGate)
-						}
-					})
-				}
+				w.toggleOtherSystemsGate(randomSubset(rng, liveKeys(w, keys))...)
 			case 2, 3, 4:
 				w.setVersion(versions[rng.IntN(len(versions))], randomSubset(rng, keys)...)
 			case 5:
@@ -195,9 +187,7 @@ func TestReleasesOvertakenByRevertsHoldTheirRequirementsInRandomScenarios(t *tes
 			if annotated(w.nodes[w.name(k)], v2alpha1.AnnotationPauseRollout) {
 				w.annotate(k, v2alpha1.AnnotationPauseRollout, "")
 			}
-			if w.nodes[w.name(k)].NodeSpec().HasGate(otherSystemsGate) {
-				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherSystemsGate) })
-			}
+			w.liftOtherSystemsGate(k)
 		}
 		w.run(1000)
 		if t.Failed() {

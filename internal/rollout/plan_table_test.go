@@ -272,15 +272,14 @@ func TestPlanningWithNeitherACachedSnapshotNorAFreshReaderIsAnError(t *testing.T
 // the one released, its pods still on v1.
 func overtaken(key string, change step) step {
 	return func(w *world) {
-		const other = "example.com/change-freeze"
-		w.update(key, func(n v2alpha1.Node) { n.NodeSpec().AddGate(other) })
+		w.toggleOtherSystemsGate(key)
 		change(w)
 		for i := 0; i < 50 && w.nodes[w.name(key)].NodeSpec().HasGate(v2alpha1.GateSequencer); i++ {
 			w.step()
 		}
 		n := w.nodes[w.name(key)]
 		require.False(w.t, n.NodeSpec().HasGate(v2alpha1.GateSequencer), "%s released", key)
-		require.True(w.t, n.NodeSpec().HasGate(other), "the other gate stays")
+		require.True(w.t, n.NodeSpec().HasGate(otherSystemsGate), "the other gate stays")
 		w.setVersion(v1, "be", "fe1", "fe2")
 		w.step()
 		change(w)

@@ -100,15 +100,7 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 				// on some nodes (DESIGN §2), as a slow or restarting
 				// operator does: a release can be overtaken by the next
 				// change before it is carried out.
-				for _, k := range randomSubset(rng, liveKeys(w, keys)) {
-					w.update(k, func(n v2alpha1.Node) {
-						if n.NodeSpec().HasGate(otherSystemsGate) {
-							n.NodeSpec().RemoveGate(otherSystemsGate)
-						} else {
-							n.NodeSpec().AddGate(otherSystemsGate)
-						}
-					})
-				}
+				w.toggleOtherSystemsGate(randomSubset(rng, liveKeys(w, keys))...)
 			case op == 12 && withID && w.grouping.LandingTimeout > 0:
 				// A kubectl apply of a manifest without the id: the nodes
 				// disagree until the landing timeout.
@@ -159,9 +151,7 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 			if annotated(w.nodes[w.name(k)], v2alpha1.AnnotationPauseRollout) {
 				w.annotate(k, v2alpha1.AnnotationPauseRollout, "")
 			}
-			if w.nodes[w.name(k)].NodeSpec().HasGate(otherSystemsGate) {
-				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherSystemsGate) })
-			}
+			w.liftOtherSystemsGate(k)
 		}
 		if pinned {
 			// A kubectl edit of a version leaves the pins naming that node
@@ -180,10 +170,6 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		assert.Positive(t, refused, "frozen replicas' stale releases meet the release guard")
 	}
 }
-
-// otherSystemsGate is a rollout gate of another system: while a node
-// carries it, the world's operator does not act on the node.
-const otherSystemsGate = "example.com/change-freeze"
 
 // chartApply renders a change to the nodes changed — a new version, config
 // or revision, and a node brought back up — and applies it to every node

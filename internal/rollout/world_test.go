@@ -281,6 +281,35 @@ func (w *world) crash(keys ...string) {
 	}
 }
 
+// otherSystemsGate is a rollout gate of another system: while a node
+// carries it, the world's operator does not act on the node (DESIGN §2),
+// as a slow or restarting operator does not.
+const otherSystemsGate = "example.com/change-freeze"
+
+// toggleOtherSystemsGate adds another system's rollout gate to the nodes
+// that lack it and removes it from those that carry it.
+func (w *world) toggleOtherSystemsGate(keys ...string) {
+	for _, k := range keys {
+		w.update(k, func(n v2alpha1.Node) {
+			if n.NodeSpec().HasGate(otherSystemsGate) {
+				n.NodeSpec().RemoveGate(otherSystemsGate)
+			} else {
+				n.NodeSpec().AddGate(otherSystemsGate)
+			}
+		})
+	}
+}
+
+// liftOtherSystemsGate removes another system's rollout gate from those of
+// the nodes that carry it.
+func (w *world) liftOtherSystemsGate(keys ...string) {
+	for _, k := range keys {
+		if n := w.nodes[w.name(k)]; n != nil && n.NodeSpec().HasGate(otherSystemsGate) {
+			w.toggleOtherSystemsGate(k)
+		}
+	}
+}
+
 // crashOnTarget crashes node key for good on its current target (a bad
 // build): only a release of another target mends it.
 func (w *world) crashOnTarget(key string) {

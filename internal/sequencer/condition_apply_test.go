@@ -110,6 +110,7 @@ func TestAConditionWrittenOnAStaleReadIsRefused(t *testing.T) {
 	_, err = r.ApplyConditionAndRecall(ctx, tenant, planned, condition(metav1.ConditionFalse, v2alpha1.ReasonRolloutPaused, "held by "+v2alpha1.AnnotationPauseRollout))
 	require.Error(t, err, "the pause the plan read is gone")
 	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.ErrorIs(t, err, sequencer.ErrReadChanged, "planned again, not a failure")
 	assert.Equal(t, refusedBefore+1, sequencer.ConditionConflicts("refused"))
 	assert.Equal(t, v2alpha1.ReasonRolloutComplete, reason())
 	refused := sequencer.ConditionConflicts("refused")
@@ -117,6 +118,7 @@ func TestAConditionWrittenOnAStaleReadIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, refused+1, sequencer.ConditionConflicts("refused"), "the condition changed since the read")
 	assert.True(t, apierrors.IsConflict(err), "a conflict, planned again: %v", err)
+	assert.ErrorIs(t, err, sequencer.ErrReadChanged)
 	assert.Equal(t, v2alpha1.ReasonRolloutComplete, reason(), "the record stands")
 
 	stored := &v2alpha1.Frontend{}

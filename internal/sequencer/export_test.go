@@ -22,6 +22,10 @@ func (r *Reconciler) ApplyConditionAndRecall(ctx context.Context, t rollout.Tena
 	return r.own.objs[k].obj, nil
 }
 
+// ErrReadChanged marks a condition write refused because the node changed
+// since the plan read it: the tenant is planned again, not failed.
+var ErrReadChanged = errReadChanged
+
 // EventsDropped is how many Events the writers dropped, their queue full.
 func EventsDropped() float64 { return testutil.ToFloat64(eventsDropped) }
 

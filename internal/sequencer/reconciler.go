@@ -219,6 +219,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 	releases := rollout.ReleasesAny(snap, decisions)
 	if err := r.applyPlan(ctx, snap, decisions, since, watch); err != nil {
 		r.observed.restore(t, since) // the retry's releases are timed from the same change
+		if errors.Is(err, errReadChanged) {
+			// Counted in express_sequencer_condition_conflicts_total, not
+			// logged and counted as an error: optimistic concurrency at work.
+			log.FromContext(ctx).V(1).Info("Planning again: a node changed since it was read", "error", err.Error())
+			return reconcile.Result{RequeueAfter: replanAfter}, nil
+		}
 		return reconcile.Result{}, err
 	}
 	if releases {
@@ -412,7 +418,9 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 		return nil
 	}
 	if err := r.applyCondition(ctx, snap.Tenant, n, d); err != nil {
-		reconcileErrors.WithLabelValues("status").Inc()
+		if !errors.Is(err, errReadChanged) {
+			reconcileErrors.WithLabelValues("status").Inc()
+		}
 		return err
 	}
 	if before == d.Gated {
@@ -593,17 +601,28 @@ func (r *Reconciler) applyCondition(ctx context.Context, t rollout.Tenant, n v2a
 	now, unchanged := r.unchangedForCondition(ctx, n)
 	if !unchanged {
 		conditionConflicts.WithLabelValues("refused").Inc()
-		return err
+		return fmt.Errorf("%w: %w", errReadChanged, err)
 	}
 	conditionConflicts.WithLabelValues("retried").Inc()
 	if err := r.applyConditionAt(ctx, t, n, c, now.GetResourceVersion()); err != nil {
 		if apierrors.IsConflict(err) {
 			conditionConflicts.WithLabelValues("refused").Inc()
+			return fmt.Errorf("%w: %w", errReadChanged, err)
 		}
 		return err
 	}
 	return nil
 }
+
+// errReadChanged marks a condition write refused because the node changed
+// since the plan read it: not a failure, the plan is simply out of date.
+var errReadChanged = errors.New("the node changed since the plan read it")
+
+// replanAfter is how soon a tenant whose condition write was refused is
+// planned again: its node's change may be one no watch delivers (another
+// writer's PrerequisitesReady), and a change that is one enqueues it
+// sooner anyway.
+const replanAfter = 100 * time.Millisecond
 
 // applyConditionAt applies condition c to node n, tested against
 // resourceVersion rv.

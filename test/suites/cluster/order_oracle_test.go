@@ -1,0 +1,225 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// A black-box oracle of the order, shared with nothing of the planner: it
+// watches a tenant's pods and nodes through informers of its own, and
+// judges each release of a node (the sequencer's gate removed) and each
+// pod made schedulable by what the pods showed at that moment, for the
+// default orders of DESIGN §3.
+
+// observed is one state of a pod or a node, as the oracle's informers saw
+// it.
+type observed struct {
+	at   time.Time
+	pod  bool
+	node string // the node's name; a pod's express.medallia.com/node label
+	// A pod's.
+	uid, name                          string
+	ready, terminating, gated, deleted bool
+	hash, version                      string
+	// A node's: whether it carries the sequencer's gate, and its target.
+	sequencerGated bool
+	target         string
+}
+
+// orderLog is what the oracle's informers saw of one namespace, in order.
+type orderLog struct {
+	mu     sync.Mutex
+	events []observed
+}
+
+func (l *orderLog) add(e observed) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.at = time.Now()
+	l.events = append(l.events, e)
+}
+
+func (l *orderLog) snapshot() []observed {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}
+
+// watchOrder records ns's Express pods, Backends and Frontends until ctx
+// ends.
+func watchOrder(ctx context.Context, t *testing.T, ns string) *orderLog {
+	t.Helper()
+	log := &orderLog{}
+	dyn, err := dynamic.NewForConfig(harness.Config)
+	require.NoError(t, err)
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
+	pod := func(obj any, deleted bool) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		var p corev1.Pod
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p) != nil || p.Labels[v2alpha1.LabelNode] == "" {
+			return
+		}
+		ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		})
+		log.add(observed{pod: true, node: p.Labels[v2alpha1.LabelNode], uid: string(p.UID), name: p.Name, ready: ready,
+			terminating: p.DeletionTimestamp != nil, gated: len(p.Spec.SchedulingGates) > 0, deleted: deleted,
+			hash: p.Labels[v2alpha1.LabelTargetHash], version: p.Labels[v2alpha1.LabelExpressVersion]})
+	}
+	node := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		gates, _, _ := unstructured.NestedSlice(u.Object, "spec", "rolloutGates")
+		gated := slices.ContainsFunc(gates, func(g any) bool {
+			m, ok := g.(map[string]any)
+			return ok && m["name"] == v2alpha1.GateSequencer
+		})
+		log.add(observed{node: u.GetName(), sequencerGated: gated, target: u.GetAnnotations()[v2alpha1.AnnotationTargetHash]})
+	}
+	pods := f.ForResource(corev1.SchemeGroupVersion.WithResource("pods")).Informer()
+	_, err = pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) { pod(o, false) }, UpdateFunc: func(_, o any) { pod(o, false) }, DeleteFunc: func(o any) { pod(o, true) }})
+	require.NoError(t, err)
+	for _, resource := range []string{"backends", "frontends"} {
+		gvr := schema.GroupVersionResource{Group: v2alpha1.GroupVersion.Group, Version: v2alpha1.GroupVersion.Version, Resource: resource}
+		_, err := f.ForResource(gvr).Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: node, UpdateFunc: func(_, o any) { node(o) }})
+		require.NoError(t, err)
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return log
+}
+
+// observedPod is a pod as the log shows it at one instant.
+type observedPod struct {
+	ready, terminating bool
+	hash               string
+}
+
+// observedState is the tenant as the log shows it at one instant: each
+// node's pods by UID, and each node's latest state.
+type observedState struct {
+	pods  map[string]map[string]observedPod
+	nodes map[string]observed
+}
+
+func replay(events []observed, at time.Time) observedState {
+	s := observedState{pods: map[string]map[string]observedPod{}, nodes: map[string]observed{}}
+	for _, e := range events {
+		if e.at.After(at) {
+			break
+		}
+		switch {
+		case !e.pod:
+			s.nodes[e.node] = e
+		case e.deleted:
+			delete(s.pods[e.node], e.uid)
+		default:
+			if s.pods[e.node] == nil {
+				s.pods[e.node] = map[string]observedPod{}
+			}
+			s.pods[e.node][e.uid] = observedPod{ready: e.ready, terminating: e.terminating, hash: e.hash}
+		}
+	}
+	return s
+}
+
+// ready reports whether node has at least want pods Ready and not
+// Terminating; onTarget, also every pod not Terminating on the node's
+// target.
+func (s observedState) ready(node string, want int, onTarget bool) bool {
+	n := 0
+	for _, p := range s.pods[node] {
+		if p.terminating {
+			continue
+		}
+		if onTarget && p.hash != s.nodes[node].target {
+			return false
+		}
+		if p.ready {
+			n++
+		}
+	}
+	return n >= want
+}
+
+// observedReadyDuring reports whether node was ready (want, onTarget) at
+// some instant from from to to: a decision reads the API server a moment
+// before it is written, and the oracle's informers see it a moment later.
+func observedReadyDuring(events []observed, node string, from, to time.Time, want int, onTarget bool) bool {
+	if replay(events, from).ready(node, want, onTarget) {
+		return true
+	}
+	return slices.ContainsFunc(events, func(e observed) bool {
+		return e.at.After(from) && !e.at.After(to) && replay(events, e.at).ready(node, want, onTarget)
+	})
+}
+
+// Every node here has three replicas; the default orders of a 4-node
+// tenant.
+var (
+	upgradeOrder      = []string{"acme-fe1", "acme-fe2", "acme-be", "acme-fe3"}
+	provisioningOrder = []string{"acme-be", "acme-fe1", "acme-fe2", "acme-fe3"}
+)
+
+// oracleSlack is how long before a decision the oracle looks for the state
+// it rested on.
+const oracleSlack = 30 * time.Millisecond
+
+// checkOrder asserts, for a change to all since since on want replicas per
+// node: each release of a node came while every upgrade predecessor was
+// Ready on its target and every provisioning predecessor Ready; each pod
+// made schedulable came while every provisioning predecessor was Ready.
+func checkOrder(t *testing.T, events []observed, since time.Time, want int) {
+	t.Helper()
+	wasGated, scheduled := map[string]bool{}, map[string]bool{}
+	for _, e := range events {
+		switch {
+		case !e.pod:
+			if wasGated[e.node] && !e.sequencerGated && !e.at.Before(since) {
+				for _, prev := range upgradeOrder[:max(slices.Index(upgradeOrder, e.node), 0)] {
+					assert.True(t, observedReadyDuring(events, prev, e.at.Add(-oracleSlack), e.at, want, true),
+						"%s released at %s while its upgrade predecessor %s was not Ready on its target", e.node, e.at.Format(time.StampMilli), prev)
+				}
+				for _, prev := range provisioningOrder[:max(slices.Index(provisioningOrder, e.node), 0)] {
+					assert.True(t, observedReadyDuring(events, prev, e.at.Add(-oracleSlack), e.at, want, false),
+						"%s released at %s while its provisioning predecessor %s was not Ready", e.node, e.at.Format(time.StampMilli), prev)
+				}
+			}
+			wasGated[e.node] = e.sequencerGated
+		case e.deleted || e.gated || scheduled[e.uid]:
+		default:
+			scheduled[e.uid] = true
+			if e.at.Before(since) {
+				continue
+			}
+			for _, prev := range provisioningOrder[:max(slices.Index(provisioningOrder, e.node), 0)] {
+				assert.True(t, observedReadyDuring(events, prev, e.at.Add(-oracleSlack), e.at, want, false),
+					"pod %s (%s) of %s schedulable at %s while its provisioning predecessor %s was not Ready", e.name, e.version, e.node, e.at.Format(time.StampMilli), prev)
+			}
+		}
+	}
+}
