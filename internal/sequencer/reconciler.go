@@ -159,6 +159,10 @@ func failingContainers(p *corev1.Pod) []corev1.ContainerStatus {
 
 // SetupWithManager registers the field indexes and the tenant controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	if r.Fresh == nil {
+		// Without one, every release would rest on the cache (DESIGN §4b).
+		return errors.New("the sequencer needs a reader of the API server that bypasses the cache (Fresh)")
+	}
 	r.gated.gauge, r.all.gauge = gatedNodes, nodesByReason
 	ctx := context.Background()
 	byTenant := func(o client.Object) []string {
