@@ -32,6 +32,11 @@ func EventsDropped() float64 { return testutil.ToFloat64(eventsDropped) }
 // EventQueue is how many Events a writer holds before it drops them.
 const EventQueue = eventQueue
 
+// PartialReads is how many fresh reads went on without what was missing.
+func PartialReads(missing string) float64 {
+	return testutil.ToFloat64(partialReads.WithLabelValues(missing))
+}
+
 // ConditionConflicts is how many condition writes met a conflict, by
 // outcome (retried, refused).
 func ConditionConflicts(outcome string) float64 {

@@ -77,6 +77,11 @@ var (
 		Help: "PrerequisitesReady writes refused because the node changed since the plan read it (409 Conflict), by outcome: retried (only what the plan does not read had changed, such as the Express operator's status) or refused (the node, its annotations or the condition itself had changed: the tenant is planned again).",
 	}, []string{"outcome"})
 
+	partialReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "express_sequencer_fresh_reads_partial_total",
+		Help: "Fresh reads (the sequencer's, the pod webhook's, the release guard's) that went on without what RBAC forbade them, by what was missing: statefulsets (pods taken as they are, however many their StatefulSet wants) or machines (pods taken as Ready on a machine that may be gone).",
+	}, []string{"missing"})
+
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
 		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
@@ -84,7 +89,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, reconcileErrors}
 
 // ObserveAdmissionStep records that step of webhook took d, for
 // express_sequencer_admission_step_seconds.

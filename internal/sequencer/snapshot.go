@@ -173,6 +173,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	g.Go(func() error {
 		err := r.List(ctx, &sets, client.InNamespace(namespace))
 		if apierrors.IsForbidden(err) {
+			partialReads.WithLabelValues("statefulsets").Inc()
 			statefulSetsForbidden.Do(func() {
 				log.FromContext(ctx).Error(err, "Taking Express pods as they are, however many their StatefulSet wants: the sequencer may not list StatefulSets (RBAC list on statefulsets in group apps)")
 			})
@@ -228,6 +229,7 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 			case apierrors.IsNotFound(err):
 				lost[i] = true
 			case apierrors.IsForbidden(err):
+				partialReads.WithLabelValues("machines").Inc()
 				nodesForbidden.Do(func() {
 					log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: the sequencer may not read Nodes (RBAC get on nodes)")
 				})
@@ -263,6 +265,7 @@ func listLostMachines(ctx context.Context, r client.Reader, names []string) (map
 	err := r.List(ctx, &machines)
 	switch {
 	case apierrors.IsForbidden(err):
+		partialReads.WithLabelValues("machines").Inc()
 		nodesForbidden.Do(func() {
 			log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: Nodes may not be listed (RBAC list on nodes)")
 		})
