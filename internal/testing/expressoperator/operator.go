@@ -59,6 +59,9 @@ type Operator struct {
 	// StartAfter and ReadyAfter are how long KWOK takes to start a pod and
 	// then to make it Ready (annotations of the pod template).
 	StartAfter, ReadyAfter time.Duration
+	// ReadyAfterOf, when set and positive for a node, is how long KWOK
+	// takes to make its pods Ready instead of ReadyAfter.
+	ReadyAfterOf func(v2alpha1.Node) time.Duration
 	// GracePeriod is how long a node's deleted pods stay Terminating (0 when
 	// nil: gone at once).
 	GracePeriod func(v2alpha1.Node) time.Duration
@@ -163,7 +166,11 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 // annotations are node n's pod template's: KWOK's delays, the
 // configChangeset, and the hold of a stuck build.
 func (o *Operator) annotations(n v2alpha1.Node) map[string]string {
-	a := controlplane.PodDelays(o.StartAfter, o.ReadyAfter)
+	ready := o.ReadyAfter
+	if o.ReadyAfterOf != nil && o.ReadyAfterOf(n) > 0 {
+		ready = o.ReadyAfterOf(n)
+	}
+	a := controlplane.PodDelays(o.StartAfter, ready)
 	if cs := n.NodeSpec().ConfigChangeset; cs != "" {
 		a[controlplane.ConfigAnnotation] = cs
 	}

@@ -40,9 +40,12 @@ var (
 	cluster *controlplane.Cluster
 	pods    *controlplane.PodLog
 	// replicas are the pods each node of a namespace runs (1 by default),
-	// grace how long its deleted pods stay Terminating (0 by default).
-	replicas perNamespace[int32]
-	grace    perNamespace[time.Duration]
+	// grace how long its deleted pods stay Terminating (0 by default),
+	// readyAfter how long its pods take to become Ready (200 ms by
+	// default).
+	replicas   perNamespace[int32]
+	grace      perNamespace[time.Duration]
+	readyAfter perNamespace[time.Duration]
 )
 
 func TestMain(m *testing.M) {
@@ -79,8 +82,9 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
-		Replicas:    func(n v2alpha1.Node) int32 { return replicas.get(n.GetNamespace()) },
-		GracePeriod: func(n v2alpha1.Node) time.Duration { return grace.get(n.GetNamespace()) }}
+		Replicas:     func(n v2alpha1.Node) int32 { return replicas.get(n.GetNamespace()) },
+		GracePeriod:  func(n v2alpha1.Node) time.Duration { return grace.get(n.GetNamespace()) },
+		ReadyAfterOf: func(n v2alpha1.Node) time.Duration { return readyAfter.get(n.GetNamespace()) }}
 	stopOp, err := harness.StartController(op.SetupWithManager)
 	if err != nil {
 		return 0, err
