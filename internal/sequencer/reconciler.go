@@ -602,7 +602,10 @@ func (r *Reconciler) applyCondition(ctx context.Context, t rollout.Tenant, n v2a
 	// Refused. If only what the plan does not read changed (the Express
 	// operator's status, its own conditions), the decision stands on the
 	// node as it is now: written once more at its version.
-	now, unchanged := r.unchangedForCondition(ctx, n)
+	now, unchanged, readErr := r.unchangedForCondition(ctx, n)
+	if readErr != nil {
+		return fmt.Errorf("%w; reading %s %s again: %w", err, n.NodeKind(), n.GetName(), readErr)
+	}
 	if !unchanged {
 		conditionConflicts.WithLabelValues("refused").Inc()
 		return fmt.Errorf("%w: %w", errReadChanged, err)
@@ -656,18 +659,21 @@ func (r *Reconciler) applyConditionAt(ctx context.Context, t rollout.Tenant, n v
 // unchangedForCondition reads node n from the API server and reports
 // whether everything the plan reads of a node is as the plan read it: the
 // same object (UID), spec (generation), deletion, labels, annotations and
-// PrerequisitesReady condition. It returns the node as read.
-func (r *Reconciler) unchangedForCondition(ctx context.Context, n v2alpha1.Node) (v2alpha1.Node, bool) {
+// PrerequisitesReady condition. It returns the node as read, and an error
+// when it could not be read (a node deleted since is not unchanged).
+func (r *Reconciler) unchangedForCondition(ctx context.Context, n v2alpha1.Node) (v2alpha1.Node, bool, error) {
 	if r.Fresh == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	now := v2alpha1.NewNode(n.NodeKind()) // empty: a decode into a copy of n could keep what is gone since
-	if err := r.Fresh.Get(ctx, client.ObjectKeyFromObject(n), now); err != nil {
-		return nil, false
+	if err := r.Fresh.Get(ctx, client.ObjectKeyFromObject(n), now); apierrors.IsNotFound(err) {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, err
 	}
 	was, is := rollout.PrerequisitesCondition(n), rollout.PrerequisitesCondition(now)
 	return now, now.GetUID() == n.GetUID() && now.GetGeneration() == n.GetGeneration() &&
 		equality.Semantic.DeepEqual(now.GetDeletionTimestamp(), n.GetDeletionTimestamp()) &&
 		maps.Equal(now.GetLabels(), n.GetLabels()) && maps.Equal(now.GetAnnotations(), n.GetAnnotations()) &&
-		equality.Semantic.DeepEqual(was, is)
+		equality.Semantic.DeepEqual(was, is), nil
 }
