@@ -512,23 +512,28 @@ func podGatePatch(p rollout.Pod) (client.Patch, error) {
 // lost between two writes, nor recorded for a target that changed
 // meanwhile, and what it relied on is recorded with it.
 func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set string, now time.Time) (client.Patch, error) {
+	// The spec is as read (its generation is tested), so the sequencer's
+	// gate is where it was read: only that item is added or removed, and
+	// every other gate stays as stored, fields the Go types do not model
+	// included.
 	gates := n.NodeSpec().RolloutGates
-	next := n.NodeSpec().DeepCopy()
-	if gated {
-		next.AddGate(v2alpha1.GateSequencer)
-	} else {
-		next.RemoveGate(v2alpha1.GateSequencer)
-	}
 	ops := []map[string]any{{"op": "test", "path": "/metadata/generation", "value": n.GetGeneration()}}
+	ours := map[string]any{"name": v2alpha1.GateSequencer}
+	i := slices.IndexFunc(gates, func(g v2alpha1.RolloutGate) bool { return g.Name == v2alpha1.GateSequencer })
 	switch {
-	case len(gates) == 0:
-		ops = append(ops, map[string]any{"op": "add", "path": "/spec/rolloutGates", "value": next.RolloutGates})
-	case len(next.RolloutGates) == 0:
-		ops = append(ops, map[string]any{"op": "test", "path": "/spec/rolloutGates", "value": gates},
+	case gated && i >= 0, !gated && i < 0:
+		// Nothing to change; the generation test keeps the patch honest.
+	case gated && len(gates) == 0:
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/rolloutGates", "value": []any{ours}})
+	case gated:
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/rolloutGates/-", "value": ours})
+	case len(gates) == 1: // ours alone: no empty list is stored
+		ops = append(ops, map[string]any{"op": "test", "path": "/spec/rolloutGates/0/name", "value": v2alpha1.GateSequencer},
 			map[string]any{"op": "remove", "path": "/spec/rolloutGates"})
 	default:
-		ops = append(ops, map[string]any{"op": "test", "path": "/spec/rolloutGates", "value": gates},
-			map[string]any{"op": "replace", "path": "/spec/rolloutGates", "value": next.RolloutGates})
+		at := "/spec/rolloutGates/" + strconv.Itoa(i)
+		ops = append(ops, map[string]any{"op": "test", "path": at + "/name", "value": v2alpha1.GateSequencer},
+			map[string]any{"op": "remove", "path": at})
 	}
 	if record {
 		hash := rollout.StampedTarget(n)

@@ -1,0 +1,73 @@
+package sequencer
+
+import (
+	"testing"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// The gate patch adds or removes the sequencer's gate alone: another
+// system's gate stays as stored, with fields the Go types do not model (a
+// CRD whose gate items carry more than a name), where replacing the list
+// with the decoded one dropped them.
+func TestTheGatePatchTouchesOnlyTheSequencersGate(t *testing.T) {
+	const other = `{"name":"example.com/change-freeze","reason":"quarter close"}`
+	const ours = `{"name":"` + v2alpha1.GateSequencer + `"}`
+	cases := map[string]struct {
+		stored string // the stored rolloutGates
+		gates  []string
+		gated  bool
+		want   string
+	}{
+		"a release beside another gate removes ours alone": {
+			stored: `[` + other + `,` + ours + `]`, gates: []string{"example.com/change-freeze", v2alpha1.GateSequencer},
+			want: `{"metadata":{"generation":3},"spec":{"rolloutGates":[` + other + `]}}`,
+		},
+		"a release of our gate alone removes the list": {
+			stored: `[` + ours + `]`, gates: []string{v2alpha1.GateSequencer},
+			want: `{"metadata":{"generation":3},"spec":{}}`,
+		},
+		"gating beside another gate appends ours": {
+			stored: `[` + other + `]`, gates: []string{"example.com/change-freeze"}, gated: true,
+			want: `{"metadata":{"generation":3},"spec":{"rolloutGates":[` + other + `,` + ours + `]}}`,
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 3}}
+			for _, g := range c.gates {
+				n.Spec.AddGate(g)
+			}
+			patch, err := gatePatch(n, c.gated, false, nil, "", time.Now())
+			require.NoError(t, err)
+			data, err := patch.Data(n)
+			require.NoError(t, err)
+			ops, err := jsonpatch.DecodePatch(data)
+			require.NoError(t, err)
+			got, err := ops.Apply([]byte(`{"metadata":{"generation":3},"spec":{"rolloutGates":` + c.stored + `}}`))
+			require.NoError(t, err)
+			assert.JSONEq(t, c.want, string(got))
+		})
+	}
+}
+
+// A spec changed since the read (its generation moved on) refuses the
+// patch.
+func TestTheGatePatchIsRefusedOnASpecChangedSinceTheRead(t *testing.T) {
+	n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 3}}
+	n.Spec.AddGate(v2alpha1.GateSequencer)
+	patch, err := gatePatch(n, false, false, nil, "", time.Now())
+	require.NoError(t, err)
+	data, err := patch.Data(n)
+	require.NoError(t, err)
+	ops, err := jsonpatch.DecodePatch(data)
+	require.NoError(t, err)
+	_, err = ops.Apply([]byte(`{"metadata":{"generation":4},"spec":{"rolloutGates":[{"name":"` + v2alpha1.GateSequencer + `"}]}}`))
+	assert.Error(t, err)
+}
