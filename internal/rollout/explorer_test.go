@@ -199,10 +199,7 @@ func (e exploration) setup(t testing.TB) *world {
 	if e.overtaken {
 		w.toggleOtherSystemsGate("be")
 		w.setVersion(v2, keysOf(e.size)...)
-		for i := 0; i < 50 && w.nodes[w.name("be")].NodeSpec().HasGate(v2alpha1.GateSequencer); i++ {
-			w.step()
-		}
-		require.False(t, w.nodes[w.name("be")].NodeSpec().HasGate(v2alpha1.GateSequencer), "be released for v2, its operator held")
+		w.stepUntilReleased("be") // its operator held
 	}
 	w.log = nil
 	w.rollTicks = 1 // a rollout is Ready at the operator's next step: deeper in fewer actions

@@ -77,11 +77,18 @@ func TestALandingHoldIsExplainedOnceItLasts(t *testing.T) {
 
 func decisionFor(t *testing.T, w *world, key string) Decision {
 	t.Helper()
-	for _, d := range Plan(w.snapshot()) {
-		if d.Node == w.name(key) {
+	return decisionOf(t, Plan(w.snapshot()), w.name(key))
+}
+
+// decisionOf returns the decision for node name among decisions, failing
+// the test when there is none.
+func decisionOf(t *testing.T, decisions []Decision, name string) Decision {
+	t.Helper()
+	for _, d := range decisions {
+		if d.Node == name {
 			return d
 		}
 	}
-	require.Failf(t, "no decision", "for %s", key)
+	require.Failf(t, "no decision", "for %s", name)
 	return Decision{}
 }

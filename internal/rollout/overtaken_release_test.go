@@ -27,10 +27,7 @@ func overtakenFe3With(t *testing.T, lose bool) *world {
 	settled(4)(w)
 	w.toggleOtherSystemsGate("fe3")
 	w.setVersion(v2, keysOf(4)...)
-	for i := 0; i < 200 && Gated(w.nodes[w.name("fe3")]); i++ {
-		w.step()
-	}
-	require.False(t, Gated(w.nodes[w.name("fe3")]), "fe3 released for v2")
+	w.stepUntilReleased("fe3")
 	w.setVersion(v1, "fe3")
 	w.setVersion(v2, "fe3")
 	fe3 := w.nodes[w.name("fe3")]
@@ -96,13 +93,7 @@ func TestALeftoverStatefulSetScaledToZeroDoesNotTurnAComebackIntoAnUpgrade(t *te
 	require.True(t, Gated(fe3))
 	require.Equal(t, ReleasedTarget(fe3), StampedTarget(fe3))
 
-	plain := w.snapshot()
-	var without Decision
-	for _, d := range Plan(plain) {
-		if d.Node == w.name("fe3") {
-			without = d
-		}
-	}
+	without := decisionFor(t, w, "fe3")
 	assert.False(t, without.Gated, "without a leftover: released by the provisioning order: %s", without.Condition.Message)
 
 	leftover := appsv1.StatefulSet{}
@@ -111,11 +102,8 @@ func TestALeftoverStatefulSetScaledToZeroDoesNotTurnAComebackIntoAnUpgrade(t *te
 	leftover.Spec.Template.Labels = map[string]string{v2alpha1.LabelNode: w.name("fe3"), v2alpha1.LabelTargetHash: v1hash + "x"}
 	s := w.snapshot()
 	s.SetTemplates = setTemplates(append(w.statefulSets(), leftover), w.nodes)
-	for _, d := range Plan(s) {
-		if d.Node == w.name("fe3") {
-			assert.False(t, d.Gated, "with a leftover StatefulSet scaled to 0: %s mode, %s", d.Mode, d.Condition.Message)
-		}
-	}
+	d := decisionOf(t, Plan(s), w.name("fe3"))
+	assert.False(t, d.Gated, "with a leftover StatefulSet scaled to 0: %s mode, %s", d.Mode, d.Condition.Message)
 }
 
 // The cache snapshot (no StatefulSets) decides an overtaken node with lost
@@ -129,13 +117,10 @@ func TestTheCachePlanOfAnOvertakenNodeIsDecidedAgainOnTheFreshRead(t *testing.T)
 	assert.Equal(t, ModeProvisioning, cached.mode(w.name("fe3")), "the cache cannot tell")
 	snap, decisions, wasFresh, err := PlanOnFreshest(cached, func() (*Snapshot, error) { return fresh, nil })
 	require.NoError(t, err)
-	for _, d := range decisions {
-		if d.Node == w.name("fe3") {
-			assert.True(t, wasFresh, "read fresh")
-			assert.True(t, d.Gated, "held on the fresh read: %s", d.Condition.Message)
-			assert.Same(t, fresh, snap)
-		}
-	}
+	assert.True(t, wasFresh, "read fresh")
+	assert.Same(t, fresh, snap)
+	d := decisionOf(t, decisions, w.name("fe3"))
+	assert.True(t, d.Gated, "held on the fresh read: %s", d.Condition.Message)
 }
 
 // Random scenarios aimed at overtaken releases: default lists, 3–5 nodes,

@@ -274,11 +274,8 @@ func overtaken(key string, change step) step {
 	return func(w *world) {
 		w.toggleOtherSystemsGate(key)
 		change(w)
-		for i := 0; i < 50 && w.nodes[w.name(key)].NodeSpec().HasGate(v2alpha1.GateSequencer); i++ {
-			w.step()
-		}
+		w.stepUntilReleased(key)
 		n := w.nodes[w.name(key)]
-		require.False(w.t, n.NodeSpec().HasGate(v2alpha1.GateSequencer), "%s released", key)
 		require.True(w.t, n.NodeSpec().HasGate(otherSystemsGate), "the other gate stays")
 		w.setVersion(v1, "be", "fe1", "fe2")
 		w.step()

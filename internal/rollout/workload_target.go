@@ -23,17 +23,10 @@ type Template struct {
 }
 
 // madeForAnother reports whether the template says it was made for a target
-// other than node n's: another target hash, or, on a template that carries
-// none, another version or revision. A template that carries neither says
-// nothing.
+// other than node n's, judged as a pod it makes would be (podOnTarget). A
+// template that carries neither a hash nor a version says nothing.
 func (t Template) madeForAnother(n v2alpha1.Node) bool {
-	switch {
-	case t.Hash != "":
-		return t.Hash != StampedTarget(n)
-	case t.Version != "":
-		return t.Version != n.NodeSpec().ExpressVersion || t.Revision != n.NodeSpec().DeploymentRevision
-	}
-	return false
+	return (t.Hash != "" || t.Version != "") && !podOnTarget(n, Pod{Hash: t.Hash, Version: t.Version, Revision: t.Revision})
 }
 
 // runsAnotherTarget reports whether some pod of node name, or the pod

@@ -300,6 +300,19 @@ func (w *world) toggleOtherSystemsGate(keys ...string) {
 	}
 }
 
+// stepUntilReleased steps the world until the sequencer has released node
+// key (another system's gate may stay), at most 200 steps; it fails the
+// test if it has not.
+func (w *world) stepUntilReleased(key string) {
+	w.t.Helper()
+	for i := 0; i < 200 && Gated(w.nodes[w.name(key)]); i++ {
+		w.step()
+	}
+	if Gated(w.nodes[w.name(key)]) {
+		w.t.Fatalf("%s not released:\n%s", key, w.dump())
+	}
+}
+
 // liftOtherSystemsGate removes another system's rollout gate from those of
 // the nodes that carry it.
 func (w *world) liftOtherSystemsGate(keys ...string) {

@@ -24,7 +24,7 @@ import (
 )
 
 // A fresh read that RBAC forbids StatefulSets and machines goes on without
-// them, as docs/operations.md says, and counts each in
+// them, as docs/operations.md says, and counts each once in
 // express_sequencer_fresh_reads_partial_total, which the chart alerts on: a
 // once-per-process log line is too easy to miss.
 func TestAFreshReadWithoutStatefulSetsOrMachinesIsCounted(t *testing.T) {
@@ -35,10 +35,12 @@ func TestAFreshReadWithoutStatefulSetsOrMachinesIsCounted(t *testing.T) {
 		Spec:       corev1.PodSpec{NodeName: "machine-1"},
 		Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
+	other := pod.DeepCopy()
+	other.Name, other.Spec.NodeName = "acme-be-1", "machine-2"
 	forbidden := func(what string) error {
 		return apierrors.NewForbidden(schema.GroupResource{Resource: what}, "", nil)
 	}
-	r := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(be, pod).WithInterceptorFuncs(interceptor.Funcs{
+	r := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(be, pod, other).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			switch list.(type) {
 			case *appsv1.StatefulSetList:
@@ -59,7 +61,7 @@ func TestAFreshReadWithoutStatefulSetsOrMachinesIsCounted(t *testing.T) {
 
 	snap, err := sequencer.GatherFresh(context.Background(), r, rollout.Tenant{Namespace: "tenant", ClusterName: "acme"}, defaults.Builtin(), time.Now(), 0, rollout.Grouping{})
 	require.NoError(t, err, "the read goes on")
-	assert.Len(t, snap.Pods["acme-be"], 1)
+	assert.Len(t, snap.Pods["acme-be"], 2)
 	assert.Equal(t, sets+1, sequencer.PartialReads("statefulsets"), "without the StatefulSets")
-	assert.Equal(t, machines+1, sequencer.PartialReads("machines"), "without the machine its Ready pod runs on")
+	assert.Equal(t, machines+1, sequencer.PartialReads("machines"), "without the machines its Ready pods run on: one read, counted once")
 }

@@ -47,15 +47,24 @@ func deletePods(t *testing.T, ns string, names ...string) {
 	}
 }
 
+// changeAllWatched changes every node of a slowTenant to v2, watched by
+// the oracle from then on; it returns the namespace, the oracle's log and
+// when the change began.
+func changeAllWatched(ctx context.Context, t *testing.T) (string, *orderLog, time.Time) {
+	t.Helper()
+	ns := slowTenant(t)
+	log := watchOrder(ctx, t, ns)
+	mark := time.Now()
+	setVersion(t, ns, v2, keys(4)...)
+	return ns, log, mark
+}
+
 // Two of be's three pods lost as fe1 is released for a change to all; as
 // fe2 is, be loses another and fe1 one. Each comes back under its name.
 func TestReplicasLostAsFe1AndFe2AreReleasedKeepTheOrder(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ns := slowTenant(t)
-	log := watchOrder(ctx, t, ns)
-	mark := time.Now()
-	setVersion(t, ns, v2, keys(4)...)
+	ns, log, mark := changeAllWatched(ctx, t)
 	waitReleased(t, ns, "fe1")
 	deletePods(t, ns, "acme-be-1", "acme-be-2")
 	waitReleased(t, ns, "fe2")
@@ -71,10 +80,7 @@ func TestReplicasLostAsFe1AndFe2AreReleasedKeepTheOrder(t *testing.T) {
 func TestASequencerStoppedWhilePodsAreLostKeepsTheOrderWhenItStartsAgain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ns := slowTenant(t)
-	log := watchOrder(ctx, t, ns)
-	mark := time.Now()
-	setVersion(t, ns, v2, keys(4)...)
+	ns, log, mark := changeAllWatched(ctx, t)
 	waitReleased(t, ns, "fe2")
 	stopSequencer()
 	running := false

@@ -51,17 +51,6 @@ func firstStartOn(events []controlplane.PodEvent, node, version string, mark tim
 	return time.Time{}
 }
 
-// sequencerReleased waits until the sequencer's gate is gone from node k
-// of ns (another system's gate may stay), and returns it as read then.
-func sequencerReleased(t *testing.T, ns, k string) v2alpha1.Node {
-	t.Helper()
-	n := node(ns, k)
-	require.True(t, waitFor(time.Minute, func() bool {
-		return harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n) == nil && !n.NodeSpec().HasGate(v2alpha1.GateSequencer)
-	}), "%s is released", n.GetName())
-	return n
-}
-
 // withAnnotation sets annotation key to value on a node, or removes it
 // when value is empty.
 func withAnnotation(key, value string) func(v2alpha1.Node) {
@@ -95,7 +84,7 @@ func TestARevertedChangeAppliedAgainWaitsForTheUpgradeOrderWhereItsReleaseWasNev
 
 	// v2 to all: fe1 and fe2 roll, be is released; its operator waits.
 	setVersion(t, ns, v2, keys(4)...)
-	be := sequencerReleased(t, ns, "be")
+	be := waitReleased(t, ns, "be")
 	require.Equal(t, be.GetAnnotations()[v2alpha1.AnnotationTargetHash], be.GetAnnotations()[v2alpha1.AnnotationReleasedTarget], "be released for v2")
 	require.True(t, readyOnAt(pods.Since(ns, time.Time{}), "acme-be", v1, time.Now()), "be still runs v1")
 
@@ -108,7 +97,7 @@ func TestARevertedChangeAppliedAgainWaitsForTheUpgradeOrderWhereItsReleaseWasNev
 	// v2 to all again; be's operator acts as soon as be is released.
 	mark := time.Now()
 	setVersion(t, ns, v2, keys(4)...)
-	sequencerReleased(t, ns, "be")
+	waitReleased(t, ns, "be")
 	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherGate) }, "be")
 	waitSettled(t, ns)
 
@@ -133,7 +122,7 @@ func TestAFrontendWhoseReleaseWasOvertakenWaitsForAPausedPredecessor(t *testing.
 	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().AddGate(otherGate) }, "fe2")
 
 	setVersion(t, ns, v2, keys(4)...)
-	sequencerReleased(t, ns, "fe2")
+	waitReleased(t, ns, "fe2")
 	require.True(t, readyOnAt(pods.Since(ns, time.Time{}), "acme-fe2", v1, time.Now()), "fe2 still runs v1")
 
 	update(t, ns, withAnnotation(v2alpha1.AnnotationPauseRollout, "true"), "fe2")
