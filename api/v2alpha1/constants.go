@@ -110,6 +110,15 @@ const (
 	// the landing timeout.
 	AnnotationRolloutIDChangedAt = "express.medallia.com/rollout-id-changed-at"
 
+	// AnnotationLeftBehind records, on a node a change did not land on
+	// within the landing timeout, the rollout-id it still carried then
+	// ("none" for none): a node the chart no longer renders (Argo CD does
+	// not prune by default) would otherwise hold every later change of its
+	// tenant for the landing timeout again. While the node carries that
+	// same rollout-id it no longer counts for a change landing; once it
+	// carries another, it does again. Only the sequencer writes it.
+	AnnotationLeftBehind = "express.medallia.com/left-behind"
+
 	// AnnotationTargetChangedAt is when the admission webhook last gated the
 	// node for a new rollout target (RFC 3339, UTC). Tenants without
 	// rollout-id, and target changes made without a new rollout-id (the two

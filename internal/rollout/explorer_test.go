@@ -56,15 +56,22 @@ type exploration struct {
 	// (its upgrade waits for the frontends on target): what a recovery
 	// behind it waits for.
 	heldBackend bool
-	// overtaken: be starts the exploration released for a change to all
+	// overtaken: this node starts the exploration released for a change to all
 	// (v2) that its operator has not carried out, held by another
 	// system's rollout gate; the world may revert every node to v1 and
 	// back, and lift that gate.
-	overtaken bool
+	overtaken string
 	// pinned: the old chart's lists with every entry pinned to the version
 	// rendered for the node it names (seeds/004); a render pins what it
 	// lands, a kubectl edit of a version leaves pins naming it stale.
 	pinned bool
+	// recreate: the world may delete a node and create it again at once,
+	// its old StatefulSet and pods left to the garbage collector.
+	recreate bool
+	// leftBehind: nodes carry rollout-id, and fe2 is no longer rendered: a
+	// render to be and fe1 has landed past the landing timeout, and later
+	// renders land at be and fe1 only.
+	leftBehind bool
 }
 
 // action is one step of an interleaving: a sequencer pass, an operator
@@ -86,7 +93,7 @@ func (e exploration) actions() []action {
 		{name: "config all", event: true, do: func(w *world) { w.setConfig(nextVersion(w), keys...) }},
 		{name: "evict all", event: true, do: func(w *world) { w.evict(keys...) }},
 	}
-	if e.overtaken {
+	if e.overtaken != "" {
 		acts = append(acts, action{name: "revert all (v2 ⇄ v1)", event: true, do: func(w *world) {
 			back := v2
 			if slices.ContainsFunc(keys, func(k string) bool { n := w.nodes[w.name(k)]; return n != nil && n.NodeSpec().ExpressVersion == v2 }) {
@@ -94,6 +101,32 @@ func (e exploration) actions() []action {
 			}
 			w.setVersion(back, liveKeys(w, keys)...)
 		}})
+		for _, up := range []bool{false, true} {
+			name := "revert all (v2 ⇄ v1), " + e.overtaken + " taken down in the same write"
+			if up {
+				name = "revert all (v2 ⇄ v1), " + e.overtaken + " brought back up in the same write"
+			}
+			acts = append(acts, action{name: name, event: true, do: func(w *world) {
+				back := v2
+				if slices.ContainsFunc(keys, func(k string) bool { n := w.nodes[w.name(k)]; return n != nil && n.NodeSpec().ExpressVersion == v2 }) {
+					back = v1
+				}
+				for _, k := range keys {
+					if n := w.nodes[w.name(k)]; n == nil || n.GetDeletionTimestamp() != nil {
+						continue
+					}
+					w.update(k, func(n v2alpha1.Node) {
+						n.NodeSpec().ExpressVersion = back
+						if k == e.overtaken {
+							n.NodeSpec().Up = boolPtr(up)
+						}
+					})
+				}
+			}})
+		}
+	}
+	if e.leftBehind {
+		acts = append(acts, action{name: "clock+31s", event: true, do: func(w *world) { w.now = w.now.Add(31 * time.Second) }})
 	}
 	for _, k := range keys {
 		acts = append(acts,
@@ -124,12 +157,15 @@ func (e exploration) actions() []action {
 				}
 			}})
 		}
-		if e.overtaken && k == "be" {
-			acts = append(acts, action{name: "lift the other gate from be", event: true, do: func(w *world) {
+		if k == e.overtaken {
+			acts = append(acts, action{name: "lift the other gate from " + k, event: true, do: func(w *world) {
 				w.liftOtherSystemsGate(k)
 			}})
 		}
-		if e.rolloutID {
+		if e.recreate {
+			acts = append(acts, action{name: "delete and create again " + k, event: true, do: func(w *world) { w.recreate(k) }})
+		}
+		if e.rolloutID && !(e.leftBehind && k == "fe2") {
 			// A render lands at one node: the render after the newest one
 			// any node carries, or that one where it is not complete yet.
 			acts = append(acts, action{name: "render lands at " + k, event: true, do: func(w *world) { renderLands(w, k, e.pinned) }})
@@ -196,10 +232,16 @@ func (e exploration) setup(t testing.TB) *world {
 		w.setVersion(v2, "be")
 		ticks(3)(w)
 	}
-	if e.overtaken {
-		w.toggleOtherSystemsGate("be")
+	if e.leftBehind {
+		w.grouping.LandingTimeout = 30 * time.Second
+		renderLands(w, "be", false)
+		renderLands(w, "fe1", false)
+		w.run(400)
+	}
+	if e.overtaken != "" {
+		w.toggleOtherSystemsGate(e.overtaken)
 		w.setVersion(v2, keysOf(e.size)...)
-		w.stepUntilReleased("be") // its operator held
+		w.stepUntilReleased(e.overtaken) // its operator held
 	}
 	w.log = nil
 	w.rollTicks = 1 // a rollout is Ready at the operator's next step: deeper in fewer actions
@@ -229,6 +271,17 @@ func (w *world) clone() *world {
 	c.setCurrent, c.convergedSince, c.releasedBare = maps.Clone(w.setCurrent), maps.Clone(w.convergedSince), maps.Clone(w.releasedBare)
 	c.seenConverged = maps.Clone(w.seenConverged)
 	c.targetWrite, c.idWrite, c.brokenTarget = maps.Clone(w.targetWrite), maps.Clone(w.idWrite), maps.Clone(w.brokenTarget)
+	c.scaledDown, c.leftBehind = maps.Clone(w.scaledDown), maps.Clone(w.leftBehind)
+	c.gone = make(map[string]*goneWorkload, len(w.gone))
+	for name, g := range w.gone {
+		gc := *g
+		gc.pods = make([]Pod, len(g.pods))
+		for i, p := range g.pods {
+			p.Conditions = maps.Clone(p.Conditions)
+			gc.pods[i] = p
+		}
+		c.gone[name] = &gc
+	}
 	c.log, c.started, c.phases = slices.Clone(w.log), slices.Clone(w.started), slices.Clone(w.phases)
 	c.startedAt, c.startedTarget = slices.Clone(w.startedAt), slices.Clone(w.startedTarget)
 	return &c
@@ -257,6 +310,12 @@ func (w *world) stateKey() string {
 		// of writes.
 		WithoutNewID bool
 		Broken       string
+		ScaledDown   bool
+		// LeftBehind is the oracle's memory of a landing that timed out
+		// without the node.
+		LeftBehind *string
+		// Gone is what is left of an earlier node of the name.
+		Gone *goneState
 	}
 	state := map[string]nodeState{}
 	for name, n := range w.nodes {
@@ -265,8 +324,17 @@ func (w *world) stateKey() string {
 			Generation: n.GetGeneration(), Deleting: n.GetDeletionTimestamp() != nil, Pods: w.pods[name],
 			Rolling: w.rolling[name], Crashed: w.crashed[name], Blipped: w.blipped[name], Scaling: w.scaling[name], LastHash: w.lastHash[name],
 			SetCurrent: w.setCurrent[name], Converged: w.convergedSince[name], Seen: w.seenConverged[name], Bare: w.releasedBare[name],
-			WithoutNewID: w.changedWithoutNewID(name), Broken: w.brokenTarget[name],
+			WithoutNewID: w.changedWithoutNewID(name), Broken: w.brokenTarget[name], ScaledDown: w.scaledDown[name],
 		}
+	}
+	for name, st := range state {
+		if id, ok := w.leftBehind[name]; ok {
+			st.LeftBehind = &id
+		}
+		if g := w.gone[name]; g != nil {
+			st.Gone = &goneState{UID: string(g.node.GetUID()), Pods: g.pods, Hash: g.hash, Looks: g.looks}
+		}
+		state[name] = st
 	}
 	data, err := json.Marshal(struct {
 		Now   time.Time
@@ -276,6 +344,14 @@ func (w *world) stateKey() string {
 		w.t.Fatal(err)
 	}
 	return string(data)
+}
+
+// goneState is what stateKey reads of a goneWorkload.
+type goneState struct {
+	UID   string
+	Pods  []Pod
+	Hash  string
+	Looks int
 }
 
 // explored counts what an exploration did.
@@ -388,7 +464,10 @@ var explorations = []exploration{
 	{name: "4 nodes, the old chart's lists, rollout-id", size: 4, oldChart: true, rolloutID: true},
 	{name: "3 nodes, the old chart's pinned lists, rollout-id", size: 3, oldChart: true, rolloutID: true, pinned: true},
 	{name: "3 nodes, default lists, be paused with a change", size: 3, heldBackend: true},
-	{name: "3 nodes, default lists, be's release overtaken by reverts", size: 3, overtaken: true},
+	{name: "3 nodes, default lists, be's release overtaken by reverts", size: 3, overtaken: "be"},
+	{name: "4 nodes, the old chart's lists, fe3's release overtaken by reverts", size: 4, oldChart: true, overtaken: "fe3"},
+	{name: "3 nodes, default lists, nodes deleted and created again over their old workload", size: 3, recreate: true},
+	{name: "3 nodes, default lists, rollout-id, fe2 no longer rendered", size: 3, rolloutID: true, leftBehind: true},
 }
 
 // TestEveryInterleavingOfSmallTenantsKeepsTheOrder explores every

@@ -31,6 +31,11 @@ type landing struct {
 	// newest is the rollout-id a change still landing carries ("" when the
 	// hold is the settle time: what has landed cannot be known then).
 	newest string
+	// lagging are, once the landing timeout passed, the nodes that lack the
+	// newest rollout-id and the id each carries ("none" for none): they
+	// are recorded left behind (AnnotationLeftBehind) and count no more
+	// for a change landing until they carry another id.
+	lagging map[string]string
 	// busyUntil: before then, a node that already explains the landing
 	// keeps that explanation: the apply is still going (a node took the
 	// newest rollout-id less than landingQuiet ago), and the list of
@@ -69,7 +74,7 @@ func (s *Snapshot) landingOf() landing {
 		// A node intentionally down still belongs to the render: the change
 		// that brings it back up may be the last to land. It counts once it
 		// carries an id; a node being deleted does not.
-		if n.GetDeletionTimestamp() != nil || !isUp(n) && id == "" {
+		if n.GetDeletionTimestamp() != nil || !isUp(n) && id == "" || leftBehind(n) {
 			continue
 		}
 		ids[id] = append(ids[id], name)
@@ -93,7 +98,7 @@ func (s *Snapshot) landingOf() landing {
 	if !held.hold {
 		return l
 	}
-	held.timedOut = l.timedOut // said when the hold ends
+	held.timedOut, held.lagging = l.timedOut, l.lagging // said when the hold ends; recorded now
 	return held
 }
 
@@ -140,7 +145,20 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 	if s.Grouping.LandingTimeout > 0 {
 		wait := newestAt.Add(s.Grouping.LandingTimeout).Sub(s.Now)
 		if wait <= 0 {
-			return landing{timedOut: fmt.Sprintf("the change did not fully land within the landing timeout (%s): proceeding with what landed; %s",
+			// Left behind are the nodes the change did not reach: they
+			// took the id they carry before the change began. One whose id
+			// changed since (a kubectl apply that dropped it, another
+			// render) was reached by something, and the next render may
+			// reach it too: it keeps counting.
+			lagging := map[string]string{}
+			for id, names := range ids {
+				for _, name := range names {
+					if at := stamp(s.Nodes[name], v2alpha1.AnnotationRolloutIDChangedAt); id != newest && at.Before(began) {
+						lagging[name] = orNone(id)
+					}
+				}
+			}
+			return landing{lagging: lagging, timedOut: fmt.Sprintf("the change did not fully land within the landing timeout (%s): proceeding with what landed; %s",
 				s.Grouping.LandingTimeout, what)}
 		}
 		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait, quietUntil: quietUntil, busyUntil: busyUntil, newest: newest,
@@ -224,6 +242,21 @@ func stampIn(ann map[string]string, key string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// leftBehind reports whether node n is recorded left behind by a change
+// that did not land on it within the landing timeout, and still carries the
+// rollout-id it had then: it counts no more for a change landing.
+func leftBehind(n v2alpha1.Node) bool {
+	rec, ok := n.GetAnnotations()[v2alpha1.AnnotationLeftBehind]
+	return ok && rec == orNone(n.GetAnnotations()[v2alpha1.AnnotationRolloutID])
+}
+
+// leftBehindNote says, in the condition of a node left behind, what that
+// means.
+func leftBehindNote(n v2alpha1.Node) string {
+	return fmt.Sprintf("; left behind by a change that did not land on it within the landing timeout: it still carries rollout-id %s and no longer holds later changes of its tenant until it carries another (%s)",
+		orNone(n.GetAnnotations()[v2alpha1.AnnotationRolloutID]), v2alpha1.AnnotationLeftBehind)
 }
 
 func orNone(id string) string {

@@ -498,24 +498,10 @@ func without(m map[string]bool, key string) map[string]bool {
 // (landedBefore). Once the ids agree, or the timeout has passed, changes
 // that came without a new id settle (stillSettling). "" when nothing holds m.
 func (o *oracle) stillLanding(m string) string {
-	ids := map[string]bool{}
-	var newest string
-	var newestAt time.Time
-	for _, n := range o.w.nodes {
-		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
-		if n.GetDeletionTimestamp() != nil || !n.NodeSpec().IsUp() && id == "" {
-			continue
-		}
-		ids[id] = true
-		at, _ := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationRolloutIDChangedAt])
-		if id != "" && (newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest) {
-			newest, newestAt = id, at
-		}
-	}
+	ids, newest, timedOut := o.landing()
 	if newest == "" {
 		return o.stillSettling(func(v2alpha1.Node) bool { return true })
 	}
-	timedOut := o.w.grouping.LandingTimeout > 0 && !o.w.now.Before(newestAt.Add(o.w.grouping.LandingTimeout))
 	if len(ids) >= 2 && !timedOut {
 		if o.needsReleaseToBeReady(m) && o.landedBefore(m, newest) {
 			return ""
@@ -526,6 +512,77 @@ func (o *oracle) stillLanding(m string) string {
 	// (a kubectl edit; a render of the id alone after a change) has landed:
 	// such changes settle as on a tenant without rollout-id.
 	return o.stillSettling(func(n v2alpha1.Node) bool { return o.w.changedWithoutNewID(n.GetName()) })
+}
+
+// landing returns the rollout-ids the tenant's nodes carry — of the nodes
+// not being deleted, of those intentionally down only those that carry an
+// id, and not those a landing timed out without while they still carry the
+// id they had then — the newest of them, and whether the landing timeout,
+// counted from the newest id's latest stamp, has passed.
+func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
+	ids = map[string]bool{}
+	var newestAt time.Time
+	for name, n := range o.w.nodes {
+		id, ok := o.countsForLanding(name)
+		if !ok {
+			continue
+		}
+		ids[id] = true
+		at, _ := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationRolloutIDChangedAt])
+		if id != "" && (newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest) {
+			newest, newestAt = id, at
+		}
+	}
+	timedOut = o.w.grouping.LandingTimeout > 0 && !o.w.now.Before(newestAt.Add(o.w.grouping.LandingTimeout))
+	return ids, newest, timedOut
+}
+
+// countsForLanding returns the rollout-id node m carries and whether it
+// counts for a landing (see landing).
+func (o *oracle) countsForLanding(m string) (string, bool) {
+	n := o.w.nodes[m]
+	id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+	if n.GetDeletionTimestamp() != nil || !n.NodeSpec().IsUp() && id == "" {
+		return id, false
+	}
+	if was, ok := o.w.leftBehind[m]; ok && was == id {
+		return id, false // a landing timed out without it, and it has not been rendered since
+	}
+	return id, true
+}
+
+// landingHolds: the tenant's nodes that count disagree on rollout-id and
+// the landing timeout has not passed.
+func (o *oracle) landingHolds() bool {
+	ids, newest, timedOut := o.landing()
+	return newest != "" && len(ids) >= 2 && !timedOut
+}
+
+// noteLeftBehind remembers, at each pass, the nodes a landing timed out
+// without (DESIGN §4: the landing timeout stops a node the chart no longer
+// renders from holding the tenant): the nodes that lack the newest
+// rollout-id once the landing timeout, counted from its latest stamp, has
+// passed, with the id each carries. Until it carries another, such a node
+// counts for no later landing.
+func (o *oracle) noteLeftBehind() {
+	_, newest, timedOut := o.landing()
+	if newest == "" || o.w.grouping.LandingTimeout <= 0 || !timedOut {
+		return
+	}
+	// The change began with the first write of the newest id the world
+	// knows of; a node whose own id came later was reached by some write
+	// since, and is not left behind.
+	began := -1
+	for name := range o.w.nodes {
+		if id, ok := o.countsForLanding(name); ok && id == newest && (began < 0 || o.w.idWrite[name].seq < began) {
+			began = o.w.idWrite[name].seq
+		}
+	}
+	for name := range o.w.nodes {
+		if id, ok := o.countsForLanding(name); ok && id != newest && o.w.idWrite[name].seq < began {
+			o.w.leftBehind[name] = id
+		}
+	}
 }
 
 // landedBefore: m and every node that the change still landing could put

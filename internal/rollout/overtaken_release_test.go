@@ -113,7 +113,7 @@ func TestTheCachePlanOfAnOvertakenNodeIsDecidedAgainOnTheFreshRead(t *testing.T)
 	w := overtakenFe3(t)
 	fresh := w.snapshot()
 	cached := w.snapshot()
-	cached.SetTemplates, cached.SetsConverged, cached.SetRevisions, cached.MissingPods = nil, nil, nil, nil
+	cached.SetTemplates, cached.SetsConverged, cached.SetRevisions, cached.MissingPods, cached.SetsRead = nil, nil, nil, nil, false
 	assert.Equal(t, ModeProvisioning, cached.mode(w.name("fe3")), "the cache cannot tell")
 	snap, decisions, wasFresh, err := PlanOnFreshest(cached, func() (*Snapshot, error) { return fresh, nil })
 	require.NoError(t, err)
@@ -123,9 +123,11 @@ func TestTheCachePlanOfAnOvertakenNodeIsDecidedAgainOnTheFreshRead(t *testing.T)
 	assert.True(t, d.Gated, "held on the fresh read: %s", d.Condition.Message)
 }
 
-// Random scenarios aimed at overtaken releases: default lists, 3–5 nodes,
+// Random scenarios aimed at overtaken releases: default lists or the old
+// chart's, 3–5 nodes,
 // other systems' gates toggled often, versions flipping among three
-// (reverts most of the time), pods lost, crashes, up toggled, pauses —
+// (reverts most of the time), pods lost, crashes, up toggled (alone, and
+// with a version in the same write, both ways), pauses —
 // every release checked by the world's oracle, and the tenant settles once
 // the holds are lifted.
 func TestReleasesOvertakenByRevertsHoldTheirRequirementsInRandomScenarios(t *testing.T) {
@@ -141,10 +143,26 @@ func TestReleasesOvertakenByRevertsHoldTheirRequirementsInRandomScenarios(t *tes
 		w.logf("scenario seed %d", seed)
 		size := 3 + rng.IntN(3)
 		keys := keysOf(size)
-		w.tenant(size, v1)
+		if rng.IntN(2) == 0 {
+			oldChart(size)(w) // a frontend's provisioning names one node, not every node before it
+		} else {
+			w.tenant(size, v1)
+		}
 		w.run(1000)
 		for range 3 + rng.IntN(6) {
-			switch op := rng.IntN(10); op {
+			switch op := rng.IntN(12); op {
+			case 11:
+				// A version and up: true in one write (a render that
+				// brings a node back up).
+				v := versions[rng.IntN(len(versions))]
+				w.update(keys[rng.IntN(size)], func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = v; n.NodeSpec().Up = nil })
+			case 10:
+				// Rolled back (or forward) and taken down in one write:
+				// a release not carried out yet, overtaken, its
+				// StatefulSet scaled to 0 on the template it had.
+				k := keys[rng.IntN(size)]
+				v := versions[rng.IntN(len(versions))]
+				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = v; n.NodeSpec().Up = ptr.To(false) })
 			case 0, 1:
 				w.toggleOtherSystemsGate(randomSubset(rng, liveKeys(w, keys))...)
 			case 2, 3, 4:

@@ -17,7 +17,9 @@ import (
 // random scenarios — tenant sizes, up/down flags, version and config-only
 // changes, crashes during changes, readiness blips, StatefulSets scaled up
 // (a node short of a pod), pauses set and lifted, pods deleted and recreated with no delay,
-// nodes coming back with new targets, deletions, changes applied node by node
+// nodes coming back with new targets, deletions, nodes deleted and created
+// again over their old workload, nodes rolled back and taken down in one
+// write, nodes the chart no longer renders, changes applied node by node
 // with rollout-id and random gaps (some past the landing timeout), kubectl
 // edits without a new rollout-id or dropping it, settle times, explicit acyclic
 // prerequisite graphs, some with the old chart's pins (re-rendered by each
@@ -82,6 +84,7 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 			}
 		}
 		w.run(1000)
+		dropped := map[string]bool{} // nodes no render reaches any more
 		for step := 0; step < 1+rng.IntN(4); step++ {
 			version := fmt.Sprintf("express-%d", step+2)
 			if step > 0 && rng.IntN(3) == 0 {
@@ -94,7 +97,29 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 					version = fmt.Sprintf("express-%d", i+1)
 				}
 			}
-			switch op := rng.IntN(14); {
+			switch op := rng.IntN(17); {
+			case op == 16 && withID && !pinned && w.grouping.LandingTimeout > 0 && size > 1:
+				// A node the chart no longer renders (Argo CD does not
+				// prune): no later render reaches it. (Not with pins: its own
+				// pins, never rendered again, could hold a node that walks
+				// through it forever.)
+				dropped[keys[1+rng.IntN(size-1)]] = true
+				chartApply(w, rng, randomSubset(rng, keys), rendered(keys, dropped), version, withID, pinned, step)
+				for range int(w.grouping.LandingTimeout/time.Second) + 5 { // past its landing timeout
+					w.step()
+				}
+			case op == 15:
+				// Deleted and created again with the same spec, its old
+				// StatefulSet and pods alive until the garbage collector
+				// removes them.
+				w.recreate(randomSubset(rng, liveKeys(w, keys))...)
+			case op == 14:
+				// Rolled back and taken down in one write: a release the
+				// operator has not carried out (another system's gate) is
+				// overtaken, and its StatefulSet scaled to 0 on the old
+				// template.
+				k := keys[rng.IntN(size)]
+				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = version; n.NodeSpec().Up = ptr.To(false) })
 			case op == 13:
 				// Another system's rollout gate holds the Express operator
 				// on some nodes (DESIGN §2), as a slow or restarting
@@ -141,7 +166,7 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 				k := keys[rng.IntN(size)]
 				w.update(k, func(n v2alpha1.Node) { n.NodeSpec().Up = nil; n.NodeSpec().ExpressVersion = version })
 			default:
-				chartApply(w, rng, randomSubset(rng, keys), keys, version, withID, pinned, step)
+				chartApply(w, rng, randomSubset(rng, keys), rendered(keys, dropped), version, withID, pinned, step)
 			}
 			for i := rng.IntN(4); i > 0; i-- { // let the change run a little before the next one
 				w.step()
@@ -157,7 +182,7 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 			// A kubectl edit of a version leaves the pins naming that node
 			// stale, and nothing meets them (DESIGN §4: the node waits and
 			// says for what); the chart's next render mends them.
-			chartApply(w, rng, nil, keys, "", withID, pinned, 9)
+			chartApply(w, rng, nil, rendered(keys, dropped), "", withID, pinned, 9)
 		}
 		w.run(1000)
 		releases += w.released
@@ -239,6 +264,11 @@ func renderPins(w *world, n v2alpha1.Node, rendered map[string]v2alpha1.NodeSpec
 		}
 		return spec.ExpressVersion, spec.DeploymentRevision, true
 	})
+}
+
+// rendered returns the keys a chart render reaches: those not dropped.
+func rendered(keys []string, dropped map[string]bool) []string {
+	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return dropped[k] })
 }
 
 // liveKeys are the keys of the nodes that still exist.

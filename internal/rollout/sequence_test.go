@@ -240,6 +240,50 @@ func changeAllUp(size int) step {
 	}
 }
 
+// otherGate adds another system's rollout gate to the nodes, or lifts it:
+// the operator does not act on a node while it carries one.
+func otherGate(hold bool, keys ...string) step {
+	return func(w *world) {
+		if hold {
+			for _, k := range keys {
+				if !w.nodes[w.name(k)].NodeSpec().HasGate(otherSystemsGate) {
+					w.toggleOtherSystemsGate(k)
+				}
+			}
+			return
+		}
+		w.liftOtherSystemsGate(keys...)
+	}
+}
+
+// untilReleased runs until the sequencer has released key.
+func untilReleased(key string) step { return func(w *world) { w.stepUntilReleased(key) } }
+
+// rollBackTakingDown sets version v on the nodes, and takes node down
+// down in the same write as its own version change (one sync of a render
+// that rolls back and sets nodes.<down>.up: false).
+func rollBackTakingDown(v, down string, keys ...string) step {
+	return func(w *world) {
+		for _, k := range keys {
+			w.update(k, func(n v2alpha1.Node) {
+				n.NodeSpec().ExpressVersion = v
+				if k == down {
+					n.NodeSpec().Up = ptr.To(false)
+				}
+			})
+		}
+	}
+}
+
+// recreate deletes the nodes and creates them again at once, their old
+// workload left to the garbage collector for a few looks.
+func recreate(keys ...string) step { return func(w *world) { w.recreate(keys...) } }
+
+// landingTimeout sets the change grouping's landing timeout.
+func landingTimeout(d time.Duration) step {
+	return func(w *world) { w.grouping = Grouping{LandingTimeout: d, SettleTime: 10 * time.Second} }
+}
+
 func ticks(n int) step {
 	return func(w *world) {
 		for range n {
@@ -408,6 +452,21 @@ var scenarios = []scenario{
 		setup:  []step{settled(5), paused("fe1", true)},
 		change: []step{crash("be"), version(v2, all5...), untilStarted("be"), phase, paused("fe1", false)},
 		want:   "be | fe1 fe2 fe3 fe4"},
+	{name: "an overtaken release of fe3 taken down with the rollback keeps fe3's upgrade turn when the roll-forward brings it back up",
+		setup: []step{oldChart(5), otherGate(true, "fe3"), version(v2, all5...), untilReleased("fe3"),
+			rollBackTakingDown(v1, "fe3", all5...), settle, otherGate(false, "fe3")},
+		change: []step{changeAllUp(5)},
+		want:   "fe1 fe2 be fe3 fe4"},
+	{name: "fe2 deleted and created again while it rolls a change to all rolls again before be",
+		setup:  []step{settled(5)},
+		change: []step{version(v2, all5...), untilStarted("fe2"), recreate("fe2")},
+		want:   "fe1 fe2 fe2 be fe3 fe4"},
+	{name: "a node left behind by a landing timeout holds no later change",
+		setup: []step{settledByRolloutID(5, "r1"), landingTimeout(30 * time.Second)},
+		change: []step{render("r2", false, 0, "be", "fe1", "fe2", "fe3"), settle, phase,
+			render("r3", false, 0, "be", "fe1", "fe2", "fe3"), config("changeset-3", "be", "fe1", "fe2", "fe3")},
+		want:  "fe1 fe2 be fe3 | fe1 fe2 be fe3",
+		ticks: 25},
 	{name: "a change applied node by node with long gaps is ordered as one by rollout-id",
 		setup:  []step{settledByRolloutID(5, "r1")},
 		change: []step{render("r2", false, 30, all5...)},

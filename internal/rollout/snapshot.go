@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
@@ -34,6 +35,11 @@ type Pod struct {
 	// Gates are the pod's scheduling gates; the pod is not scheduled while
 	// any is present.
 	Gates []string
+	// Owners are the pod's owner references, Created its creation time:
+	// whether it belongs to the node as it is now, not to an earlier node
+	// of the same name (podCountsFor).
+	Owners  []metav1.OwnerReference
+	Created metav1.Time
 	// Failing: the pod will not become Ready by itself — it failed, or a
 	// container is crash-looping or cannot start (FailingPod). A pod that
 	// is not Ready without failing (starting, a readiness blip, restarted
@@ -84,6 +90,8 @@ func PodOf(p *corev1.Pod) Pod {
 		Version:    p.Labels[v2alpha1.LabelExpressVersion],
 		Revision:   p.Labels[v2alpha1.LabelDeploymentRevision],
 		Hash:       p.Labels[v2alpha1.LabelTargetHash],
+		Owners:     p.OwnerReferences,
+		Created:    p.CreationTimestamp,
 		Failing:    FailingPod(p),
 	}
 	for _, g := range p.Spec.SchedulingGates {
@@ -126,6 +134,12 @@ type Snapshot struct {
 	// from until the operator carries it out (runsAnotherTarget). Nil in a
 	// snapshot of the cache.
 	SetTemplates map[string][]Template
+	// SetsRead: the snapshot's StatefulSets were read (a fresh read
+	// allowed to list them). Only then does a node that shows no workload
+	// at all — no pod, no StatefulSet — say that it runs nothing
+	// (ranNothingKnown); a cache snapshot, or one whose StatefulSets RBAC
+	// forbids, cannot tell.
+	SetsRead bool
 	// Now is when the snapshot was taken.
 	Now time.Time
 	// ProgressDeadline is how long a released node may take to become
@@ -173,6 +187,9 @@ type Objects struct {
 	// StatefulSets are the namespace's StatefulSets, none when they may
 	// not be read: pods are then taken as they are.
 	StatefulSets []appsv1.StatefulSet
+	// StatefulSetsRead: StatefulSets were listed (none may exist); false
+	// when they could not be (RBAC).
+	StatefulSetsRead bool
 	// LostMachines are the Nodes (machines) Ready pods are bound to that
 	// no longer exist or are not Ready: their pods are not Ready, whatever
 	// their stale status says (no kubelet is left to say otherwise).
@@ -190,21 +207,31 @@ func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Ti
 			s.Nodes[n.GetName()] = n
 		}
 	}
+	// Only the workload of each node as it is now counts, not that of an
+	// earlier node of the same name (incarnation.go).
+	all := setsByUID(read.StatefulSets)
+	sets := currentSets(read.StatefulSets, s.Nodes)
 	var own []*corev1.Pod
 	for i := range read.Pods {
 		name := read.Pods[i].Labels[v2alpha1.LabelNode]
-		if _, ok := s.Nodes[name]; ok {
-			pod := PodOf(&read.Pods[i])
-			if read.LostMachines[read.Pods[i].Spec.NodeName] {
-				pod.Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
-			}
-			s.Pods[name] = append(s.Pods[name], pod)
-			own = append(own, &read.Pods[i])
+		n, ok := s.Nodes[name]
+		if !ok {
+			continue
 		}
+		pod := PodOf(&read.Pods[i])
+		if !podCountsFor(pod, n, all) {
+			continue
+		}
+		if read.LostMachines[read.Pods[i].Spec.NodeName] {
+			pod.Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
+		}
+		s.Pods[name] = append(s.Pods[name], pod)
+		own = append(own, &read.Pods[i])
 	}
-	s.MissingPods = missingPods(own, read.StatefulSets, s.Nodes)
-	s.SetRevisions = setRevisions(read.StatefulSets, s.Nodes)
-	s.SetsConverged = setsConverged(s, read.StatefulSets)
-	s.SetTemplates = setTemplates(read.StatefulSets, s.Nodes)
+	s.MissingPods = missingPods(own, sets, s.Nodes)
+	s.SetRevisions = setRevisions(sets, s.Nodes)
+	s.SetsConverged = setsConverged(s, sets)
+	s.SetTemplates = setTemplates(sets, s.Nodes)
+	s.SetsRead = read.StatefulSetsRead
 	return s
 }

@@ -49,14 +49,19 @@ func (s *Snapshot) runsAnotherTarget(name string) bool {
 
 // setTemplates returns, by node name, the pod templates of the StatefulSets
 // that make the node's pods: not being deleted, their template naming the
-// node, with at least one replica (one scaled to zero runs nothing, and a
-// leftover of it must not hold a node coming back up).
+// node, with at least one replica — and the node's own StatefulSet, named
+// after it (DESIGN §2), whatever its replicas. One scaled to zero runs
+// nothing, and a leftover of it (an orphan, an operator's previous one)
+// must not hold a node coming back up; but the node's own, scaled to zero
+// while the node is down, still says what the operator last made its pods
+// for: a release overtaken and then taken down was never carried out, and
+// the node comes back as an upgrade, not by its provisioning list.
 func setTemplates(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map[string][]Template {
 	var out map[string][]Template
 	for _, sts := range sets {
 		labels := sts.Spec.Template.Labels
 		name := labels[v2alpha1.LabelNode]
-		if nodes[name] == nil || sts.DeletionTimestamp != nil || ptr.Deref(sts.Spec.Replicas, 1) == 0 {
+		if nodes[name] == nil || sts.DeletionTimestamp != nil || ptr.Deref(sts.Spec.Replicas, 1) == 0 && sts.Name != name {
 			continue
 		}
 		if out == nil {
@@ -67,4 +72,18 @@ func setTemplates(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map
 		})
 	}
 	return out
+}
+
+// ranNothingKnown reports whether a node released before shows nothing
+// that it ever ran its released target: no pod, no StatefulSet naming it
+// (read in a fresh snapshot that could list them), and no dependent's
+// release that recorded its rollout converged (released-after). A release
+// that never converged is not "the target it runs": overtaken by a change
+// that gated the node again, then taken down (its StatefulSet deleted,
+// not scaled to zero) and brought back up with that target, the node is
+// upgraded, not provisioned. A node that converged and whose workload is
+// gone the same way is held in the upgrade order too: slower, never out of
+// order.
+func (s *Snapshot) ranNothingKnown(name string) bool {
+	return s.SetsRead && len(s.Pods[name]) == 0 && len(s.SetTemplates[name]) == 0 && !s.recordedConverged(name)
 }

@@ -107,6 +107,28 @@ type world struct {
 	freezes        bool
 	frozen         *frozenPlan
 	wakes, refused int
+	// gone are, by node name, the StatefulSet and pods of a node deleted
+	// and created again (recreate) that the garbage collector has not
+	// removed yet: the new node's StatefulSet cannot be created under the
+	// same name until it has.
+	gone map[string]*goneWorkload
+	// leftBehind is the oracle's memory of the nodes a landing timed out
+	// without, and the rollout-id each carried then.
+	leftBehind map[string]string
+	// scaledDown are the nodes whose StatefulSet the operator scaled to 0
+	// (taken down) and has not scaled up again: it does so only when it
+	// provisions the node again, once not gated.
+	scaledDown map[string]bool
+}
+
+// goneWorkload is what is left of a deleted node until the garbage
+// collector removes it.
+type goneWorkload struct {
+	node v2alpha1.Node
+	pods []Pod
+	hash string
+	// looks left until the garbage collector removes it.
+	looks int
 }
 
 // changedWithoutNewID: node name carries no rollout-id, or its latest
@@ -133,7 +155,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
 		scaling:  map[string]int{},
 		lastHash: map[string]string{}, setCurrent: map[string]string{}, convergedSince: map[string]string{}, seenConverged: map[string]string{}, releasedBare: map[string]bool{}, oracle: independentRequirementsHold,
-		targetWrite: map[string]write{}, idWrite: map[string]write{}, brokenTarget: map[string]string{},
+		targetWrite: map[string]write{}, idWrite: map[string]write{}, brokenTarget: map[string]string{}, gone: map[string]*goneWorkload{}, leftBehind: map[string]string{}, scaledDown: map[string]bool{},
 	}
 }
 
@@ -184,6 +206,7 @@ func (w *world) create(key, version string, edit func(*v2alpha1.NodeSpec)) {
 	n.SetNamespace("tenant")
 	w.uidSeq++
 	n.SetUID(types.UID(fmt.Sprintf("uid-%d", w.uidSeq))) // a node created again is another object
+	n.SetCreationTimestamp(metav1.Time{Time: w.now})
 	n.NodeSpec().ClusterConfig.ClusterName = w.cluster
 	n.NodeSpec().ExpressVersion = version
 	if edit != nil {
@@ -256,6 +279,91 @@ func (w *world) remove(key string) {
 	n := w.nodes[w.name(key)]
 	n.SetDeletionTimestamp(&metav1.Time{Time: w.now})
 	w.logf("delete %s", key)
+}
+
+// recreate deletes each node and at once creates it again with the spec
+// and annotations its user wrote (kubectl replace --force, Argo CD
+// Replace=true,Force=true, helm uninstall && helm install): another object
+// (a new UID), gated as a new node, while its old StatefulSet and pods —
+// same node label, same target hash — are left to the garbage collector
+// for a few looks (3; with rng, 1–4), during which the new node's
+// StatefulSet cannot be created under the same name.
+func (w *world) recreate(keys ...string) {
+	for _, k := range keys {
+		name := w.name(k)
+		old := w.nodes[name]
+		if old == nil || old.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if w.lastHash[name] != "" && w.gone[name] == nil {
+			looks := 3
+			if w.rng != nil {
+				looks = 1 + w.rng.IntN(4)
+			}
+			w.gone[name] = &goneWorkload{node: old, pods: w.pods[name], hash: w.lastHash[name], looks: looks}
+		}
+		for _, m := range []map[string]string{w.lastHash, w.setCurrent, w.brokenTarget, w.convergedSince, w.seenConverged} {
+			delete(m, name)
+		}
+		for _, m := range []map[string]int{w.rolling, w.crashed, w.blipped, w.scaling} {
+			delete(m, name)
+		}
+		delete(w.scaledDown, name)
+		delete(w.leftBehind, name) // a new object: no landing went on without it yet
+		delete(w.pods, name)
+		delete(w.releasedBare, name)
+		n := v2alpha1.NewNode(old.NodeKind())
+		n.SetName(name)
+		n.SetNamespace(old.GetNamespace())
+		w.uidSeq++
+		n.SetUID(types.UID(fmt.Sprintf("uid-%d", w.uidSeq)))
+		n.SetCreationTimestamp(metav1.Time{Time: w.now})
+		*n.NodeSpec() = *old.NodeSpec().DeepCopy()
+		n.NodeSpec().RolloutGates = nil
+		if deps := n.NodeSpec().DeploymentDependencies; deps != nil {
+			defaulted := old.GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites]
+			if strings.Contains(defaulted, "provisioningPrerequisites") {
+				deps.ProvisioningPrerequisites = nil
+			}
+			if strings.Contains(defaulted, "upgradePrerequisites") {
+				deps.UpgradePrerequisites = nil
+			}
+			if deps.ProvisioningPrerequisites == nil && deps.UpgradePrerequisites == nil {
+				n.NodeSpec().DeploymentDependencies = nil
+			}
+		}
+		for _, a := range []string{v2alpha1.AnnotationRolloutID, v2alpha1.AnnotationPauseRollout, v2alpha1.AnnotationIgnorePrerequisites} {
+			if v := old.GetAnnotations()[a]; v != "" {
+				setAnnotation(n, a, v)
+			}
+		}
+		if old.NodeSpec().HasGate(otherSystemsGate) {
+			n.NodeSpec().AddGate(otherSystemsGate)
+		}
+		w.admit(n, nil)
+		w.logf("delete %s and create it again (its old StatefulSet and pods left to the garbage collector)", k)
+	}
+}
+
+// collectGarbage removes, at the garbage collector's look, what is left of
+// nodes deleted and created again once their looks have run out.
+// Until then the kubelet runs the old pods on: one that was starting
+// becomes Ready.
+func (w *world) collectGarbage() {
+	for _, name := range slices.Sorted(maps.Keys(w.gone)) {
+		g := w.gone[name]
+		if g.looks--; g.looks <= 0 {
+			delete(w.gone, name)
+			w.logf("garbage collector removes the old StatefulSet and pods of %s", w.key(name))
+			continue
+		}
+		for i, p := range g.pods {
+			if len(p.Gates) == 0 && !p.Failing && p.Conditions[string(corev1.PodReady)] != string(corev1.ConditionTrue) {
+				g.pods[i].Conditions = map[string]string{string(corev1.PodReady): string(corev1.ConditionTrue)}
+				w.logf("old pod %s of %s Ready", p.Name, w.key(name))
+			}
+		}
+	}
 }
 
 // crash turns every pod of the nodes not Ready and failing, as a crash loop
@@ -422,8 +530,17 @@ func (w *world) snapshot() *Snapshot {
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
 		Nodes: w.nodes, Pods: w.pods, MissingPods: w.missingPods(), Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
 	}
-	// As the fresh reads do: the StatefulSets of the live nodes.
+	// As the fresh reads do: the StatefulSets of the nodes, and only the
+	// workload of each node as it is now.
 	sets := w.statefulSets()
+	s.SetsRead = true
+	if len(w.gone) > 0 {
+		all := maps.Clone(w.pods)
+		for name, g := range w.gone {
+			all[name] = append(slices.Clone(all[name]), g.pods...)
+		}
+		s.Pods = CurrentPods(all, w.nodes, sets)
+	}
 	s.SetRevisions = setRevisions(sets, w.nodes)
 	s.SetsConverged = setsConverged(s, sets)
 	s.SetTemplates = setTemplates(sets, w.nodes)
@@ -431,24 +548,48 @@ func (w *world) snapshot() *Snapshot {
 }
 
 // statefulSets are the nodes' StatefulSets as the fresh reads find them:
-// one per live node that has had pods, its template on the target of the
-// pods the operator last created, its current revision setCurrent.
+// one per node that has had pods, named after it and owned by it, its
+// template on the target of the pods the operator last created, its
+// current revision setCurrent, scaled to 0 while the node is down; and
+// those of nodes deleted and created again that the garbage collector has
+// not removed yet.
 func (w *world) statefulSets() []appsv1.StatefulSet {
 	var out []appsv1.StatefulSet
 	for name, n := range w.nodes {
-		if !Live(n) || w.lastHash[name] == "" {
+		if n.GetDeletionTimestamp() != nil || w.lastHash[name] == "" || w.gone[name] != nil {
 			continue
 		}
-		sts := appsv1.StatefulSet{}
-		sts.UID = types.UID("sts-" + string(n.GetUID()))
-		sts.Generation, sts.Status.ObservedGeneration = 1, 1
-		sts.Spec.Replicas = ptr.To[int32](1)
-		sts.Spec.Template.Labels = map[string]string{v2alpha1.LabelNode: name, v2alpha1.LabelTargetHash: w.lastHash[name]}
-		sts.Status.CurrentRevision, sts.Status.UpdateRevision = w.setCurrent[name], w.lastHash[name]
+		sts := w.statefulSetOf(n, w.lastHash[name])
+		sts.Status.CurrentRevision = w.setCurrent[name]
+		if !Live(n) || w.scaledDown[name] {
+			sts.Spec.Replicas = ptr.To[int32](0)
+		}
 		out = append(out, sts)
+	}
+	for _, g := range w.gone {
+		out = append(out, w.statefulSetOf(g.node, g.hash))
 	}
 	return out
 }
+
+// statefulSetOf is node n's StatefulSet with one replica, its template on
+// target hash.
+func (w *world) statefulSetOf(n v2alpha1.Node, hash string) appsv1.StatefulSet {
+	sts := appsv1.StatefulSet{}
+	sts.Name = n.GetName()
+	sts.UID = setUID(n)
+	sts.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: v2alpha1.GroupVersion.String(), Kind: n.NodeKind(), Name: n.GetName(), UID: n.GetUID(), Controller: ptr.To(true),
+	}}
+	sts.Generation, sts.Status.ObservedGeneration = 1, 1
+	sts.Spec.Replicas = ptr.To[int32](1)
+	sts.Spec.Template.Labels = map[string]string{v2alpha1.LabelNode: n.GetName(), v2alpha1.LabelTargetHash: hash}
+	sts.Status.CurrentRevision, sts.Status.UpdateRevision = hash, hash
+	return sts
+}
+
+// setUID is the UID of node n's StatefulSet.
+func setUID(n v2alpha1.Node) types.UID { return types.UID("sts-" + string(n.GetUID())) }
 
 // missingPods are the pods the fresh reads find missing: those a test says
 // are (missing) and those a scaled-up StatefulSet has yet to create.
@@ -475,6 +616,8 @@ func (w *world) createPod(name, hash string, add bool) {
 	pod := Pod{
 		Name: fmt.Sprintf("%s-%d", name, w.podSeq), Version: n.NodeSpec().ExpressVersion, Revision: n.NodeSpec().DeploymentRevision,
 		Hash: hash, Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)},
+		Owners:  []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: setUID(n), Controller: ptr.To(true)}},
+		Created: metav1.Time{Time: w.now},
 	}
 	if ok, _ := PodsMayStart(w.snapshot(), name); !ok {
 		pod.Gates = []string{v2alpha1.GateSequencer}
@@ -483,6 +626,7 @@ func (w *world) createPod(name, hash string, add bool) {
 			w.t.Fatalf("tick %d: a new pod of %s was admitted schedulable while %s\n%s", w.tick, name, why, strings.Join(w.log, "\n"))
 		}
 	}
+	delete(w.scaledDown, name)
 	if add {
 		w.pods[name] = append(w.pods[name], pod)
 	} else {
@@ -520,6 +664,9 @@ func (w *world) gatedSuffix(name string) string {
 // checking each release — of a node and of a pod — against the
 // independent oracle.
 func (w *world) sequence() {
+	if w.oracle != nil {
+		newOracle(w, nil).noteLeftBehind()
+	}
 	w.seeConvergence()
 	w.apply(Plan(w.snapshot()))
 	w.seenThisPass = nil
@@ -554,6 +701,11 @@ func (w *world) apply(decisions []Decision) {
 		}
 	}
 	for _, d := range decisions {
+		if n := w.nodes[d.Node]; w.oracle != nil && d.Gated && Gated(n) && Live(n) && d.Condition.Reason == v2alpha1.ReasonChangeLanding &&
+			!annotated(n, v2alpha1.AnnotationPauseRollout) && !newOracle(w, nil).landingHolds() {
+			w.t.Fatalf("tick %d: %s held for a change landing while every node that counts carries the same rollout-id, or the landing timed out: %s\n%s\n%s",
+				w.tick, d.Node, d.Condition.Message, strings.Join(w.log, "\n"), w.dump())
+		}
 		if w.oracle != nil && releasing[d.Node] {
 			if ok, why := w.oracle(w, d.Node, releasing); !ok {
 				w.t.Fatalf("tick %d: %s released while its requirements do not hold: %s\n%s\n%s", w.tick, d.Node, why, strings.Join(w.log, "\n"), w.dump())
@@ -571,6 +723,10 @@ func (w *world) apply(decisions []Decision) {
 		if !d.Changed(n) {
 			w.recordSeen(d.Node)
 			continue
+		}
+		if d.LeftBehind != "" {
+			setAnnotation(n, v2alpha1.AnnotationLeftBehind, d.LeftBehind)
+			w.logf("%s recorded left behind at rollout-id %s", w.key(d.Node), d.LeftBehind)
 		}
 		if was := Gated(n); was != d.Gated {
 			if d.Gated {
@@ -640,6 +796,7 @@ func (w *world) recordSeen(name string) {
 
 // operate runs the simulated Express operator and scheduler over every node.
 func (w *world) operate() {
+	w.collectGarbage()
 	names := make([]string, 0, len(w.nodes))
 	for name := range w.nodes {
 		names = append(names, name)
@@ -678,10 +835,13 @@ func (w *world) operate() {
 				delete(w.pods, name)
 				w.logf("operator stops %s", key)
 			}
+			w.scaledDown[name] = true
 			if n.GetDeletionTimestamp() != nil {
 				delete(w.nodes, name)
 				w.logf("%s deleted", key)
 			}
+		case w.gone[name] != nil:
+			// Its StatefulSet cannot be created while the old one has the name.
 		case w.crashed[name] > 1 && w.brokenTarget[name] != "" && w.brokenTarget[name] != StampedTarget(n) && !v2alpha1.IsGated(n):
 			w.crashed[name] = 1 // released for a target that is not broken: mended at the next look
 		case w.crashed[name] > 1 && w.brokenTarget[name] == "":
@@ -726,6 +886,9 @@ func (w *world) operate() {
 
 // settled: nothing pending anywhere and no rollout in flight.
 func (w *world) settled() bool {
+	if len(w.gone) > 0 {
+		return false
+	}
 	s := w.snapshot()
 	for name, n := range w.nodes {
 		if s.hasPendingWork(name) || w.rolling[name] > 0 || w.crashed[name] > 0 || w.blipped[name] > 0 || w.scaling[name] > 0 || n.GetDeletionTimestamp() != nil {

@@ -58,6 +58,9 @@ func Gather(ctx context.Context, r client.Reader, tenant rollout.Tenant, orders 
 			s.Pods[name] = append(s.Pods[name], rollout.PodOf(&pods.Items[i]))
 		}
 	}
+	// The cache holds no StatefulSets: pods are judged by their own owner
+	// references and creation time.
+	s.Pods = rollout.CurrentPods(s.Pods, s.Nodes, nil)
 	return s, nil
 }
 
@@ -152,6 +155,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	var fes v2alpha1.FrontendList
 	var pods corev1.PodList
 	var sets appsv1.StatefulSetList
+	setsRead := true
 	var g errgroup.Group
 	g.Go(func() error {
 		if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
@@ -174,6 +178,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	g.Go(func() error {
 		err := r.List(ctx, &sets, client.InNamespace(namespace))
 		if apierrors.IsForbidden(err) {
+			setsRead = false
 			partialReads.WithLabelValues("statefulsets").Inc()
 			statefulSetsForbidden.Do(func() {
 				log.FromContext(ctx).Error(err, "Taking Express pods as they are, however many their StatefulSet wants: the sequencer may not list StatefulSets (RBAC list on statefulsets in group apps)")
@@ -192,7 +197,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	if err != nil {
 		return rollout.Objects{}, err
 	}
-	return rollout.Objects{Nodes: nodesOf(bes.Items, fes.Items), Pods: pods.Items, StatefulSets: sets.Items, LostMachines: lost}, nil
+	return rollout.Objects{Nodes: nodesOf(bes.Items, fes.Items), Pods: pods.Items, StatefulSets: sets.Items, StatefulSetsRead: setsRead, LostMachines: lost}, nil
 }
 
 // lostMachines reads, by name, the Nodes (machines) the Ready pods are

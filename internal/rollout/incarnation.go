@@ -1,0 +1,120 @@
+package rollout
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// This file tells which workload belongs to a node as it is now, not to an
+// earlier object of the same name. A node deleted and created again
+// (kubectl replace --force, Argo CD Replace=true,Force=true, helm
+// uninstall && install) keeps its name, and its old StatefulSet and pods
+// keep the node label — and, for the same spec, the same target hash —
+// until the garbage collector removes them (seconds; longer behind an
+// operator's finalizer). Counted for the new node, they would make its
+// first rollout look complete before it ran, and its dependents go on.
+// So a StatefulSet counts for a node only when its owner references lead to
+// that node's UID, and a pod only when its controller does (its
+// StatefulSet, or the node itself). Where no owner reference names an
+// Express node of that name — an operator that sets none, a pod whose
+// StatefulSet was not read, a bare pod — the object counts when it was
+// created no earlier than the node (to the second, as the API server keeps
+// creation times): an earlier object of the same name was created before
+// it.
+
+// nodeOwnerVerdict reports whether owner references refs name node n by its
+// kind and name, and if so whether one of them is n itself (its UID).
+func nodeOwnerVerdict(refs []metav1.OwnerReference, n v2alpha1.Node) (belongs, said bool) {
+	for _, ref := range refs {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != v2alpha1.GroupVersion.Group || ref.Kind != n.NodeKind() || ref.Name != n.GetName() {
+			continue
+		}
+		said = true
+		if ref.UID == n.GetUID() {
+			return true, true
+		}
+	}
+	return false, said
+}
+
+// createdNoEarlierThan reports whether an object created at created may
+// belong to node n by the time alone: not created in a second before n's.
+func createdNoEarlierThan(created metav1.Time, n v2alpha1.Node) bool {
+	c := n.GetCreationTimestamp()
+	return !created.Before(&c)
+}
+
+// setCountsFor reports whether StatefulSet sts makes node n's pods, not an
+// earlier node's of the same name.
+func setCountsFor(sts *appsv1.StatefulSet, n v2alpha1.Node) bool {
+	if belongs, said := nodeOwnerVerdict(sts.OwnerReferences, n); said {
+		return belongs
+	}
+	return createdNoEarlierThan(sts.CreationTimestamp, n)
+}
+
+// podCountsFor reports whether pod belongs to node n as it is now: its
+// owner references name n, or its controller is a StatefulSet that counts
+// for n (setCountsFor; sets are the StatefulSets read, by UID); without an
+// owner that can be followed, when it was created no earlier than n.
+func podCountsFor(pod Pod, n v2alpha1.Node, sets map[types.UID]*appsv1.StatefulSet) bool {
+	if belongs, said := nodeOwnerVerdict(pod.Owners, n); said {
+		return belongs
+	}
+	for _, ref := range pod.Owners {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "StatefulSet" {
+			if sts, ok := sets[ref.UID]; ok {
+				return setCountsFor(sts, n)
+			}
+		}
+	}
+	return createdNoEarlierThan(pod.Created, n)
+}
+
+// setsByUID indexes StatefulSets by UID.
+func setsByUID(sets []appsv1.StatefulSet) map[types.UID]*appsv1.StatefulSet {
+	out := make(map[types.UID]*appsv1.StatefulSet, len(sets))
+	for i := range sets {
+		out[sets[i].UID] = &sets[i]
+	}
+	return out
+}
+
+// CurrentPods returns, of each node's pods, those that belong to the node
+// as it is now (podCountsFor), given the StatefulSets read (none for a
+// snapshot of the cache: pods are then judged by their own owner
+// references and creation time). SnapshotOf applies the same rule as it
+// reads.
+func CurrentPods(pods map[string][]Pod, nodes map[string]v2alpha1.Node, sets []appsv1.StatefulSet) map[string][]Pod {
+	bySet := setsByUID(sets)
+	out := make(map[string][]Pod, len(pods))
+	for name, ps := range pods {
+		n := nodes[name]
+		for _, p := range ps {
+			if n != nil && podCountsFor(p, n, bySet) {
+				out[name] = append(out[name], p)
+			}
+		}
+	}
+	return out
+}
+
+// currentSets returns the StatefulSets that make some node's pods, as
+// setCountsFor judges: those whose pod template names a node of nodes and
+// count for it, and every other one (no node of the tenant: their pods are
+// not the tenant's).
+func currentSets(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) []appsv1.StatefulSet {
+	out := make([]appsv1.StatefulSet, 0, len(sets))
+	for i := range sets {
+		if n := nodes[sets[i].Spec.Template.Labels[v2alpha1.LabelNode]]; n != nil && !setCountsFor(&sets[i], n) {
+			continue
+		}
+		out = append(out, sets[i])
+	}
+	return out
+}
