@@ -73,6 +73,48 @@ type Operator struct {
 	// (KWOK then makes them Ready); the template keeps it until the node's
 	// next target, so that Stuck alone never rolls a node.
 	Stuck func(v2alpha1.Node) bool
+	// Broken, when set, breaks the contract for a node on purpose (the
+	// conformance kit's proof that each clause can fail).
+	Broken func(v2alpha1.Node) Breakage
+}
+
+// Breakage is how an operator broken on purpose departs from
+// docs/express-operator-contract.md; the zero value keeps it.
+type Breakage struct {
+	// IgnoresGates rolls out and provisions a node whatever gates it
+	// carries (§1).
+	IgnoresGates bool
+	// NoTargetHash leaves the target-hash label off the pod template
+	// (§2).
+	NoTargetHash bool
+	// RollsOnVersionOnly keeps the pod template as it is while the
+	// node's version and revision stay the same: a config-only change,
+	// or one to a field it does not act on, is not rolled (§2).
+	RollsOnVersionOnly bool
+	// ReplacesConditions writes its condition by replacing the whole
+	// conditions list, another writer's conditions lost (§3).
+	ReplacesConditions bool
+	// Partition rolls the StatefulSet with a partition as large as its
+	// replicas (§2): its controller never completes a rollout.
+	Partition bool
+	// DeletesWhenDown deletes the StatefulSet of a node set up: false,
+	// instead of scaling it to 0 (§1).
+	DeletesWhenDown bool
+	// RecreateDelay holds every new pod of the node behind a scheduling
+	// gate of its own for this long (§4: recovery waits for nothing but
+	// the sequencer's gate).
+	RecreateDelay time.Duration
+}
+
+// WarmUpGate is the scheduling gate of an operator broken with
+// RecreateDelay.
+const WarmUpGate = "express-operator.example.com/warm-up"
+
+func (o *Operator) broken(n v2alpha1.Node) Breakage {
+	if o.Broken == nil {
+		return Breakage{}
+	}
+	return o.Broken(n)
 }
 
 // nodeRef is the operator's work item: one node of either kind.
@@ -137,17 +179,28 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 			return reconcile.Result{}, err
 		}
 	}
+	broken := o.broken(n)
+	warmUp, err := o.warmUp(ctx, n, broken.RecreateDelay)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	switch {
+	case broken.DeletesWhenDown && !n.NodeSpec().IsUp() && exists:
+		return reconcile.Result{}, client.IgnoreNotFound(o.Client.Delete(ctx, set))
 	case !n.NodeSpec().IsUp() || n.GetDeletionTimestamp() != nil:
 		if exists && ptr.Deref(set.Spec.Replicas, 1) != 0 {
 			set.Spec.Replicas = ptr.To[int32](0)
 			return reconcile.Result{}, o.Client.Update(ctx, set)
 		}
 		return reconcile.Result{}, nil
-	case v2alpha1.IsGated(n):
+	case v2alpha1.IsGated(n) && !broken.IgnoresGates:
 		return reconcile.Result{}, nil // neither rolled out nor (re)provisioned
 	}
 	want := o.statefulSet(n)
+	if broken.RollsOnVersionOnly && exists && set.Spec.Template.Labels[v2alpha1.LabelExpressVersion] == want.Spec.Template.Labels[v2alpha1.LabelExpressVersion] &&
+		set.Spec.Template.Labels[v2alpha1.LabelDeploymentRevision] == want.Spec.Template.Labels[v2alpha1.LabelDeploymentRevision] {
+		want.Spec.Template = set.Spec.Template // what it does not act on is not rolled
+	}
 	if !exists {
 		if err := controllerutil.SetControllerReference(n, want, o.Client.Scheme()); err != nil {
 			return reconcile.Result{}, err
@@ -156,11 +209,12 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	}
 	if ptr.Deref(set.Spec.Replicas, 1) == *want.Spec.Replicas && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) &&
 		maps.Equal(withoutHold(set.Spec.Template.Annotations), withoutHold(want.Spec.Template.Annotations)) {
-		return reconcile.Result{}, o.deleteFailingOldPods(ctx, n)
+		return reconcile.Result{RequeueAfter: warmUp}, o.deleteFailingOldPods(ctx, n)
 	}
 	set.Spec.Replicas = want.Spec.Replicas
 	set.Spec.Template = want.Spec.Template // a new target rolls the pods (the StatefulSet's rolling update)
-	return reconcile.Result{}, o.Client.Update(ctx, set)
+	set.Spec.UpdateStrategy = want.Spec.UpdateStrategy
+	return reconcile.Result{RequeueAfter: warmUp}, o.Client.Update(ctx, set)
 }
 
 // annotations are node n's pod template's: KWOK's delays, the
@@ -235,6 +289,38 @@ func (o *Operator) deleteFailingOldPods(ctx context.Context, n v2alpha1.Node) er
 	return nil
 }
 
+// warmUp takes the warm-up gate (RecreateDelay) off node n's pods created
+// delay ago or more, and returns how long until the next one is due (0
+// when none waits).
+func (o *Operator) warmUp(ctx context.Context, n v2alpha1.Node, delay time.Duration) (time.Duration, error) {
+	if delay <= 0 {
+		return 0, nil
+	}
+	var pods corev1.PodList
+	if err := o.Client.List(ctx, &pods, client.InNamespace(n.GetNamespace()), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}); err != nil {
+		return 0, err
+	}
+	var next time.Duration
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == WarmUpGate }) {
+			continue
+		}
+		if left := delay - time.Since(p.CreationTimestamp.Time); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == WarmUpGate })
+		if err := o.Client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			return 0, err
+		}
+	}
+	return next, nil
+}
+
 // ConditionAvailable is the condition the operator reports on a node.
 const ConditionAvailable = "Available"
 
@@ -253,6 +339,13 @@ func (o *Operator) reportAvailable(ctx context.Context, n v2alpha1.Node, set *ap
 	message := fmt.Sprintf("%d/%d pods Ready", set.Status.ReadyReplicas, want)
 	if c := meta.FindStatusCondition(n.NodeStatus().Conditions, ConditionAvailable); c != nil && c.Status == status && c.Message == message {
 		return nil
+	}
+	if o.broken(n).ReplacesConditions {
+		// The whole list, its own condition alone: another writer's lost.
+		patch := client.MergeFrom(n.DeepCopyObject().(client.Object))
+		n.NodeStatus().Conditions = []metav1.Condition{{Type: ConditionAvailable, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: n.GetGeneration(), LastTransitionTime: metav1.Now()}}
+		return client.IgnoreNotFound(o.Client.Status().Patch(ctx, n, patch, client.FieldOwner(FieldManager)))
 	}
 	cond := metav1ac.Condition().WithType(ConditionAvailable).WithStatus(status).WithReason(reason).
 		WithMessage(message).WithObservedGeneration(n.GetGeneration()).WithLastTransitionTime(metav1.Now())
@@ -274,6 +367,7 @@ func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
 		grace = o.GracePeriod(n)
 	}
 	spec := n.NodeSpec()
+	broken := o.broken(n)
 	selector := map[string]string{v2alpha1.LabelNode: n.GetName()}
 	labels := map[string]string{
 		v2alpha1.LabelNode:               n.GetName(),
@@ -281,15 +375,29 @@ func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
 		v2alpha1.LabelExpressVersion:     spec.ExpressVersion,
 		v2alpha1.LabelDeploymentRevision: spec.DeploymentRevision,
 	}
+	if broken.NoTargetHash {
+		delete(labels, v2alpha1.LabelTargetHash)
+	}
+	var strategy appsv1.StatefulSetUpdateStrategy
+	if broken.Partition {
+		strategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(replicas)}}
+	}
+	var gates []corev1.PodSchedulingGate
+	if broken.RecreateDelay > 0 {
+		gates = []corev1.PodSchedulingGate{{Name: WarmUpGate}}
+	}
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: n.GetName(), Namespace: n.GetNamespace(), Labels: selector},
 		Spec: appsv1.StatefulSetSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Replicas:       &replicas,
+			Selector:       &metav1.LabelSelector{MatchLabels: selector},
+			UpdateStrategy: strategy,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: o.annotations(n)},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "express", Image: fmt.Sprintf("express:%s", spec.ExpressVersion)}},
+					Containers:      []corev1.Container{{Name: "express", Image: fmt.Sprintf("express:%s", spec.ExpressVersion)}},
+					SchedulingGates: gates,
 					// KWOK deletes a deleted pod once its grace period is over.
 					TerminationGracePeriodSeconds: ptr.To(int64(grace.Seconds())),
 				},

@@ -3,13 +3,16 @@ package cluster
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +42,13 @@ type observed struct {
 	// A node's: whether it carries the sequencer's gate, and its target.
 	sequencerGated bool
 	target         string
+	// Who owns what: a pod's controller (its StatefulSet's UID), a node's
+	// UID, and — for a StatefulSet (set) — its UID in uid and the UID of
+	// the Express node that owns it in owner. A pod counts for the node of
+	// its label only while its StatefulSet is owned by that node as it is
+	// now: an earlier node of the same name is another object.
+	controller, nodeUID, owner string
+	set                        bool
 }
 
 // orderLog is what the oracle's informers saw of one namespace, in order.
@@ -83,9 +93,24 @@ func watchOrder(ctx context.Context, t *testing.T, ns string) *orderLog {
 		ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
 			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
 		})
+		var controller string
+		if ref := metav1.GetControllerOf(&p); ref != nil {
+			controller = string(ref.UID)
+		}
 		log.add(observed{pod: true, node: p.Labels[v2alpha1.LabelNode], uid: string(p.UID), name: p.Name, ready: ready,
 			terminating: p.DeletionTimestamp != nil, gated: len(p.Spec.SchedulingGates) > 0, deleted: deleted,
-			hash: p.Labels[v2alpha1.LabelTargetHash], version: p.Labels[v2alpha1.LabelExpressVersion]})
+			hash: p.Labels[v2alpha1.LabelTargetHash], version: p.Labels[v2alpha1.LabelExpressVersion], controller: controller})
+	}
+	set := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		for _, ref := range u.GetOwnerReferences() {
+			if strings.HasPrefix(ref.APIVersion, v2alpha1.GroupVersion.Group+"/") {
+				log.add(observed{set: true, uid: string(u.GetUID()), owner: string(ref.UID)})
+			}
+		}
 	}
 	node := func(obj any) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -97,11 +122,14 @@ func watchOrder(ctx context.Context, t *testing.T, ns string) *orderLog {
 			m, ok := g.(map[string]any)
 			return ok && m["name"] == v2alpha1.GateSequencer
 		})
-		log.add(observed{node: u.GetName(), sequencerGated: gated, target: u.GetAnnotations()[v2alpha1.AnnotationTargetHash]})
+		log.add(observed{node: u.GetName(), sequencerGated: gated, target: u.GetAnnotations()[v2alpha1.AnnotationTargetHash], nodeUID: string(u.GetUID())})
 	}
 	pods := f.ForResource(corev1.SchemeGroupVersion.WithResource("pods")).Informer()
 	_, err = pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) { pod(o, false) }, UpdateFunc: func(_, o any) { pod(o, false) }, DeleteFunc: func(o any) { pod(o, true) }})
+	require.NoError(t, err)
+	_, err = f.ForResource(appsv1.SchemeGroupVersion.WithResource("statefulsets")).Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: set, UpdateFunc: func(_, o any) { set(o) }})
 	require.NoError(t, err)
 	for _, resource := range []string{"backends", "frontends"} {
 		gvr := schema.GroupVersionResource{Group: v2alpha1.GroupVersion.Group, Version: v2alpha1.GroupVersion.Version, Resource: resource}
@@ -116,7 +144,7 @@ func watchOrder(ctx context.Context, t *testing.T, ns string) *orderLog {
 // observedPod is a pod as the log shows it at one instant.
 type observedPod struct {
 	ready, terminating bool
-	hash               string
+	hash, controller   string
 }
 
 // observedState is the tenant as the log shows it at one instant: each
@@ -124,15 +152,19 @@ type observedPod struct {
 type observedState struct {
 	pods  map[string]map[string]observedPod
 	nodes map[string]observed
+	// owners are the Express node UID that owns each StatefulSet, by UID.
+	owners map[string]string
 }
 
 func replay(events []observed, at time.Time) observedState {
-	s := observedState{pods: map[string]map[string]observedPod{}, nodes: map[string]observed{}}
+	s := observedState{pods: map[string]map[string]observedPod{}, nodes: map[string]observed{}, owners: map[string]string{}}
 	for _, e := range events {
 		if e.at.After(at) {
 			break
 		}
 		switch {
+		case e.set:
+			s.owners[e.uid] = e.owner
 		case !e.pod:
 			s.nodes[e.node] = e
 		case e.deleted:
@@ -141,7 +173,7 @@ func replay(events []observed, at time.Time) observedState {
 			if s.pods[e.node] == nil {
 				s.pods[e.node] = map[string]observedPod{}
 			}
-			s.pods[e.node][e.uid] = observedPod{ready: e.ready, terminating: e.terminating, hash: e.hash}
+			s.pods[e.node][e.uid] = observedPod{ready: e.ready, terminating: e.terminating, hash: e.hash, controller: e.controller}
 		}
 	}
 	return s
@@ -153,8 +185,8 @@ func replay(events []observed, at time.Time) observedState {
 func (s observedState) ready(node string, want int, onTarget bool) bool {
 	n := 0
 	for _, p := range s.pods[node] {
-		if p.terminating {
-			continue
+		if owner, known := s.owners[p.controller]; p.terminating || known && owner != s.nodes[node].nodeUID {
+			continue // stopping, or the workload of an earlier node of the name
 		}
 		if onTarget && p.hash != s.nodes[node].target {
 			return false

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -154,4 +155,77 @@ func TestAFrontendWhoseReleaseWasOvertakenWaitsForAPausedPredecessor(t *testing.
 	started := firstStartOn(events, "acme-fe2", v2, mark)
 	require.False(t, started.IsZero(), "fe2 started on v2; starts since the change: %s", starts(ns, mark))
 	assert.True(t, readyOnAt(events, "acme-fe1", v2, started), "fe1 Ready on v2 when fe2 started on v2 (%s); starts: %s", started.Format(time.StampMilli), starts(ns, mark))
+}
+
+// createOldChart creates be, fe1…fe(size-1) at v1 in ns with the explicit
+// lists the old chart rendered from allNodeConfig: provisioning fe1→be,
+// feK→fe(K-1); upgrade fe2→fe1, be→fe2, fe3→be, feK→fe(K-1).
+func createOldChart(t *testing.T, ns string, size int) {
+	t.Helper()
+	prereq := func(k string) []v2alpha1.Prerequisite {
+		kind := v2alpha1.KindFrontend
+		if k == "be" {
+			kind = v2alpha1.KindBackend
+		}
+		return []v2alpha1.Prerequisite{{ExpressNode: "acme-" + k, Kind: kind, PodConditionType: "Ready", ConditionStatus: "True"}}
+	}
+	upgrade := map[string]string{"fe2": "fe1", "be": "fe2", "fe3": "be"}
+	for i, k := range keys(size) {
+		deps := &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: []v2alpha1.Prerequisite{}, UpgradePrerequisites: []v2alpha1.Prerequisite{}}
+		if i > 0 {
+			deps.ProvisioningPrerequisites = prereq(key(i - 1))
+		}
+		switch {
+		case upgrade[k] != "":
+			deps.UpgradePrerequisites = prereq(upgrade[k])
+		case i > 3:
+			deps.UpgradePrerequisites = prereq(key(i - 1))
+		}
+		nd := node(ns, k)
+		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1, DeploymentDependencies: deps}
+		require.NoError(t, harness.Client.Create(context.Background(), nd))
+	}
+}
+
+// On the old chart's lists (fe3 provisioning after fe2 alone, upgrading
+// after be), fe3's release for v2 is overtaken before its operator acts
+// (another system's gate), and the rollback to v1 also takes fe3 down: its
+// operator scales its StatefulSet to 0, its template still on v1. The
+// roll-forward to v2 brings fe3 back up with the target it was released
+// for, which it never ran: it is an upgrade, and starts v2 only once be
+// is Ready on v2 — not by its provisioning list, beside fe1.
+func TestAnOvertakenReleaseTakenDownComesBackInItsUpgradeTurn(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	replicas.set(ns, 1)
+	createOldChart(t, ns, 4)
+	waitSettled(t, ns)
+	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().AddGate(otherGate) }, "fe3")
+
+	setVersion(t, ns, v2, keys(4)...)
+	waitReleased(t, ns, "fe3")
+	require.True(t, readyOnAt(pods.Since(ns, time.Time{}), "acme-fe3", v1, time.Now()), "fe3 still runs v1")
+
+	// Rolled back, fe3 taken down in the same write.
+	update(t, ns, func(n v2alpha1.Node) {
+		n.NodeSpec().ExpressVersion = v1
+		if n.GetName() == "acme-fe3" {
+			n.NodeSpec().Up = ptr.To(false)
+		}
+	}, keys(4)...)
+	waitSettled(t, ns)
+	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherGate) }, "fe3")
+
+	// Rolled forward, fe3 brought back up in the same write.
+	mark := time.Now()
+	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = v2; n.NodeSpec().Up = nil }, keys(4)...)
+	waitSettled(t, ns)
+	fe3 := node(ns, "fe3")
+	require.NoError(t, harness.Client.Get(ctx, client.ObjectKeyFromObject(fe3), fe3))
+
+	events := pods.Since(ns, time.Time{})
+	started := firstStartOn(events, "acme-fe3", v2, mark)
+	require.False(t, started.IsZero(), "fe3 started on v2; starts since the change: %s", starts(ns, mark))
+	assert.True(t, readyOnAt(events, "acme-be", v2, started), "be Ready on v2 when fe3 started on v2 (%s); starts: %s", started.Format(time.StampMilli), starts(ns, mark))
+	assert.Equal(t, "fe1 fe2 be fe3", starts(ns, mark))
 }

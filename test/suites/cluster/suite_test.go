@@ -97,6 +97,7 @@ func run(m *testing.M) (int, error) {
 // milliseconds of each other.
 func settings(o *app.Options) {
 	o.Grouping.SettleTime = 300 * time.Millisecond
+	o.Grouping.LandingTimeout = 20 * time.Second // a node left behind (left_behind_test.go) holds a landing this long
 	o.ProgressDeadline = time.Minute
 }
 

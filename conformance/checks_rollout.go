@@ -1,0 +1,197 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// provisioned creates the clause's node at the first version and waits for
+// its first rollout.
+func (p *probe) provisioned(ctx context.Context) (*unstructured.Unstructured, error) {
+	if _, err := p.create(ctx, p.cfg.Versions[0], nil); err != nil {
+		return nil, err
+	}
+	if err := p.waitRolled(ctx, "the node's first rollout"); err != nil {
+		return nil, err
+	}
+	return p.get(ctx)
+}
+
+// checkRollsLabelled rolls a version change out and reads the labels of
+// the pods and of the pod templates.
+func checkRollsLabelled(ctx context.Context, p *probe) error {
+	if _, err := p.provisioned(ctx); err != nil {
+		return err
+	}
+	u, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") })
+	if err != nil {
+		return err
+	}
+	if err := p.waitRolled(ctx, "a version change"); err != nil {
+		return err
+	}
+	sets, err := p.sets(ctx)
+	if err != nil {
+		return err
+	}
+	want := wantLabels(u)
+	found := false
+	for _, s := range sets {
+		if s.DeletionTimestamp != nil || ptrValue(s.Spec.Replicas, 1) == 0 {
+			continue
+		}
+		found = true
+		for k, v := range want {
+			if got, ok := s.Spec.Template.Labels[k]; !ok || got != v {
+				return fmt.Errorf("the pod template of StatefulSet %s has label %s=%q after the rollout, the node's target wants %q (pods the StatefulSet creates again would lack it)", s.Name, k, got, v)
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("no StatefulSet with replicas makes the pods of %s (template label %s=%s)", p.name, v2alpha1.LabelNode, p.name)
+	}
+	return nil
+}
+
+// checkRollsAnyField makes a config-only change, then a change to a field
+// the operator does not act on; each must move every pod to the new hash.
+func checkRollsAnyField(ctx context.Context, p *probe) error {
+	if _, err := p.provisioned(ctx); err != nil {
+		return err
+	}
+	for _, c := range p.changes3(2)[1:] {
+		if _, err := p.update(ctx, c.edit); err != nil {
+			return err
+		}
+		if err := p.waitRolled(ctx, c.what); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkStatefulSet reads the node's StatefulSets after its first rollout,
+// and again after a version change.
+func checkStatefulSet(ctx context.Context, p *probe) error {
+	u, err := p.provisioned(ctx)
+	if err != nil {
+		return err
+	}
+	sets, err := p.sets(ctx)
+	if err != nil {
+		return err
+	}
+	sets = slices.DeleteFunc(sets, func(s appsv1.StatefulSet) bool { return s.DeletionTimestamp != nil })
+	if len(sets) != 1 {
+		var names []string
+		for _, s := range sets {
+			names = append(names, s.Name)
+		}
+		return fmt.Errorf("%d StatefulSets make the pods of %s (%v): the contract asks for one per node", len(sets), p.name, names)
+	}
+	s := sets[0]
+	if s.Name != p.name {
+		return fmt.Errorf("StatefulSet %s makes the pods of %s: it is to be named after the node, so that a decision reads it by name", s.Name, p.name)
+	}
+	ref := metav1.GetControllerOf(&s)
+	if ref == nil || ref.UID != u.GetUID() || ref.Kind != u.GetKind() {
+		return fmt.Errorf("StatefulSet %s is controlled by %v, not by %s %s (uid %s)", s.Name, ref, u.GetKind(), p.name, u.GetUID())
+	}
+	if t := s.Spec.UpdateStrategy.Type; t != "" && t != appsv1.RollingUpdateStatefulSetStrategyType {
+		return fmt.Errorf("StatefulSet %s has updateStrategy %s: its controller never completes a rollout, so nothing records that the node converged", s.Name, t)
+	}
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ptrValue(ru.Partition, 0) > 0 {
+		return fmt.Errorf("StatefulSet %s rolls with partition %d: its controller completes no rollout past it, so nothing records that the node converged", s.Name, *ru.Partition)
+	}
+	u, err = p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") })
+	if err != nil {
+		return err
+	}
+	if err := p.waitRolled(ctx, "a version change"); err != nil {
+		return err
+	}
+	hash := u.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+	var last appsv1.StatefulSet
+	err = poll(ctx, p.cfg.RolloutTimeout, func() (bool, error) {
+		sets, err := p.sets(ctx)
+		if err != nil || len(sets) == 0 {
+			return false, err
+		}
+		last = sets[0]
+		return last.Status.ObservedGeneration == last.Generation && last.Status.CurrentRevision != "" &&
+			last.Status.CurrentRevision == last.Status.UpdateRevision && last.Spec.Template.Labels[v2alpha1.LabelTargetHash] == hash, nil
+	})
+	if err != nil {
+		return fmt.Errorf("after the rollout of target %s, StatefulSet %s has currentRevision %q, updateRevision %q, observedGeneration %d of %d, template target-hash %q: its controller never recorded the rollout complete",
+			hash, last.Name, last.Status.CurrentRevision, last.Status.UpdateRevision, last.Status.ObservedGeneration, last.Generation, last.Spec.Template.Labels[v2alpha1.LabelTargetHash])
+	}
+	return nil
+}
+
+// checkUpFalse takes the node down and brings it back up.
+func checkUpFalse(ctx context.Context, p *probe) error {
+	if _, err := p.provisioned(ctx); err != nil {
+		return err
+	}
+	sets, err := p.sets(ctx)
+	if err != nil {
+		return err
+	}
+	before := templates(sets)
+	uids := map[string]string{}
+	for _, s := range sets {
+		uids[s.Name] = string(s.UID)
+	}
+	if _, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, false, "up") }); err != nil {
+		return err
+	}
+	since := time.Now()
+	var why string
+	err = poll(ctx, p.cfg.RolloutTimeout, func() (bool, error) {
+		pods, err := p.pods(ctx)
+		if err != nil {
+			return false, err
+		}
+		sets, err := p.sets(ctx)
+		if err != nil {
+			return false, err
+		}
+		for name, uid := range uids {
+			i := slices.IndexFunc(sets, func(s appsv1.StatefulSet) bool { return s.Name == name })
+			switch {
+			case i < 0 || sets[i].DeletionTimestamp != nil || string(sets[i].UID) != uid:
+				return false, fmt.Errorf("StatefulSet %s deleted or replaced by %s, %s after %s was set up: false: the contract scales it to 0, its template the record of what the node ran",
+					name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
+			case !equalTemplate(before[name], templates(sets[i:i+1])[name]):
+				return false, fmt.Errorf("the pod template of StatefulSet %s changed by %s, %s after %s was set up: false: taking a node down is not a rollout", name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
+			case ptrValue(sets[i].Spec.Replicas, 1) != 0:
+				why = fmt.Sprintf("StatefulSet %s still wants %d replicas", name, ptrValue(sets[i].Spec.Replicas, 1))
+				return false, nil
+			}
+		}
+		why = fmt.Sprintf("%d pods of %s left", len(pods), p.name)
+		return len(pods) == 0, nil
+	})
+	if err != nil {
+		if why != "" && ctx.Err() == nil && err.Error() == fmt.Sprintf("timed out after %s", p.cfg.RolloutTimeout) {
+			return fmt.Errorf("%s not scaled to zero within %s of up: false: %s", p.name, p.cfg.RolloutTimeout, why)
+		}
+		return err
+	}
+	if _, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, true, "up") }); err != nil {
+		return err
+	}
+	return p.waitRolled(ctx, "up: true again")
+}
+
+func equalTemplate(a, b [2]map[string]string) bool {
+	return fmt.Sprint(a[0]) == fmt.Sprint(b[0]) && fmt.Sprint(a[1]) == fmt.Sprint(b[1])
+}

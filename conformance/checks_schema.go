@@ -1,0 +1,117 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// crdGVK is the kind of a CustomResourceDefinition.
+var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+
+// checkCRDFields reads both CRDs' schemas for the fields the contract
+// needs, then writes a node with a field unknown to them and reads it back.
+func checkCRDFields(ctx context.Context, p *probe) error {
+	var problems []string
+	for _, plural := range []string{"backends", "frontends"} {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(crdGVK)
+		name := plural + "." + p.cfg.GroupVersion.Group
+		if err := p.c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return fmt.Errorf("reading CustomResourceDefinition %s (the kit needs get on customresourcedefinitions): %w", name, err)
+		}
+		problems = append(problems, schemaProblems(crd, p.cfg.GroupVersion.Version)...)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	const kept = "kept as written"
+	created, err := p.create(ctx, p.cfg.Versions[0], func(u *unstructured.Unstructured) {
+		setField(u, kept, p.cfg.UnactedField)
+		addGate(u)
+	})
+	if err != nil {
+		return err
+	}
+	if got, _, _ := unstructured.NestedString(created.Object, "spec", p.cfg.UnactedField); got != kept {
+		return fmt.Errorf("%s %s/%s created with spec.%s=%q reads back %q: the API server dropped a field its schema does not know (x-kubernetes-preserve-unknown-fields)",
+			created.GetKind(), p.ns, p.name, p.cfg.UnactedField, kept, got)
+	}
+	if !slices.Contains(gates(created), holdGate) {
+		return fmt.Errorf("%s %s/%s created with rollout gate %s reads back gates %v", created.GetKind(), p.ns, p.name, holdGate, gates(created))
+	}
+	return nil
+}
+
+// schemaProblems says what CRD crd's schema of version lacks.
+func schemaProblems(crd *unstructured.Unstructured, version string) []string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var v map[string]any
+	for _, item := range versions {
+		if m, ok := item.(map[string]any); ok && m["name"] == version {
+			v = m
+		}
+	}
+	name := crd.GetName()
+	if v == nil {
+		return []string{fmt.Sprintf("CRD %s serves no version %s", name, version)}
+	}
+	var out []string
+	if _, ok, _ := unstructured.NestedMap(v, "subresources", "status"); !ok {
+		out = append(out, fmt.Sprintf("CRD %s has no status subresource", name))
+	}
+	root := []string{"schema", "openAPIV3Schema", "properties"}
+	prop := func(path ...string) (map[string]any, bool) {
+		var full []string
+		full = append(full, root...)
+		for i, p := range path {
+			if i > 0 {
+				full = append(full, "properties")
+			}
+			full = append(full, p)
+		}
+		m, ok, _ := unstructured.NestedMap(v, full...)
+		return m, ok
+	}
+	listMap := func(field, key string, path ...string) {
+		m, ok := prop(path...)
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("CRD %s: no %s in its schema", name, field))
+		case m["x-kubernetes-list-type"] != "map":
+			out = append(out, fmt.Sprintf("CRD %s: %s is x-kubernetes-list-type %v, not map (keyed by %s): two writers' entries would replace each other", name, field, orUnset(m["x-kubernetes-list-type"]), key))
+		default:
+			keys, _, _ := unstructured.NestedStringSlice(m, "x-kubernetes-list-map-keys")
+			if !slices.Contains(keys, key) {
+				out = append(out, fmt.Sprintf("CRD %s: %s is a list map keyed by %v, not %s", name, field, keys, key))
+			}
+		}
+	}
+	listMap("spec.rolloutGates", "name", "spec", "rolloutGates")
+	listMap("status.conditions", "type", "status", "conditions")
+	if _, ok := prop("spec", "deploymentDependencies"); !ok {
+		out = append(out, fmt.Sprintf("CRD %s: no spec.deploymentDependencies in its schema", name))
+	}
+	if m, ok := prop("spec", "up"); !ok || m["type"] != "boolean" {
+		out = append(out, fmt.Sprintf("CRD %s: spec.up is not a boolean in its schema", name))
+	}
+	return out
+}
+
+func orUnset(v any) any {
+	if v == nil {
+		return "(unset)"
+	}
+	return v
+}
+
+// Kinds of the nodes the kit creates: it checks the Backend's workload;
+// the CRD clause reads both kinds' schemas.
+var _ = v2alpha1.KindBackend

@@ -1,0 +1,236 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// kitManager is the field manager the kit writes a condition with.
+const kitManager = "express-conformance"
+
+// probeCondition is the condition the kit writes on a node's status.
+const probeCondition = "ConformanceProbe"
+
+// errNothingToJudge skips a clause whose rule the operator never came near.
+var errNothingToJudge = errors.New("nothing to judge")
+
+// checkConditions writes a condition of its own on the node's status by
+// server-side apply, rolls a change out, and looks for it again once the
+// operator has written the status.
+func checkConditions(ctx context.Context, p *probe) error {
+	if _, err := p.provisioned(ctx); err != nil {
+		return err
+	}
+	apply := map[string]any{
+		"apiVersion": p.gvk().GroupVersion().String(), "kind": p.gvk().Kind,
+		"metadata": map[string]any{"name": p.name, "namespace": p.ns},
+		"status": map[string]any{"conditions": []any{map[string]any{
+			"type": probeCondition, "status": "True", "reason": "Probe", "message": "written by the conformance kit",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "observedGeneration": int64(1),
+		}}},
+	}
+	data, err := json.Marshal(apply)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(p.gvk())
+	u.SetNamespace(p.ns)
+	u.SetName(p.name)
+	if err := p.c.Status().Patch(ctx, u, client.RawPatch(types.ApplyPatchType, data), client.FieldOwner(kitManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying condition %s to the status of %s: %w", probeCondition, p.name, err)
+	}
+	wrote := time.Now().Truncate(time.Second)
+	if _, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") }); err != nil {
+		return err
+	}
+	if err := p.waitRolled(ctx, "a version change"); err != nil {
+		return err
+	}
+	// The operator writes its status as it likes: give it the hold window
+	// after the rollout to do so.
+	var writer string
+	var last *unstructured.Unstructured
+	_ = poll(ctx, p.cfg.HoldWindow, func() (bool, error) {
+		n, err := p.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		last = n
+		for _, m := range n.GetManagedFields() {
+			if m.Subresource == "status" && m.Manager != kitManager && m.Manager != v2alpha1.FieldManager && m.Time != nil && !m.Time.Time.Before(wrote) {
+				writer = m.Manager
+			}
+		}
+		return writer != "" && !hasCondition(n, probeCondition), nil
+	})
+	if writer == "" {
+		return fmt.Errorf("%w: the operator wrote no status of %s while rolling a change out", errNothingToJudge, p.name)
+	}
+	if !hasCondition(last, probeCondition) {
+		return fmt.Errorf("condition %s, applied to %s by field manager %s, gone after a status write of field manager %s (by %s): a write that replaces the whole conditions list erases the sequencer's PrerequisitesReady, its release record, the same way",
+			probeCondition, p.name, kitManager, writer, at(time.Now()))
+	}
+	return nil
+}
+
+func hasCondition(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	return slices.ContainsFunc(conds, func(c any) bool { m, ok := c.(map[string]any); return ok && m["type"] == typ })
+}
+
+// condition returns the node's condition of type typ, nil when it has none.
+func condition(u *unstructured.Unstructured, typ string) *metav1.Condition {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != typ {
+			continue
+		}
+		data, _ := json.Marshal(m)
+		var out metav1.Condition
+		if json.Unmarshal(data, &out) == nil {
+			return &out
+		}
+	}
+	return nil
+}
+
+// checkRecreatePromptly deletes a pod of the rolled-out node and waits for
+// a Ready replacement.
+func checkRecreatePromptly(ctx context.Context, p *probe) error {
+	if _, err := p.provisioned(ctx); err != nil {
+		return err
+	}
+	pods, err := p.pods(ctx)
+	if err != nil {
+		return err
+	}
+	victim := pods[0]
+	if err := p.c.Delete(ctx, &victim); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting pod %s: %w", victim.Name, err)
+	}
+	deleted := time.Now()
+	var why string
+	err = poll(ctx, p.cfg.RecreateWithin, func() (bool, error) {
+		pods, err := p.pods(ctx)
+		if err != nil {
+			return false, err
+		}
+		if slices.ContainsFunc(pods, func(q corev1.Pod) bool { return q.UID == victim.UID }) {
+			why = fmt.Sprintf("pod %s (uid %s) not gone yet", victim.Name, victim.UID)
+			return false, nil
+		}
+		for _, q := range pods {
+			if len(q.Spec.SchedulingGates) > 0 {
+				why = fmt.Sprintf("pod %s held by scheduling gates %v", q.Name, q.Spec.SchedulingGates)
+			}
+		}
+		ok, w, err := p.rolled(ctx)
+		if !ok && why == "" {
+			why = w
+		}
+		return ok, err
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("pod %s of %s deleted at %s; no Ready replacement within %s: %s", victim.Name, p.name, at(deleted), p.cfg.RecreateWithin, why)
+	}
+	return err
+}
+
+// failingWaits are the reasons the kubelet gives a container that does not
+// start by itself.
+var failingWaits = []string{
+	"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "ErrImageNeverPull", "InvalidImageName",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+}
+
+// failing reports whether the kubelet reports pod as one that will not
+// become Ready by itself.
+func failing(pod corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, c := range statuses {
+			if w := c.State.Waiting; w != nil && slices.Contains(failingWaits, w.Reason) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkFailingPods rolls the node to a version that cannot start and looks
+// for a pod of it reported failing, still there a hold window later.
+func checkFailingPods(ctx context.Context, p *probe) error {
+	if _, err := p.provisioned(ctx); err != nil {
+		return err
+	}
+	u, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.FailingVersion, "expressVersion") })
+	if err != nil {
+		return err
+	}
+	hash := u.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+	var seen corev1.Pod
+	err = poll(ctx, p.cfg.RolloutTimeout, func() (bool, error) {
+		pods, err := p.pods(ctx)
+		if err != nil {
+			return false, err
+		}
+		i := slices.IndexFunc(pods, func(q corev1.Pod) bool { return q.Labels[v2alpha1.LabelTargetHash] == hash && failing(q) })
+		if i >= 0 {
+			seen = pods[i]
+		}
+		return i >= 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no pod of %s on target %s (version %s) reported failing within %s", p.name, hash, p.cfg.FailingVersion, p.cfg.RolloutTimeout)
+	}
+	time.Sleep(p.cfg.HoldWindow)
+	pod := &corev1.Pod{}
+	if err := p.c.Get(ctx, client.ObjectKeyFromObject(&seen), pod); err != nil || pod.UID != seen.UID || pod.DeletionTimestamp != nil {
+		return fmt.Errorf("pod %s, reported failing at %s, deleted within %s: a failing pod hidden this way reads as one starting, and the sequencer cannot tell its rollout is stuck", seen.Name, at(time.Now().Add(-p.cfg.HoldWindow)), p.cfg.HoldWindow)
+	}
+	return nil
+}
+
+// checkSequencerRelease makes a version change and waits until
+// express-sequencer has released it and recorded it complete.
+func checkSequencerRelease(ctx context.Context, p *probe) error {
+	if _, err := p.provisioned(ctx); err != nil {
+		return err
+	}
+	u, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") })
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(gates(u), v2alpha1.GateSequencer) {
+		return fmt.Errorf("the version change of %s came back without the gate %s: the sequencer's webhook did not gate it", p.name, v2alpha1.GateSequencer)
+	}
+	var last *metav1.Condition
+	err = poll(ctx, p.cfg.RolloutTimeout, func() (bool, error) {
+		n, err := p.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		last = condition(n, v2alpha1.ConditionPrerequisitesReady)
+		return len(gates(n)) == 0 && last != nil && last.Reason == v2alpha1.ReasonRolloutComplete && last.ObservedGeneration == n.GetGeneration(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s not recorded complete within %s of a version change: its %s condition says %v", p.name, p.cfg.RolloutTimeout, v2alpha1.ConditionPrerequisitesReady, last)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// keepFinalizer is another controller's finalizer on a StatefulSet (a
+// backup tool's, say): it keeps the StatefulSet, and so its pods, after the
+// garbage collector has deleted it, until that controller lets go.
+const keepFinalizer = "example.com/keep"
+
+// A node deleted and created again with the same spec while a change to all
+// rolls (kubectl replace --force, Argo CD Replace=true,Force=true, helm
+// uninstall && helm install) is another object. Its old StatefulSet and
+// pods — same node label, same target hash, Ready — belong to the deleted
+// one until the garbage collector removes them (held here by another
+// controller's finalizer). The new fe2's first rollout is judged on its own
+// pods: be waits until they are Ready, however long the old ones linger.
+func TestANodeCreatedAgainOverItsOldWorkloadRollsBeforeTheBackendOnItsOwnPods(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns, log, mark := changeAllWatched(ctx, t)
+	old := waitReleased(t, ns, "fe2")
+
+	sts := &appsv1.StatefulSet{}
+	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-fe2"}, sts))
+	sts.Finalizers = append(sts.Finalizers, keepFinalizer)
+	require.NoError(t, harness.Client.Update(ctx, sts))
+	released := false
+	release := func() {
+		if released {
+			return
+		}
+		released = true
+		require.Eventually(t, func() bool {
+			if err := harness.Client.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
+				return apierrors.IsNotFound(err)
+			}
+			sts.Finalizers = slices.DeleteFunc(sts.Finalizers, func(f string) bool { return f == keepFinalizer })
+			return harness.Client.Update(ctx, sts) == nil
+		}, 10*time.Second, 50*time.Millisecond)
+	}
+	defer release()
+
+	require.NoError(t, harness.Client.Delete(ctx, old, client.PropagationPolicy("Background")))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(harness.Client.Get(ctx, client.ObjectKeyFromObject(old), node(ns, "fe2")))
+	}, 10*time.Second, 20*time.Millisecond, "fe2 deleted")
+	again := node(ns, "fe2")
+	*again.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: old.NodeSpec().ClusterConfig, ExpressVersion: v2}
+	require.NoError(t, harness.Client.Create(ctx, again))
+	require.NotEqual(t, old.GetUID(), again.GetUID())
+
+	// The new fe2 is released for its first rollout; the old pods, Ready
+	// on the same target, do not make it Ready.
+	waitReleased(t, ns, "fe2")
+	time.Sleep(3 * time.Second) // the old pods are Ready throughout: a release of be on them would come now
+	be := node(ns, "be")
+	require.NoError(t, harness.Client.Get(ctx, client.ObjectKeyFromObject(be), be))
+	assert.True(t, be.NodeSpec().HasGate(v2alpha1.GateSequencer), "be waits for the new fe2's own pods; starts: %s", starts(ns, mark))
+
+	release()
+	waitSettled(t, ns)
+	t.Logf("starts: %s", starts(ns, mark))
+	checkOrder(t, log.snapshot(), mark, 3)
+}
