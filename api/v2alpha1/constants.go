@@ -110,6 +110,15 @@ const (
 	// the landing timeout.
 	AnnotationRolloutIDChangedAt = "express.medallia.com/rollout-id-changed-at"
 
+	// AnnotationExplicitPrerequisites marks prerequisite lists as the
+	// user's, whatever they hold: "provisioningPrerequisites",
+	// "upgradePrerequisites", both comma-separated, or "true" for both. A
+	// list equal to what the webhook injected, written by Helm or by
+	// server-side apply (which keep no last-applied-configuration on the
+	// object), cannot be told from the injection itself: without the
+	// marker a change of the default order would rewrite it.
+	AnnotationExplicitPrerequisites = "express.medallia.com/explicit-prerequisites"
+
 	// AnnotationLeftBehind records, on a node a change did not land on
 	// within the landing timeout, the rollout-id it still carried then
 	// ("none" for none): a node the chart no longer renders (Argo CD does

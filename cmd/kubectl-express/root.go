@@ -50,6 +50,7 @@ tenant (one Backend and its Frontends) and why a node is or is not moving.
   kubectl express history acme -n tenant-123634-prod   its last rollouts, node by node, as a timeline (-o mermaid: a Gantt chart)
   kubectl express defaults -f tenant.yaml              what the webhook would inject, offline
   kubectl express pause acme-fe2 / resume acme-fe2     hold a node (and everything after it), and let it go
+  kubectl express conformance -n express-conformance   check the cluster's Express operator against the operator contract
 
 Every command exits 0 on success and 1 with a message on standard error
 otherwise.`,
@@ -70,7 +71,7 @@ otherwise.`,
 	pf.DurationVar(&e.grouping.SettleCap, "settle-cap", e.grouping.SettleCap, "The installation's express-sequencer --settle-cap.")
 	pf.DurationVar(&e.progressDeadline, "progress-deadline", e.progressDeadline, "The installation's express-sequencer --progress-deadline: a live plan reports a rollout stuck as the sequencer does.")
 	root.AddCommand(newPlanCommand(e), newExplainCommand(e), newDefaultsCommand(e),
-		newPauseCommand(e, true), newPauseCommand(e, false), newStatusCommand(e), newHistoryCommand(e))
+		newPauseCommand(e, true), newPauseCommand(e, false), newStatusCommand(e), newHistoryCommand(e), newConformanceCommand(e))
 	return root
 }
 

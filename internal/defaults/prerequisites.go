@@ -3,6 +3,7 @@ package defaults
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -158,6 +159,9 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // (kubectl apply, Argo CD) sets list l: then the list is the user's, even
 // where it equals what the webhook injected before.
 func declared(n v2alpha1.Node, l List) bool {
+	if marked(n, l) {
+		return true
+	}
 	raw := n.GetAnnotations()[lastAppliedAnnotation]
 	if raw == "" {
 		return false
@@ -172,6 +176,18 @@ func declared(n v2alpha1.Node, l List) bool {
 	}
 	_, ok := m.Spec.DeploymentDependencies[string(l)]
 	return ok
+}
+
+// marked reports whether the node's explicit-prerequisites annotation
+// names list l ("true" names both): the list is the user's, whoever wrote
+// it and whatever it holds.
+func marked(n v2alpha1.Node, l List) bool {
+	for _, v := range strings.Split(n.GetAnnotations()[v2alpha1.AnnotationExplicitPrerequisites], ",") {
+		if v = strings.TrimSpace(v); v == "true" || v == string(l) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsDefaulted reports whether list l of the node is the operator's default:

@@ -174,6 +174,24 @@ func TestAListEqualToTheDefaultIsTheUsersUnlessTheWebhookInjectedIt(t *testing.T
 		assert.Equal(t, users, ProvisioningList.Get(n.NodeSpec()), "the declared list is kept")
 		assert.NotContains(t, n.GetAnnotations()[v2alpha1.AnnotationDefaultedPrerequisites], "provisioningPrerequisites")
 	})
+	t.Run("a list equal to the default that Helm or server-side apply writes stays the user's when the explicit-prerequisites annotation names it", func(t *testing.T) {
+		for _, mark := range []string{"true", "provisioningPrerequisites", "upgradePrerequisites, provisioningPrerequisites"} {
+			n := node("acme-fe1")
+			Builtin().Apply(n)
+			require.True(t, IsDefaulted(n, ProvisioningList))
+			stored := n.DeepCopyObject().(v2alpha1.Node)
+			n.GetAnnotations()[v2alpha1.AnnotationExplicitPrerequisites] = mark
+			RestoreRecord(n, stored)
+			assert.False(t, IsDefaulted(n, ProvisioningList), mark)
+			reordered.Apply(n)
+			assert.Equal(t, users, ProvisioningList.Get(n.NodeSpec()), "%s: the marked list is kept", mark)
+		}
+		n := node("acme-fe1")
+		Builtin().Apply(n)
+		n.GetAnnotations()[v2alpha1.AnnotationExplicitPrerequisites] = "upgradePrerequisites"
+		reordered.Apply(n)
+		assert.NotEqual(t, users, ProvisioningList.Get(n.NodeSpec()), "a list the annotation does not name is refreshed")
+	})
 	t.Run("a record a user writes on an update is the stored one again", func(t *testing.T) {
 		n := node("acme-fe3")
 		explicit := []v2alpha1.Prerequisite{Prerequisite("acme", FrontendKey(2))}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/medallia/express-sequencer/conformance"
+)
+
+// errConformanceFailed ends a run in which a clause failed: exit code 1,
+// the report having said which.
+var errConformanceFailed = errors.New("the operator failed the contract: see the report")
+
+func newConformanceCommand(e *env) *cobra.Command {
+	cfg := conformance.Config{}
+	var output string
+	var clauses []string
+	cmd := &cobra.Command{
+		Use:   "conformance --namespace SCRATCH",
+		Short: "Check the cluster's Express operator against the operator contract, clause by clause",
+		Long: `Check the Express operator running in the cluster against the contract
+express-sequencer's ordering rests on (docs/express-operator-contract.md).
+
+Each clause creates a one-node tenant of its own in the scratch namespace
+(a Backend named after the clause), drives changes to it and judges what the
+operator does by reading the node, its StatefulSets and its pods; the
+clauses run at the same time, and each deletes its node when done (--keep
+leaves them). With express-sequencer installed for the namespace its
+webhook stamps and gates each change; without it the kit stamps the target
+hash itself, and the clause that needs the sequencer is skipped.
+
+Clauses:
+` + clauseHelp() + `
+The report lists every clause passed, failed (with what broke the rule: the
+object and the moment) or skipped (with why): a table, or -o yaml (the
+shape of Gateway API's conformance reports) or -o junit (for CI). The exit
+code is 1 when a clause failed.`,
+		Example: `  kubectl create namespace express-conformance
+  kubectl express conformance -n express-conformance
+  kubectl express conformance -n express-conformance --clause gates-hold --clause up-false --keep
+  kubectl express conformance -n express-conformance --versions 7.1.0,7.2.0 --failing-version 0.0.0-does-not-exist -o junit > conformance.xml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "", "table", "yaml", "junit":
+			default:
+				return fmt.Errorf("--output %q: one of table, yaml, junit", output)
+			}
+			rc, err := e.flags.ToRESTConfig()
+			if err != nil {
+				return err
+			}
+			ns, _, err := e.flags.ToRawKubeConfigLoader().Namespace()
+			if err != nil {
+				return err
+			}
+			if ns == "" || !cmd.Flags().Changed("namespace") {
+				return errors.New("give the scratch namespace the kit may create its nodes in: --namespace (-n)")
+			}
+			cfg.RESTConfig, cfg.Namespace, cfg.Clauses = rc, ns, clauses
+			cfg.Progress = func(clause string, r *conformance.ClauseResult) {
+				if r == nil {
+					fmt.Fprintf(e.errOut, "%s: running\n", clause)
+					return
+				}
+				fmt.Fprintf(e.errOut, "%s: %s in %s\n", clause, r.Result, r.Duration)
+			}
+			report, err := conformance.Check(contextOf(cmd), cfg)
+			if err != nil {
+				return err
+			}
+			switch output {
+			case "yaml":
+				data, err := report.YAML()
+				if err != nil {
+					return err
+				}
+				_, err = e.out.Write(data)
+				if err != nil {
+					return err
+				}
+			case "junit":
+				data, err := report.JUnit()
+				if err != nil {
+					return err
+				}
+				if _, err := e.out.Write(data); err != nil {
+					return err
+				}
+			default:
+				if err := report.Table(e.out); err != nil {
+					return err
+				}
+			}
+			if report.Failed() {
+				return errConformanceFailed
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&output, "output", "o", "table", "The report's format: table, yaml (Gateway API's conformance report shape) or junit (JUnit XML).")
+	f.StringSliceVar(&clauses, "clause", nil, "Run only this clause (repeat, or comma-separated): "+strings.Join(conformance.Clauses(), ", ")+".")
+	f.BoolVar(&cfg.Keep, "keep", false, "Leave the kit's nodes (and so their pods) in the namespace, for a look after a failure.")
+	versions := f.StringSlice("versions", []string{"conformance-1", "conformance-2"}, "Two expressVersion values the operator can run; the second is what changes roll out.")
+	f.StringVar(&cfg.FailingVersion, "failing-version", "", "An expressVersion whose containers cannot start (an image that does not exist): runs the failing-pods clause, skipped without it.")
+	f.StringVar(&cfg.UnactedField, "unacted-field", "conformanceProbe", "A spec field the operator keeps but does not act on: changing it must still roll the node.")
+	f.DurationVar(&cfg.HoldWindow, "hold-window", 5*time.Second, "How long a gated node is watched for a pod the operator must not make.")
+	f.DurationVar(&cfg.RolloutTimeout, "rollout-timeout", 2*time.Minute, "How long a rollout the operator must carry out may take.")
+	f.DurationVar(&cfg.RecreateWithin, "recreate-within", 30*time.Second, "How soon a deleted pod must be back and Ready.")
+	f.StringVar(&cfg.Implementation.Project, "implementation", "", "The operator's name, for the report.")
+	f.StringVar(&cfg.Implementation.Version, "implementation-version", "", "The operator's version, for the report.")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if len(*versions) != 2 || (*versions)[0] == "" || (*versions)[1] == "" || (*versions)[0] == (*versions)[1] {
+			return fmt.Errorf("--versions %v: two different versions, comma-separated", *versions)
+		}
+		cfg.Versions = [2]string{(*versions)[0], (*versions)[1]}
+		return nil
+	}
+	return cmd
+}
+
+// clauseHelp lists every clause for --help: its id, its section, what it
+// checks.
+func clauseHelp() string {
+	var b strings.Builder
+	for _, id := range conformance.Clauses() {
+		section, description, _ := conformance.Describe(id)
+		fmt.Fprintf(&b, "  %-18s %s\n  %-18s %s\n", id, section, "", description)
+	}
+	return b.String()
+}

@@ -1,0 +1,66 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/medallia/express-sequencer/conformance"
+	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+)
+
+// The whole kit against the test operator, which does the contract's part:
+// every clause passes, the failing-pods clause on KWOK's crash-looping
+// image (expressVersion "broken").
+func TestTheKitPassesAgainstAnOperatorThatHonoursTheContract(t *testing.T) {
+	start := time.Now()
+	report := conformance.Run(t, conformance.Config{
+		RESTConfig: harness.Config, Namespace: namespace(t, expressoperator.Breakage{}),
+		FailingVersion: "broken", HoldWindow: 3 * time.Second,
+		Implementation: conformance.Implementation{Project: "expressoperator (express-sequencer's test operator)"},
+	})
+	t.Logf("the whole kit took %s", time.Since(start).Round(time.Second))
+	assert.Equal(t, conformance.ModeWithSequencer, report.Mode)
+	assert.Len(t, report.Clauses, len(conformance.Clauses()))
+	for _, c := range report.Clauses {
+		assert.Equal(t, conformance.Passed, c.Result, "%s: %s", c.ID, c.Reason)
+	}
+}
+
+// Each operator broken on purpose fails the clause it breaks, and the
+// report names the clause and says what broke the rule.
+func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
+	cases := []struct {
+		name   string
+		broken expressoperator.Breakage
+		clause string
+	}{
+		{"an operator that ignores the gates rolls a gated node", expressoperator.Breakage{IgnoresGates: true}, "gates-hold"},
+		{"an operator that forgets the hash label leaves pods off their target", expressoperator.Breakage{NoTargetHash: true}, "rolls-labelled"},
+		{"an operator that forgets the hash label never lets the sequencer record a rollout complete", expressoperator.Breakage{NoTargetHash: true}, "sequencer-release"},
+		{"an operator that rolls version changes only leaves a config-only change unrolled", expressoperator.Breakage{RollsOnVersionOnly: true}, "rolls-any-field"},
+		{"an operator that replaces the whole conditions list erases another writer's condition", expressoperator.Breakage{ReplacesConditions: true}, "conditions"},
+		{"an operator that partitions its StatefulSet never lets it record a rollout", expressoperator.Breakage{Partition: true}, "statefulset"},
+		{"an operator that deletes the StatefulSet on up: false loses the record of what the node ran", expressoperator.Breakage{DeletesWhenDown: true}, "up-false"},
+		{"an operator that waits before its pods come back delays recovery", expressoperator.Breakage{RecreateDelay: time.Minute}, "recreate-promptly"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			report, err := conformance.Check(context.Background(), conformance.Config{
+				RESTConfig: harness.Config, Namespace: namespace(t, c.broken), Clauses: []string{c.clause},
+				HoldWindow: 3 * time.Second, RolloutTimeout: 20 * time.Second, RecreateWithin: 10 * time.Second,
+			})
+			require.NoError(t, err)
+			require.True(t, report.Failed(), "the report fails")
+			got, ok := report.Clause(c.clause)
+			require.True(t, ok, "the report names clause %s", c.clause)
+			assert.Equal(t, conformance.Failed, got.Result)
+			assert.NotEmpty(t, got.Reason, "a failure says what broke the rule")
+			t.Logf("%s: %s", c.clause, got.Reason)
+		})
+	}
+}
