@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -215,6 +217,15 @@ func renderFleet(f fleet, output string, withNamespace, tty bool, now time.Time)
 		}
 		if err := tw.Flush(); err != nil {
 			return "", err
+		}
+		var behind []string
+		for _, t := range f.Tenants {
+			for _, name := range slices.Sorted(maps.Keys(t.LeftBehind)) {
+				behind = append(behind, fmt.Sprintf("%s/%s (rollout-id %s)", t.Namespace, name, t.LeftBehind[name]))
+			}
+		}
+		if len(behind) > 0 {
+			fmt.Fprintf(&buf, "\nLeft behind by a change that did not land on them within the landing timeout (they hold no later change until rendered again): %s\n", strings.Join(behind, ", "))
 		}
 	}
 	s := f.Summary

@@ -55,6 +55,10 @@ type Progress struct {
 	Live, OnTarget int
 	// Rolling are the nodes whose rollout or recovery is under way.
 	Rolling []string
+	// LeftBehind are the nodes a change did not land on within the landing
+	// timeout, by name, with the rollout-id they still carry: they hold no
+	// later change until they carry another (AnnotationLeftBehind).
+	LeftBehind map[string]string
 	// Next is the node the fleet view names: the stuck one, or the first
 	// in the upgrade order that waits (gated, or released with its pods
 	// held); nil when none waits.
@@ -87,6 +91,14 @@ func ProgressOf(s *Snapshot, decisions []Decision) Progress {
 	}
 	live = s.inUpgradeOrder(live)
 	p.Live = len(live)
+	for name, n := range s.Nodes {
+		if leftBehind(n) {
+			if p.LeftBehind == nil {
+				p.LeftBehind = map[string]string{}
+			}
+			p.LeftBehind[name] = n.GetAnnotations()[v2alpha1.AnnotationLeftBehind]
+		}
+	}
 	var stuck, waiting *Decision
 	for _, name := range live {
 		d := byNode[name]
