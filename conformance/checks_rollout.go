@@ -170,7 +170,7 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 			case i < 0 || sets[i].DeletionTimestamp != nil || string(sets[i].UID) != uid:
 				return false, fmt.Errorf("StatefulSet %s deleted or replaced by %s, %s after %s was set up: false: the contract scales it to 0, its template the record of what the node ran",
 					name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
-			case !equalTemplate(before[name], templates(sets[i:i+1])[name]):
+			case !equalTemplate(before[name], templates(sets[i : i+1])[name]):
 				return false, fmt.Errorf("the pod template of StatefulSet %s changed by %s, %s after %s was set up: false: taking a node down is not a rollout", name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
 			case ptrValue(sets[i].Spec.Replicas, 1) != 0:
 				why = fmt.Sprintf("StatefulSet %s still wants %d replicas", name, ptrValue(sets[i].Spec.Replicas, 1))

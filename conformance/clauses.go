@@ -37,6 +37,6 @@ var clauses = []clause{
 		},
 		check: checkFailingPods},
 	{id: "sequencer-release", section: "§5 What you can rely on",
-		description: "with express-sequencer, a change is gated by it, released, and recorded complete (PrerequisitesReady RolloutComplete) once the operator has rolled it out",
+		description:    "with express-sequencer, a change is gated by it, released, and recorded complete (PrerequisitesReady RolloutComplete) once the operator has rolled it out",
 		needsSequencer: true, check: checkSequencerRelease},
 }

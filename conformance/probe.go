@@ -42,7 +42,9 @@ type probe struct {
 	changes int
 }
 
-func (p *probe) gvk() schema.GroupVersionKind { return p.cfg.GroupVersion.WithKind(v2alpha1.KindBackend) }
+func (p *probe) gvk() schema.GroupVersionKind {
+	return p.cfg.GroupVersion.WithKind(v2alpha1.KindBackend)
+}
 
 func (p *probe) key() client.ObjectKey { return client.ObjectKey{Namespace: p.ns, Name: p.name} }
 

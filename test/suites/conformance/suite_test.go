@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
