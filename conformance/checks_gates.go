@@ -26,7 +26,7 @@ func (p *probe) changes3(n int) []change {
 			setField(u, fmt.Sprintf("conformance-config-%d", n), "configChangeset")
 		}},
 		{fmt.Sprintf("a change to spec.%s, a field the operator does not act on", p.cfg.UnactedField), func(u *unstructured.Unstructured) {
-			setField(u, fmt.Sprintf("conformance-%d", n), p.cfg.UnactedField)
+			setField(u, fmt.Sprintf("conformance-%d", n), p.unacted()...)
 		}},
 	}
 }

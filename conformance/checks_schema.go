@@ -34,13 +34,13 @@ func checkCRDFields(ctx context.Context, p *probe) error {
 	}
 	const kept = "kept as written"
 	created, err := p.create(ctx, p.cfg.Versions[0], func(u *unstructured.Unstructured) {
-		setField(u, kept, p.cfg.UnactedField)
+		setField(u, kept, p.unacted()...)
 		addGate(u)
 	})
 	if err != nil {
 		return err
 	}
-	if got, _, _ := unstructured.NestedString(created.Object, "spec", p.cfg.UnactedField); got != kept {
+	if got, _, _ := unstructured.NestedString(created.Object, append([]string{"spec"}, p.unacted()...)...); got != kept {
 		return fmt.Errorf("%s %s/%s created with spec.%s=%q reads back %q: the API server dropped a field its schema does not know (x-kubernetes-preserve-unknown-fields)",
 			created.GetKind(), p.ns, p.name, p.cfg.UnactedField, kept, got)
 	}

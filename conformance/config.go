@@ -34,10 +34,12 @@ type Config struct {
 	// Spec holds spec fields the operator needs on every node (its own
 	// required fields), merged into what the kit writes.
 	Spec map[string]any
-	// UnactedField is a spec field the operator keeps but does not act
-	// on: the kit changes it to check that every change of target is
-	// rolled. "conformanceProbe" (a field unknown to the operator, kept by
-	// a CRD that preserves unknown fields) when empty.
+	// UnactedField is a string spec field the operator keeps but does not
+	// act on, a dotted path under spec ("extensions.note"): the kit
+	// changes it to check that every change of target is rolled, and the
+	// CRD clause writes it to check that the API server keeps it.
+	// "conformanceProbe" (a field unknown to the operator, kept by a CRD
+	// that preserves unknown fields) when empty.
 	UnactedField string
 	// Clauses, when set, are the ids of the clauses to run; every clause
 	// otherwise.

@@ -147,6 +147,9 @@ func targetHash(u *unstructured.Unstructured) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// unacted is the path under spec of the field the operator does not act on.
+func (p *probe) unacted() []string { return strings.Split(p.cfg.UnactedField, ".") }
+
 // setField sets a spec field of u.
 func setField(u *unstructured.Unstructured, value any, path ...string) {
 	_ = unstructured.SetNestedField(u.Object, value, append([]string{"spec"}, path...)...)

@@ -108,7 +108,7 @@ code is 1 when a clause failed.`,
 	f.BoolVar(&cfg.Keep, "keep", false, "Leave the kit's nodes (and so their pods) in the namespace, for a look after a failure.")
 	versions := f.StringSlice("versions", []string{"conformance-1", "conformance-2"}, "Two expressVersion values the operator can run; the second is what changes roll out.")
 	f.StringVar(&cfg.FailingVersion, "failing-version", "", "An expressVersion whose containers cannot start (an image that does not exist): runs the failing-pods clause, skipped without it.")
-	f.StringVar(&cfg.UnactedField, "unacted-field", "conformanceProbe", "A spec field the operator keeps but does not act on: changing it must still roll the node.")
+	f.StringVar(&cfg.UnactedField, "unacted-field", "conformanceProbe", "A string spec field the operator keeps but does not act on, a dotted path under spec (extensions.note): changing it must still roll the node, and the CRD clause writes it to see it kept.")
 	f.DurationVar(&cfg.HoldWindow, "hold-window", 5*time.Second, "How long a gated node is watched for a pod the operator must not make.")
 	f.DurationVar(&cfg.RolloutTimeout, "rollout-timeout", 2*time.Minute, "How long a rollout the operator must carry out may take.")
 	f.DurationVar(&cfg.RecreateWithin, "recreate-within", 30*time.Second, "How soon a deleted pod must be back and Ready.")

@@ -100,6 +100,10 @@ type Breakage struct {
 	// DeletesWhenDown deletes the StatefulSet of a node set up: false,
 	// instead of scaling it to 0 (§1).
 	DeletesWhenDown bool
+	// MasksFailures deletes a failing pod at once, on its target too: the
+	// crash the kubelet reports is hidden behind pods forever starting
+	// (§2).
+	MasksFailures bool
 	// RecreateDelay holds every new pod of the node behind a scheduling
 	// gate of its own for this long (§4: recovery waits for nothing but
 	// the sequencer's gate).
@@ -209,7 +213,7 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	}
 	if ptr.Deref(set.Spec.Replicas, 1) == *want.Spec.Replicas && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) &&
 		maps.Equal(withoutHold(set.Spec.Template.Annotations), withoutHold(want.Spec.Template.Annotations)) {
-		return reconcile.Result{RequeueAfter: warmUp}, o.deleteFailingOldPods(ctx, n)
+		return reconcile.Result{RequeueAfter: warmUp}, o.deleteFailingOldPods(ctx, n, broken.MasksFailures)
 	}
 	set.Spec.Replicas = want.Spec.Replicas
 	set.Spec.Template = want.Spec.Template // a new target rolls the pods (the StatefulSet's rolling update)
@@ -269,8 +273,9 @@ func (o *Operator) releaseHeldPods(ctx context.Context, n v2alpha1.Node) error {
 }
 
 // deleteFailingOldPods deletes node n's pods that fail (a container waiting
-// in CrashLoopBackOff, or phase Failed) and are not on its target.
-func (o *Operator) deleteFailingOldPods(ctx context.Context, n v2alpha1.Node) error {
+// in CrashLoopBackOff, or phase Failed) and are not on its target — on its
+// target too when masking failures.
+func (o *Operator) deleteFailingOldPods(ctx context.Context, n v2alpha1.Node, masking bool) error {
 	var pods corev1.PodList
 	if err := o.Client.List(ctx, &pods, client.InNamespace(n.GetNamespace()), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}); err != nil {
 		return err
@@ -280,7 +285,7 @@ func (o *Operator) deleteFailingOldPods(ctx context.Context, n v2alpha1.Node) er
 		failing := p.Status.Phase == corev1.PodFailed || slices.ContainsFunc(p.Status.ContainerStatuses, func(c corev1.ContainerStatus) bool {
 			return c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff"
 		})
-		if failing && p.DeletionTimestamp == nil && p.Labels[v2alpha1.LabelTargetHash] != n.GetAnnotations()[v2alpha1.AnnotationTargetHash] {
+		if failing && p.DeletionTimestamp == nil && (masking || p.Labels[v2alpha1.LabelTargetHash] != n.GetAnnotations()[v2alpha1.AnnotationTargetHash]) {
 			if err := o.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 				return err
 			}

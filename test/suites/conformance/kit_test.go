@@ -9,8 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/medallia/express-sequencer/conformance"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 )
+
+// unacted is a field of the test CRDs no operator acts on: under
+// spec.extensions, a subtree the API server keeps whatever it holds.
+var unacted = controlplane.PreservedField + ".conformanceProbe"
 
 // The whole kit against the test operator, which does the contract's part:
 // every clause passes, the failing-pods clause on KWOK's crash-looping
@@ -19,7 +24,7 @@ func TestTheKitPassesAgainstAnOperatorThatHonoursTheContract(t *testing.T) {
 	start := time.Now()
 	report := conformance.Run(t, conformance.Config{
 		RESTConfig: harness.Config, Namespace: namespace(t, expressoperator.Breakage{}),
-		FailingVersion: "broken", HoldWindow: 3 * time.Second,
+		FailingVersion: "broken", HoldWindow: 3 * time.Second, UnactedField: unacted,
 		Implementation: conformance.Implementation{Project: "expressoperator (express-sequencer's test operator)"},
 	})
 	t.Logf("the whole kit took %s", time.Since(start).Round(time.Second))
@@ -45,14 +50,16 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		{"an operator that replaces the whole conditions list erases another writer's condition", expressoperator.Breakage{ReplacesConditions: true}, "conditions"},
 		{"an operator that partitions its StatefulSet never lets it record a rollout", expressoperator.Breakage{Partition: true}, "statefulset"},
 		{"an operator that deletes the StatefulSet on up: false loses the record of what the node ran", expressoperator.Breakage{DeletesWhenDown: true}, "up-false"},
-		{"an operator that waits before its pods come back delays recovery", expressoperator.Breakage{RecreateDelay: time.Minute}, "recreate-promptly"},
+		{"an operator that waits before its pods come back delays recovery", expressoperator.Breakage{RecreateDelay: 15 * time.Second}, "recreate-promptly"},
+		{"an operator that deletes crash-looping pods hides the failure", expressoperator.Breakage{MasksFailures: true}, "failing-pods"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			report, err := conformance.Check(context.Background(), conformance.Config{
 				RESTConfig: harness.Config, Namespace: namespace(t, c.broken), Clauses: []string{c.clause},
-				HoldWindow: 3 * time.Second, RolloutTimeout: 20 * time.Second, RecreateWithin: 10 * time.Second,
+				HoldWindow: 3 * time.Second, RolloutTimeout: 20 * time.Second, RecreateWithin: 10 * time.Second, UnactedField: unacted,
+				FailingVersion: "broken",
 			})
 			require.NoError(t, err)
 			require.True(t, report.Failed(), "the report fails")
