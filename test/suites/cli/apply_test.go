@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/tenant"
 )
 
 // applyFile server-side applies the manifests of file into ns, as Argo CD
@@ -35,8 +35,5 @@ func applyFile(t *testing.T, c client.Client, ns, file string) {
 // settled waits until every node of ns is released and Ready on its target.
 func settled(t *testing.T, c client.Client, ns string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		done, _, err := controlplane.Settled(context.Background(), c, ns)
-		return err == nil && done
-	}, 60*time.Second, 50*time.Millisecond)
+	tenant.Suite{Client: c}.WaitSettled(t, ns, 0, 60*time.Second, nil)
 }

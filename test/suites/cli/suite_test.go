@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,10 +11,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/tenant"
 )
 
 var harness *controlplane.Harness
@@ -36,10 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
-	require.NoError(t, harness.Client.Create(context.Background(), ns))
-	return ns.Name
+	return tenant.Suite{Client: harness.Client, Prefix: "e2e-"}.Namespace(t)
 }
 
 // kubectl runs the kubectl built with the control plane and returns its

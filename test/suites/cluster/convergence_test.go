@@ -10,12 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/test/framework/tenant"
 )
 
 // fe1 is released in a change to all and converges while no sequencer
@@ -98,10 +98,7 @@ func recreatedPod(t *testing.T, ns, node string) corev1.Pod {
 	return pod
 }
 
-// condition returns the node's PrerequisitesReady condition, nil if none.
-func condition(n v2alpha1.Node) *metav1.Condition {
-	return meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionPrerequisitesReady)
-}
+func condition(n v2alpha1.Node) *metav1.Condition { return tenant.Condition(n) }
 
 // The same, with be crashed instead of merely restarting: be needs its
 // release to be Ready again, and its release waits, in the upgrade order,

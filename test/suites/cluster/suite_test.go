@@ -18,9 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -28,6 +26,7 @@ import (
 	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+	"github.com/medallia/express-sequencer/test/framework/tenant"
 )
 
 const (
@@ -36,6 +35,8 @@ const (
 )
 
 var (
+	// tenants makes the suite's tenants.
+	tenants tenant.Suite
 	harness *controlplane.Harness
 	cluster *controlplane.Cluster
 	pods    *controlplane.PodLog
@@ -81,6 +82,7 @@ func run(m *testing.M) (int, error) {
 	if pods, err = controlplane.WatchPods(ctx, harness.Config); err != nil {
 		return 0, err
 	}
+	tenants = tenant.Suite{Client: harness.Client, Pods: pods, Prefix: "cluster-", Poll: 50 * time.Millisecond}
 	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
 		Replicas:     func(n v2alpha1.Node) int32 { return replicas.get(n.GetNamespace()) },
 		GracePeriod:  func(n v2alpha1.Node) time.Duration { return grace.get(n.GetNamespace()) },
@@ -118,38 +120,13 @@ func startSequencer() error {
 	return nil
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cluster-"}}
-	require.NoError(t, harness.Client.Create(context.Background(), ns))
-	return ns.Name
-}
+func namespace(t *testing.T) string { return tenants.Namespace(t) }
 
-func key(i int) string {
-	if i == 0 {
-		return "be"
-	}
-	return fmt.Sprintf("fe%d", i)
-}
+func key(i int) string { return tenant.Key(i) }
 
-func keys(size int) []string {
-	out := make([]string, size)
-	for i := range out {
-		out[i] = key(i)
-	}
-	return out
-}
+func keys(size int) []string { return tenant.Keys(size) }
 
-func node(ns, k string) v2alpha1.Node {
-	kind := v2alpha1.KindFrontend
-	if k == "be" {
-		kind = v2alpha1.KindBackend
-	}
-	n := v2alpha1.NewNode(kind)
-	n.SetName("acme-" + k)
-	n.SetNamespace(ns)
-	return n
-}
+func node(ns, k string) v2alpha1.Node { return tenant.Node(ns, k) }
 
 // settledTenant creates a tenant of size nodes at v1 in a new namespace,
 // each node running n pods, and waits until it is provisioned.
@@ -165,11 +142,7 @@ func settledTenant(t *testing.T, size int, n int32) string {
 // createNodes creates be, fe1…fe(size-1) at v1 in ns, as the chart does.
 func createNodes(t *testing.T, ns string, size int) {
 	t.Helper()
-	for _, k := range keys(size) {
-		nd := node(ns, k)
-		*nd.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "1", TenantName: "acme"}, ExpressVersion: v1}
-		require.NoError(t, harness.Client.Create(context.Background(), nd))
-	}
+	tenants.Create(t, ns, size, v1, nil)
 }
 
 // releaseMessages returns the notes of the Released Events of node name.
@@ -186,50 +159,25 @@ func releaseMessages(t *testing.T, ns, name string) []string {
 	return out
 }
 
-// update changes nodes through the API server and the webhooks, retrying
-// on conflicts as kubectl does.
 func update(t *testing.T, ns string, edit func(v2alpha1.Node), ks ...string) {
 	t.Helper()
-	for _, k := range ks {
-		require.Eventually(t, func() bool {
-			n := node(ns, k)
-			if err := harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n); err != nil {
-				return false
-			}
-			edit(n)
-			return harness.Client.Update(context.Background(), n) == nil
-		}, 10*time.Second, 10*time.Millisecond)
-	}
+	tenants.Update(t, ns, edit, ks...)
 }
 
 func setVersion(t *testing.T, ns, version string, ks ...string) {
 	t.Helper()
-	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = version }, ks...)
+	tenants.SetVersion(t, ns, version, ks...)
 }
 
-// waitSettled waits until every node of ns is ungated, RolloutComplete and
-// Ready on its target, every pod it should have there.
+// waitSettled waits until the tenant of ns has settled (tenant.Suite.WaitSettled).
 func waitSettled(t *testing.T, ns string) {
 	t.Helper()
-	var why string
-	ok := waitFor(2*time.Minute, func() bool {
-		done, w, err := controlplane.Settled(context.Background(), harness.Client, ns)
-		why = w
-		return err == nil && done && allPods(ns)
-	})
-	if !ok {
-		dump(t, ns)
-	}
-	require.True(t, ok, "tenant %s did not settle: %s; pods started: %v", ns, why, starts(ns, time.Time{}))
+	tenants.WaitSettled(t, ns, 0, 2*time.Minute, func() string { return starts(ns, time.Time{}) })
 }
 
-// dump logs what the tenant's nodes, StatefulSets and pods say, for a
-// tenant that did not settle.
 func dump(t *testing.T, ns string) {
 	t.Helper()
-	for _, line := range controlplane.Describe(context.Background(), harness.Client, pods, ns) {
-		t.Log(line)
-	}
+	tenants.Dump(t, ns)
 }
 
 // allPods reports whether every StatefulSet of ns has as many pods Ready
@@ -288,16 +236,7 @@ func waitReleased(t *testing.T, ns, k string) v2alpha1.Node {
 	return n
 }
 
-func waitFor(timeout time.Duration, f func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if f() {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
+func waitFor(timeout time.Duration, f func() bool) bool { return tenants.WaitFor(timeout, f) }
 
 // perNamespace is a setting per namespace, read by the operator's
 // reconciles while tests set it.

@@ -33,6 +33,7 @@ import (
 	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+	"github.com/medallia/express-sequencer/test/framework/tenant"
 )
 
 const (
@@ -41,6 +42,8 @@ const (
 )
 
 var (
+	// tenants makes the suite's tenants.
+	tenants tenant.Suite
 	// harness serves the webhooks; the sequencer runs in managers of its
 	// own so tests can stop and start it while admission keeps working.
 	harness *controlplane.Harness
@@ -87,6 +90,7 @@ func run(m *testing.M) (int, error) {
 	if pods, err = controlplane.WatchPods(ctx, harness.Config); err != nil {
 		return 0, err
 	}
+	tenants = tenant.Suite{Client: harness.Client, Pods: pods, Prefix: "rollout-"}
 	// A pod is Ready half a second after it starts: the tests that act while
 	// a node rolls (take the next one down, stop the sequencer) have that
 	// long to land first, on a loaded machine too.
@@ -139,45 +143,16 @@ func startSequencer(t *testing.T, edits ...func(*app.Options)) (stop func()) {
 	return func() { once.Do(stopManager) }
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rollout-"}}
-	require.NoError(t, harness.Client.Create(context.Background(), ns))
-	return ns.Name
-}
+func namespace(t *testing.T) string { return tenants.Namespace(t) }
 
-func key(i int) string {
-	if i == 0 {
-		return "be"
-	}
-	return fmt.Sprintf("fe%d", i)
-}
+func key(i int) string { return tenant.Key(i) }
 
-func node(ns, k string) v2alpha1.Node {
-	kind := v2alpha1.KindFrontend
-	if k == "be" {
-		kind = v2alpha1.KindBackend
-	}
-	n := v2alpha1.NewNode(kind)
-	n.SetName("acme-" + k)
-	n.SetNamespace(ns)
-	return n
-}
+func node(ns, k string) v2alpha1.Node { return tenant.Node(ns, k) }
 
-// createTenant creates be, fe1…fe(size-1) at version, as the chart does.
+// createTenant creates be, fe1…fe(size-1) at v1, as the chart does.
 func createTenant(t *testing.T, ns string, size int, edit func(k string, s *v2alpha1.NodeSpec)) {
 	t.Helper()
-	for i := 0; i < size; i++ {
-		n := node(ns, key(i))
-		*n.NodeSpec() = v2alpha1.NodeSpec{
-			ClusterConfig:  v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "123634", TenantName: "acme"},
-			ExpressVersion: v1,
-		}
-		if edit != nil {
-			edit(key(i), n.NodeSpec())
-		}
-		require.NoError(t, harness.Client.Create(context.Background(), n))
-	}
+	tenants.Create(t, ns, size, v1, edit)
 }
 
 // settledTenant creates a tenant of size nodes in a new namespace, waits
@@ -191,25 +166,14 @@ func settledTenant(t *testing.T, size int) (ns string, mark int) {
 	return ns, len(startedIn(ns))
 }
 
-// update changes nodes through the API server (and so the webhooks),
-// retrying on conflicts as kubectl does.
 func update(t *testing.T, ns string, edit func(v2alpha1.Node), keys ...string) {
 	t.Helper()
-	for _, k := range keys {
-		require.Eventually(t, func() bool {
-			n := node(ns, k)
-			if err := harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n); err != nil {
-				return false
-			}
-			edit(n)
-			return harness.Client.Update(context.Background(), n) == nil
-		}, 10*time.Second, 10*time.Millisecond)
-	}
+	tenants.Update(t, ns, edit, keys...)
 }
 
 func setVersion(t *testing.T, ns, version string, keys ...string) {
 	t.Helper()
-	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = version }, keys...)
+	tenants.SetVersion(t, ns, version, keys...)
 }
 
 func setUp(t *testing.T, ns string, up bool, keys ...string) {
@@ -217,33 +181,12 @@ func setUp(t *testing.T, ns string, up bool, keys ...string) {
 	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(up) }, keys...)
 }
 
-func keys(size int) []string {
-	out := make([]string, size)
-	for i := range out {
-		out[i] = key(i)
-	}
-	return out
-}
+func keys(size int) []string { return tenant.Keys(size) }
 
-// waitSettled waits until every up node of the tenant is ungated, Ready on
-// its target, and reported RolloutComplete, every down node has no pods,
-// and every StatefulSet has the pods it wants Ready.
+// waitSettled waits until the tenant of size nodes has settled (tenant.Suite.WaitSettled).
 func waitSettled(t *testing.T, ns string, size int) {
 	t.Helper()
-	var last string
-	ok := waitFor(90*time.Second, func() bool {
-		nodes, err := controlplane.Nodes(context.Background(), harness.Client, ns)
-		if err != nil || len(nodes) < size {
-			return false
-		}
-		done, why, err := controlplane.Settled(context.Background(), harness.Client, ns)
-		last = why
-		return err == nil && done && allPods(ns)
-	})
-	if !ok {
-		dump(t, ns)
-	}
-	require.True(t, ok, "tenant %s did not settle: %s; pods started so far: %v", ns, last, startedIn(ns))
+	tenants.WaitSettled(t, ns, size, 90*time.Second, func() string { return fmt.Sprint(startedIn(ns)) })
 }
 
 // allPods reports whether every StatefulSet of ns has as many pods Ready
@@ -252,34 +195,14 @@ func allPods(ns string) bool {
 	return controlplane.StatefulSetsReady(context.Background(), harness.Client, ns)
 }
 
-// dump logs what the tenant's nodes, StatefulSets and pods say, for a
-// tenant that did not settle.
 func dump(t *testing.T, ns string) {
 	t.Helper()
-	for _, line := range controlplane.Describe(context.Background(), harness.Client, pods, ns) {
-		t.Log(line)
-	}
+	tenants.Dump(t, ns)
 }
 
-func condition(n v2alpha1.Node) *metav1.Condition {
-	for i, c := range n.NodeStatus().Conditions {
-		if c.Type == v2alpha1.ConditionPrerequisitesReady {
-			return &n.NodeStatus().Conditions[i]
-		}
-	}
-	return nil
-}
+func condition(n v2alpha1.Node) *metav1.Condition { return tenant.Condition(n) }
 
-func waitFor(timeout time.Duration, f func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if f() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
-}
+func waitFor(timeout time.Duration, f func() bool) bool { return tenants.WaitFor(timeout, f) }
 
 // started returns every start of a pod in ns (bound to a Node by the
 // scheduler: created schedulable, or its scheduling gates gone), in order.
