@@ -119,14 +119,13 @@ const (
 	// marker a change of the default order would rewrite it.
 	AnnotationExplicitPrerequisites = "express.medallia.com/explicit-prerequisites"
 
-	// AnnotationLeftBehind records, on a node a change did not land on
-	// within the landing timeout, the rollout-id it still carried then
-	// ("none" for none): a node the chart no longer renders (Argo CD does
-	// not prune by default) would otherwise hold every later change of its
-	// tenant for the landing timeout again. While the node carries that
-	// same rollout-id it no longer counts for a change landing; once it
-	// carries another, it does again. Only the sequencer writes it.
-	AnnotationLeftBehind = "express.medallia.com/left-behind"
+	// AnnotationRenderedNodes lists, comma-separated, the names of the
+	// nodes a render of the tenant chart renders, on every node it renders
+	// (beside AnnotationRolloutID). A node the newest render does not list
+	// is not part of its landing: a node dropped from the values, which
+	// Argo CD does not prune, holds no change of its tenant. Without it,
+	// every node of the tenant is part of every landing.
+	AnnotationRenderedNodes = "express.medallia.com/rendered-nodes"
 
 	// AnnotationTargetChangedAt is when the admission webhook last gated the
 	// node for a new rollout target (RFC 3339, UTC). Tenants without

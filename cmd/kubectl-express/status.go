@@ -26,10 +26,10 @@ type tenantStatus struct {
 	NodesOnTarget int       `json:"nodesOnTarget"`
 	Rolling       []string  `json:"rolling,omitempty"`
 	Next          *nextNode `json:"next,omitempty"`
-	// LeftBehind are the nodes a change did not land on within the landing
-	// timeout, with the rollout-id they still carry: they hold no later
-	// change until the chart renders them again.
-	LeftBehind map[string]string `json:"leftBehind,omitempty"`
+	// NotRendered are the tenant's nodes the latest render of its chart
+	// does not list (express.medallia.com/rendered-nodes): dropped from the
+	// values and not pruned, they hold none of its changes.
+	NotRendered []string `json:"notRendered,omitempty"`
 	// Since is when the tenant entered its state, as its nodes' conditions
 	// tell; absent when none says.
 	Since *time.Time `json:"since,omitempty"`
@@ -107,7 +107,7 @@ func (e *env) readFleet(ctx context.Context, c client.Reader, ns string, orders 
 }
 
 func statusOf(namespace, cluster string, p rollout.Progress) tenantStatus {
-	t := tenantStatus{Namespace: namespace, Tenant: cluster, State: string(p.State), LiveNodes: p.Live, NodesOnTarget: p.OnTarget, Rolling: p.Rolling, LeftBehind: p.LeftBehind}
+	t := tenantStatus{Namespace: namespace, Tenant: cluster, State: string(p.State), LiveNodes: p.Live, NodesOnTarget: p.OnTarget, Rolling: p.Rolling, NotRendered: p.NotRendered}
 	if p.Next != nil {
 		t.Next = &nextNode{Node: p.Next.Node, Reason: p.Next.Condition.Reason, Message: p.Next.Condition.Message, WaitingFor: p.Next.WaitingFor}
 	}

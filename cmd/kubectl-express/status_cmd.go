@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -218,14 +216,14 @@ func renderFleet(f fleet, output string, withNamespace, tty bool, now time.Time)
 		if err := tw.Flush(); err != nil {
 			return "", err
 		}
-		var behind []string
+		var off []string
 		for _, t := range f.Tenants {
-			for _, name := range slices.Sorted(maps.Keys(t.LeftBehind)) {
-				behind = append(behind, fmt.Sprintf("%s/%s (rollout-id %s)", t.Namespace, name, t.LeftBehind[name]))
+			for _, name := range t.NotRendered {
+				off = append(off, t.Namespace+"/"+name)
 			}
 		}
-		if len(behind) > 0 {
-			fmt.Fprintf(&buf, "\nLeft behind by a change that did not land on them within the landing timeout (they hold no later change until rendered again): %s\n", strings.Join(behind, ", "))
+		if len(off) > 0 {
+			fmt.Fprintf(&buf, "\nNot in their chart's latest render (dropped from the values, not pruned; they hold no change): %s\n", strings.Join(off, ", "))
 		}
 	}
 	s := f.Summary

@@ -24,9 +24,8 @@ type Admission struct {
 	SettleTime time.Duration
 }
 
-// SequencerOnly are the annotations only the sequencer writes as the record
-// of a release (its gate patch). It also writes AnnotationLeftBehind, on a
-// node a change did not land on.
+// SequencerOnly are the annotations only the sequencer writes: the record
+// of a release.
 var SequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedGeneration, v2alpha1.AnnotationReleasedAfter, v2alpha1.AnnotationReleasedSetRevision, v2alpha1.AnnotationReleasedAt}
 
 // WebhookOnly are the annotations the admission webhook writes and keeps
@@ -76,7 +75,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		ann[v2alpha1.AnnotationTargetHash] = old[v2alpha1.AnnotationTargetHash]
 	}
 	if !a.FromSequencer {
-		for _, key := range append(SequencerOnly[:len(SequencerOnly):len(SequencerOnly)], v2alpha1.AnnotationLeftBehind) {
+		for _, key := range SequencerOnly {
 			if ann[key] != old[key] {
 				warnings = append(warnings, fmt.Sprintf("annotation %s is written by express-sequencer only: the change was dropped", key))
 			}

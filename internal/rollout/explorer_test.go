@@ -68,10 +68,10 @@ type exploration struct {
 	// recreate: the world may delete a node and create it again at once,
 	// its old StatefulSet and pods left to the garbage collector.
 	recreate bool
-	// leftBehind: nodes carry rollout-id, and fe2 is no longer rendered: a
-	// render to be and fe1 has landed past the landing timeout, and later
-	// renders land at be and fe1 only.
-	leftBehind bool
+	// dropped: nodes carry rollout-id, and the renders of the exploration
+	// no longer render this node (dropped from the values, not pruned):
+	// they land at the others only, and say so (AnnotationRenderedNodes).
+	dropped string
 }
 
 // action is one step of an interleaving: a sequencer pass, an operator
@@ -125,9 +125,7 @@ func (e exploration) actions() []action {
 			}})
 		}
 	}
-	if e.leftBehind {
-		acts = append(acts, action{name: "clock+31s", event: true, do: func(w *world) { w.now = w.now.Add(31 * time.Second) }})
-	}
+
 	for _, k := range keys {
 		acts = append(acts,
 			action{name: "change " + k, event: true, do: func(w *world) { w.setVersion(nextVersion(w), k) }},
@@ -165,13 +163,23 @@ func (e exploration) actions() []action {
 		if e.recreate {
 			acts = append(acts, action{name: "delete and create again " + k, event: true, do: func(w *world) { w.recreate(k) }})
 		}
-		if e.rolloutID && !(e.leftBehind && k == "fe2") {
+		if e.rolloutID && k != e.dropped {
 			// A render lands at one node: the render after the newest one
 			// any node carries, or that one where it is not complete yet.
-			acts = append(acts, action{name: "render lands at " + k, event: true, do: func(w *world) { renderLands(w, k, e.pinned) }})
+			acts = append(acts, action{name: "render lands at " + k, event: true, do: func(w *world) { renderLands(w, k, e.pinned, e.rendered()) }})
 		}
 	}
 	return acts
+}
+
+// rendered returns the nodes the exploration's renders render: every node
+// but the one dropped from them; nil when none is (the renders then say
+// nothing of it).
+func (e exploration) rendered() []string {
+	if e.dropped == "" {
+		return nil
+	}
+	return slices.DeleteFunc(keysOf(e.size), func(k string) bool { return k == e.dropped })
 }
 
 func boolPtr(b bool) *bool { return &b }
@@ -186,7 +194,7 @@ func nextVersion(w *world) string {
 // rollout-id is the highest any node carries if k lacks it, a new render
 // otherwise. A render changes the version of every node; with pinned
 // lists, it pins every entry of k's lists to that version.
-func renderLands(w *world, k string, pinned bool) {
+func renderLands(w *world, k string, pinned bool, rendered []string) {
 	newest := 0
 	for _, n := range w.nodes {
 		if id, err := strconv.Atoi(strings.TrimPrefix(n.GetAnnotations()[v2alpha1.AnnotationRolloutID], "r")); err == nil && id > newest {
@@ -202,7 +210,11 @@ func renderLands(w *world, k string, pinned bool) {
 	}
 	w.update(k, func(n v2alpha1.Node) {
 		n.NodeSpec().ExpressVersion = fmt.Sprintf("express-r%d", newest)
-		setAnnotation(n, v2alpha1.AnnotationRolloutID, fmt.Sprintf("r%d", newest))
+		if rendered != nil {
+			w.renderOf(n, fmt.Sprintf("r%d", newest), rendered)
+		} else {
+			setAnnotation(n, v2alpha1.AnnotationRolloutID, fmt.Sprintf("r%d", newest))
+		}
 		if pinned {
 			pinEntries(n.NodeSpec(), func(string) (string, string, bool) { return n.NodeSpec().ExpressVersion, "", true })
 		}
@@ -231,12 +243,6 @@ func (e exploration) setup(t testing.TB) *world {
 		w.annotate("be", v2alpha1.AnnotationPauseRollout, "true")
 		w.setVersion(v2, "be")
 		ticks(3)(w)
-	}
-	if e.leftBehind {
-		w.grouping.LandingTimeout = 30 * time.Second
-		renderLands(w, "be", false)
-		renderLands(w, "fe1", false)
-		w.run(400)
 	}
 	if e.overtaken != "" {
 		w.toggleOtherSystemsGate(e.overtaken)
@@ -271,7 +277,7 @@ func (w *world) clone() *world {
 	c.setCurrent, c.convergedSince, c.releasedBare = maps.Clone(w.setCurrent), maps.Clone(w.convergedSince), maps.Clone(w.releasedBare)
 	c.seenConverged = maps.Clone(w.seenConverged)
 	c.targetWrite, c.idWrite, c.brokenTarget = maps.Clone(w.targetWrite), maps.Clone(w.idWrite), maps.Clone(w.brokenTarget)
-	c.scaledDown, c.leftBehind = maps.Clone(w.scaledDown), maps.Clone(w.leftBehind)
+	c.scaledDown, c.renders = maps.Clone(w.scaledDown), maps.Clone(w.renders)
 	c.gone = make(map[string]*goneWorkload, len(w.gone))
 	for name, g := range w.gone {
 		gc := *g
@@ -311,9 +317,6 @@ func (w *world) stateKey() string {
 		WithoutNewID bool
 		Broken       string
 		ScaledDown   bool
-		// LeftBehind is the oracle's memory of a landing that timed out
-		// without the node.
-		LeftBehind *string
 		// Gone is what is left of an earlier node of the name.
 		Gone *goneState
 	}
@@ -328,18 +331,16 @@ func (w *world) stateKey() string {
 		}
 	}
 	for name, st := range state {
-		if id, ok := w.leftBehind[name]; ok {
-			st.LeftBehind = &id
-		}
 		if g := w.gone[name]; g != nil {
 			st.Gone = &goneState{UID: string(g.node.GetUID()), Pods: g.pods, Hash: g.hash, Looks: g.looks}
 		}
 		state[name] = st
 	}
 	data, err := json.Marshal(struct {
-		Now   time.Time
-		Nodes map[string]nodeState
-	}{w.now, state})
+		Now     time.Time
+		Nodes   map[string]nodeState
+		Renders map[string][]string
+	}{w.now, state, w.renders})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -433,7 +434,7 @@ func (e exploration) converges(t *testing.T, w *world, path []string) {
 		}
 		for _, k := range keysOf(e.size) {
 			if n := c.nodes[c.name(k)]; n != nil && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != newest {
-				renderLands(c, k, e.pinned)
+				renderLands(c, k, e.pinned, e.rendered())
 			}
 		}
 		if e.pinned {
@@ -441,7 +442,7 @@ func (e exploration) converges(t *testing.T, w *world, path []string) {
 			// (the node waits and says for what): the next render mends
 			// them.
 			for _, k := range keysOf(e.size) {
-				renderLands(c, k, true)
+				renderLands(c, k, true, e.rendered())
 			}
 		}
 	}
@@ -467,7 +468,7 @@ var explorations = []exploration{
 	{name: "3 nodes, default lists, be's release overtaken by reverts", size: 3, overtaken: "be"},
 	{name: "4 nodes, the old chart's lists, fe3's release overtaken by reverts", size: 4, oldChart: true, overtaken: "fe3"},
 	{name: "3 nodes, default lists, nodes deleted and created again over their old workload", size: 3, recreate: true},
-	{name: "3 nodes, default lists, rollout-id, fe2 no longer rendered", size: 3, rolloutID: true, leftBehind: true},
+	{name: "3 nodes, default lists, rollout-id, fe2 no longer rendered", size: 3, rolloutID: true, dropped: "fe2"},
 }
 
 // TestEveryInterleavingOfSmallTenantsKeepsTheOrder explores every

@@ -71,6 +71,18 @@ func podCountsFor(pod Pod, n v2alpha1.Node, sets map[types.UID]*appsv1.StatefulS
 			if sts, ok := sets[ref.UID]; ok {
 				return setCountsFor(sts, n)
 			}
+			if sets == nil {
+				// A snapshot of the cache, which holds no StatefulSets: the
+				// chain cannot be followed, and the pod counts, as a fresh
+				// read that found its StatefulSet adopted by n would count
+				// it. Judged by its creation time instead, a pod of a
+				// StatefulSet the new node adopted would be dropped, the
+				// node never Ready on the cache, and a plan that releases
+				// nothing never read fresh. Counting it can only make the
+				// cache's plan release more, and every release is planned
+				// again on the fresh read.
+				return true
+			}
 		}
 	}
 	return createdNoEarlierThan(pod.Created, n)
@@ -86,12 +98,15 @@ func setsByUID(sets []appsv1.StatefulSet) map[types.UID]*appsv1.StatefulSet {
 }
 
 // CurrentPods returns, of each node's pods, those that belong to the node
-// as it is now (podCountsFor), given the StatefulSets read (none for a
-// snapshot of the cache: pods are then judged by their own owner
-// references and creation time). SnapshotOf applies the same rule as it
-// reads.
+// as it is now (podCountsFor), given the StatefulSets read (nil for a
+// snapshot of the cache: a pod of a StatefulSet then counts, and any other
+// is judged by its own owner references and creation time). SnapshotOf
+// applies the same rule as it reads.
 func CurrentPods(pods map[string][]Pod, nodes map[string]v2alpha1.Node, sets []appsv1.StatefulSet) map[string][]Pod {
-	bySet := setsByUID(sets)
+	var bySet map[types.UID]*appsv1.StatefulSet // nil: the StatefulSets are not known
+	if sets != nil {
+		bySet = setsByUID(sets)
+	}
 	out := make(map[string][]Pod, len(pods))
 	for name, ps := range pods {
 		n := nodes[name]

@@ -31,11 +31,11 @@ type landing struct {
 	// newest is the rollout-id a change still landing carries ("" when the
 	// hold is the settle time: what has landed cannot be known then).
 	newest string
-	// lagging are, once the landing timeout passed, the nodes that lack the
-	// newest rollout-id and the id each carries ("none" for none): they
-	// are recorded left behind (AnnotationLeftBehind) and count no more
-	// for a change landing until they carry another id.
-	lagging map[string]string
+	// notRendered are the nodes the newest render does not list
+	// (AnnotationRenderedNodes): no part of its landing.
+	notRendered map[string]bool
+	// renderID is the newest rollout-id, the render notRendered are not in.
+	renderID string
 	// busyUntil: before then, a node that already explains the landing
 	// keeps that explanation: the apply is still going (a node took the
 	// newest rollout-id less than landingQuiet ago), and the list of
@@ -66,31 +66,29 @@ const landingQuiet = 3 * time.Second
 // cap after its run of changes began.
 func (s *Snapshot) landingOf() landing {
 	ids := map[string][]string{} // rollout-id → nodes carrying it
-	var newest string
-	var newestAt time.Time
-	anyID := false
-	for name, n := range s.Nodes {
-		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
-		// A node intentionally down still belongs to the render: the change
-		// that brings it back up may be the last to land. It counts once it
-		// carries an id; a node being deleted does not.
-		if n.GetDeletionTimestamp() != nil || !isUp(n) && id == "" || leftBehind(n) {
-			continue
-		}
-		ids[id] = append(ids[id], name)
-		if id == "" {
-			continue
-		}
-		anyID = true
-		at := stamp(n, v2alpha1.AnnotationRolloutIDChangedAt)
-		if newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest {
-			newest, newestAt = id, at
-		}
+	// A node intentionally down still belongs to the render: the change
+	// that brings it back up may be the last to land. It counts once it
+	// carries an id; a node being deleted does not.
+	counts := func(n v2alpha1.Node) bool {
+		return n.GetDeletionTimestamp() == nil && (isUp(n) || n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != "")
 	}
-	if !anyID {
+	newest, newestAt := s.newestRolloutID()
+	if newest == "" {
 		return s.settling(func(v2alpha1.Node) bool { return true }, "nodes carry no "+v2alpha1.AnnotationRolloutID)
 	}
+	// The newest render may say which nodes it renders: a node it does not
+	// list (dropped from the values, and not pruned) is no part of its
+	// landing.
+	rendered, notRendered := s.renderedBy(newest)
+	for name, n := range s.Nodes {
+		if !counts(n) || rendered != nil && !rendered[name] {
+			continue
+		}
+		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+		ids[id] = append(ids[id], name)
+	}
 	l := s.landingByRolloutID(ids, newest, newestAt)
+	l.notRendered, l.renderID = notRendered, newest
 	if l.hold {
 		return l
 	}
@@ -98,8 +96,53 @@ func (s *Snapshot) landingOf() landing {
 	if !held.hold {
 		return l
 	}
-	held.timedOut, held.lagging = l.timedOut, l.lagging // said when the hold ends; recorded now
+	held.timedOut, held.notRendered, held.renderID = l.timedOut, l.notRendered, l.renderID // said when the hold ends
 	return held
+}
+
+// newestRolloutID returns the rollout-id the tenant's nodes (not being
+// deleted) took last, and when a node took it; "" when none carries one.
+func (s *Snapshot) newestRolloutID() (newest string, newestAt time.Time) {
+	for _, n := range s.Nodes {
+		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+		if id == "" || n.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if at := stamp(n, v2alpha1.AnnotationRolloutIDChangedAt); newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest {
+			newest, newestAt = id, at
+		}
+	}
+	return newest, newestAt
+}
+
+// renderedBy returns the nodes the render of rollout-id id lists
+// (AnnotationRenderedNodes, read from a node that carries id), nil when no
+// such node lists them; and the tenant's nodes, not being deleted, that it
+// does not list.
+func (s *Snapshot) renderedBy(id string) (rendered, notRendered map[string]bool) {
+	for _, n := range s.Nodes {
+		list, ok := n.GetAnnotations()[v2alpha1.AnnotationRenderedNodes]
+		if !ok || n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != id {
+			continue
+		}
+		rendered = map[string]bool{}
+		for _, name := range strings.Split(list, ",") {
+			rendered[strings.TrimSpace(name)] = true
+		}
+		break
+	}
+	if rendered == nil {
+		return nil, nil
+	}
+	for name, n := range s.Nodes {
+		if !rendered[name] && n.GetDeletionTimestamp() == nil {
+			if notRendered == nil {
+				notRendered = map[string]bool{}
+			}
+			notRendered[name] = true
+		}
+	}
+	return rendered, notRendered
 }
 
 // changedWithoutNewRolloutID reports whether the node's latest target change
@@ -145,20 +188,7 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 	if s.Grouping.LandingTimeout > 0 {
 		wait := newestAt.Add(s.Grouping.LandingTimeout).Sub(s.Now)
 		if wait <= 0 {
-			// Left behind are the nodes the change did not reach: they
-			// took the id they carry before the change began. One whose id
-			// changed since (a kubectl apply that dropped it, another
-			// render) was reached by something, and the next render may
-			// reach it too: it keeps counting.
-			lagging := map[string]string{}
-			for id, names := range ids {
-				for _, name := range names {
-					if at := stamp(s.Nodes[name], v2alpha1.AnnotationRolloutIDChangedAt); id != newest && at.Before(began) {
-						lagging[name] = orNone(id)
-					}
-				}
-			}
-			return landing{lagging: lagging, timedOut: fmt.Sprintf("the change did not fully land within the landing timeout (%s): proceeding with what landed; %s",
+			return landing{timedOut: fmt.Sprintf("the change did not fully land within the landing timeout (%s): proceeding with what landed; %s",
 				s.Grouping.LandingTimeout, what)}
 		}
 		return landing{hold: true, reason: v2alpha1.ReasonChangeLanding, recheckAfter: wait, quietUntil: quietUntil, busyUntil: busyUntil, newest: newest,
@@ -244,19 +274,11 @@ func stampIn(ann map[string]string, key string) time.Time {
 	return t
 }
 
-// leftBehind reports whether node n is recorded left behind by a change
-// that did not land on it within the landing timeout, and still carries the
-// rollout-id it had then: it counts no more for a change landing.
-func leftBehind(n v2alpha1.Node) bool {
-	rec, ok := n.GetAnnotations()[v2alpha1.AnnotationLeftBehind]
-	return ok && rec == orNone(n.GetAnnotations()[v2alpha1.AnnotationRolloutID])
-}
-
-// leftBehindNote says, in the condition of a node left behind, what that
-// means.
-func leftBehindNote(n v2alpha1.Node) string {
-	return fmt.Sprintf("; left behind by a change that did not land on it within the landing timeout: it still carries rollout-id %s and no longer holds later changes of its tenant until it carries another (%s)",
-		orNone(n.GetAnnotations()[v2alpha1.AnnotationRolloutID]), v2alpha1.AnnotationLeftBehind)
+// notRenderedNote says, in the condition of a node the newest render of
+// its tenant's chart does not list, what that means.
+func notRenderedNote(newest string) string {
+	return fmt.Sprintf("; not in the tenant chart's latest render (rollout-id %s, %s): no part of its changes, it holds none of them",
+		orNone(newest), v2alpha1.AnnotationRenderedNodes)
 }
 
 func orNone(id string) string {

@@ -516,39 +516,37 @@ func (o *oracle) stillLanding(m string) string {
 
 // landing returns the rollout-ids the tenant's nodes carry — of the nodes
 // not being deleted, of those intentionally down only those that carry an
-// id, and not those a landing timed out without while they still carry the
-// id they had then — the newest of them, and whether the landing timeout,
+// id, and, when the world knows which nodes the newest render renders,
+// only those — the newest of them, and whether the landing timeout,
 // counted from the newest id's latest stamp, has passed.
 func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
-	ids = map[string]bool{}
 	var newestAt time.Time
-	for name, n := range o.w.nodes {
-		id, ok := o.countsForLanding(name)
-		if !ok {
+	for _, n := range o.w.nodes {
+		id, ok := o.countsForLanding(n)
+		if !ok || id == "" {
 			continue
 		}
-		ids[id] = true
 		at, _ := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationRolloutIDChangedAt])
-		if id != "" && (newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest) {
+		if newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest {
 			newest, newestAt = id, at
+		}
+	}
+	rendered, known := o.w.renders[newest]
+	ids = map[string]bool{}
+	for name, n := range o.w.nodes {
+		if id, ok := o.countsForLanding(n); ok && (!known || slices.Contains(rendered, name)) {
+			ids[id] = true
 		}
 	}
 	timedOut = o.w.grouping.LandingTimeout > 0 && !o.w.now.Before(newestAt.Add(o.w.grouping.LandingTimeout))
 	return ids, newest, timedOut
 }
 
-// countsForLanding returns the rollout-id node m carries and whether it
-// counts for a landing (see landing).
-func (o *oracle) countsForLanding(m string) (string, bool) {
-	n := o.w.nodes[m]
+// countsForLanding returns the rollout-id node n carries and whether it
+// counts for a landing: not being deleted, and up or carrying an id.
+func (o *oracle) countsForLanding(n v2alpha1.Node) (string, bool) {
 	id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
-	if n.GetDeletionTimestamp() != nil || !n.NodeSpec().IsUp() && id == "" {
-		return id, false
-	}
-	if was, ok := o.w.leftBehind[m]; ok && was == id {
-		return id, false // a landing timed out without it, and it has not been rendered since
-	}
-	return id, true
+	return id, n.GetDeletionTimestamp() == nil && (n.NodeSpec().IsUp() || id != "")
 }
 
 // landingHolds: the tenant's nodes that count disagree on rollout-id and
@@ -556,33 +554,6 @@ func (o *oracle) countsForLanding(m string) (string, bool) {
 func (o *oracle) landingHolds() bool {
 	ids, newest, timedOut := o.landing()
 	return newest != "" && len(ids) >= 2 && !timedOut
-}
-
-// noteLeftBehind remembers, at each pass, the nodes a landing timed out
-// without (DESIGN §4: the landing timeout stops a node the chart no longer
-// renders from holding the tenant): the nodes that lack the newest
-// rollout-id once the landing timeout, counted from its latest stamp, has
-// passed, with the id each carries. Until it carries another, such a node
-// counts for no later landing.
-func (o *oracle) noteLeftBehind() {
-	_, newest, timedOut := o.landing()
-	if newest == "" || o.w.grouping.LandingTimeout <= 0 || !timedOut {
-		return
-	}
-	// The change began with the first write of the newest id the world
-	// knows of; a node whose own id came later was reached by some write
-	// since, and is not left behind.
-	began := -1
-	for name := range o.w.nodes {
-		if id, ok := o.countsForLanding(name); ok && id == newest && (began < 0 || o.w.idWrite[name].seq < began) {
-			began = o.w.idWrite[name].seq
-		}
-	}
-	for name := range o.w.nodes {
-		if id, ok := o.countsForLanding(name); ok && id != newest && o.w.idWrite[name].seq < began {
-			o.w.leftBehind[name] = id
-		}
-	}
 }
 
 // landedBefore: m and every node that the change still landing could put

@@ -113,7 +113,7 @@ func TestTheCachePlanOfAnOvertakenNodeIsDecidedAgainOnTheFreshRead(t *testing.T)
 	w := overtakenFe3(t)
 	fresh := w.snapshot()
 	cached := w.snapshot()
-	cached.SetTemplates, cached.SetsConverged, cached.SetRevisions, cached.MissingPods, cached.SetsRead = nil, nil, nil, nil, false
+	cached.SetTemplates, cached.SetsConverged, cached.SetRevisions, cached.MissingPods = nil, nil, nil, nil
 	assert.Equal(t, ModeProvisioning, cached.mode(w.name("fe3")), "the cache cannot tell")
 	snap, decisions, wasFresh, err := PlanOnFreshest(cached, func() (*Snapshot, error) { return fresh, nil })
 	require.NoError(t, err)

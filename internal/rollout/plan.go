@@ -46,11 +46,6 @@ type Decision struct {
 	// RecheckAfter asks for another look after this long: a released node
 	// whose progress deadline is still ahead, a hold that ends by itself.
 	RecheckAfter time.Duration
-	// LeftBehind, when set, records on the node the rollout-id it carries
-	// (AnnotationLeftBehind): a change did not land on it within the
-	// landing timeout, and it holds later changes no more until it carries
-	// another.
-	LeftBehind string
 	// KeepCondition: the node keeps the condition it has for now; Condition
 	// says what it would be (a landing hold not explained yet, or not
 	// brought up to date while the apply goes on).
@@ -66,7 +61,7 @@ type Event struct {
 
 // Changed reports whether applying the decision changes the node or its pods.
 func (d Decision) Changed(n v2alpha1.Node) bool {
-	if d.Gated != Gated(n) || len(d.PodsToRelease) > 0 || d.LeftBehind != "" {
+	if d.Gated != Gated(n) || len(d.PodsToRelease) > 0 {
 		return true
 	}
 	if d.KeepCondition {
@@ -140,9 +135,6 @@ func Plan(s *Snapshot) []Decision {
 	decisions := make([]Decision, 0, len(p.names))
 	for _, name := range p.names {
 		d := p.decide(name)
-		if id, ok := p.landing.lagging[name]; ok && s.Nodes[name].GetAnnotations()[v2alpha1.AnnotationLeftBehind] != id {
-			d.LeftBehind = id
-		}
 		d.Event = eventFor(s.Nodes[name], d, p.landing)
 		decisions = append(decisions, d)
 	}
@@ -536,8 +528,8 @@ func (p *planner) decide(name string) Decision {
 		if p.onFallback(name) {
 			msg += fmt.Sprintf(" (judged by the version and revision labels: its pods carry no %s label)", v2alpha1.LabelTargetHash)
 		}
-		if leftBehind(n) {
-			msg += leftBehindNote(n)
+		if p.landing.notRendered[name] {
+			msg += notRenderedNote(p.landing.renderID)
 		}
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonRolloutComplete, "%s", msg)
 	case p.inFlight(name) && !podsOK && slices.ContainsFunc(p.Pods[name], Pod.HeldBySequencer):

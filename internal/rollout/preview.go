@@ -41,7 +41,6 @@ func Preview(s *Snapshot) Prediction {
 		Tenant: s.Tenant, Orders: s.Orders, Now: s.Now, Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]Pod{},
 		SetsConverged: s.SetsConverged, // a rollout its StatefulSet says converged is not rolling
 		SetTemplates:  map[string][]Template{},
-		SetsRead:      s.SetsRead,
 	}
 	for name, n := range s.Nodes {
 		n := n.DeepCopyObject().(v2alpha1.Node)

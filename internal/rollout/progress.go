@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -55,10 +56,10 @@ type Progress struct {
 	Live, OnTarget int
 	// Rolling are the nodes whose rollout or recovery is under way.
 	Rolling []string
-	// LeftBehind are the nodes a change did not land on within the landing
-	// timeout, by name, with the rollout-id they still carry: they hold no
-	// later change until they carry another (AnnotationLeftBehind).
-	LeftBehind map[string]string
+	// NotRendered are the tenant's nodes the newest render of its chart
+	// does not list (AnnotationRenderedNodes): no part of its changes,
+	// they hold none of them.
+	NotRendered []string
 	// Next is the node the fleet view names: the stuck one, or the first
 	// in the upgrade order that waits (gated, or released with its pods
 	// held); nil when none waits.
@@ -91,13 +92,9 @@ func ProgressOf(s *Snapshot, decisions []Decision) Progress {
 	}
 	live = s.inUpgradeOrder(live)
 	p.Live = len(live)
-	for name, n := range s.Nodes {
-		if leftBehind(n) {
-			if p.LeftBehind == nil {
-				p.LeftBehind = map[string]string{}
-			}
-			p.LeftBehind[name] = n.GetAnnotations()[v2alpha1.AnnotationLeftBehind]
-		}
+	newest, _ := s.newestRolloutID()
+	if _, off := s.renderedBy(newest); len(off) > 0 {
+		p.NotRendered = slices.Sorted(maps.Keys(off))
 	}
 	var stuck, waiting *Decision
 	for _, name := range live {
@@ -198,7 +195,7 @@ func FleetOf(read Objects, orders defaults.Orders, now time.Time, deadline time.
 	for _, n := range read.Nodes {
 		o, ok := byNamespace[n.GetNamespace()]
 		if !ok {
-			o = &Objects{LostMachines: read.LostMachines, StatefulSetsRead: read.StatefulSetsRead}
+			o = &Objects{LostMachines: read.LostMachines}
 			byNamespace[n.GetNamespace()] = o
 			namespaces = append(namespaces, n.GetNamespace())
 		}

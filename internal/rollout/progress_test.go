@@ -127,3 +127,17 @@ func TestProgressHasNoAgeForAReasonNotWrittenYet(t *testing.T) {
 	assert.Equal(t, v2alpha1.ReasonRolloutComplete, PrerequisitesCondition(w.nodes["acme-fe1"]).Reason, "the stored condition is the old one")
 	assert.True(t, p.Since.IsZero(), "no age from a condition of another reason: %s", p.Since)
 }
+
+// A node the newest render of the tenant's chart does not list is named by
+// the fleet view, holds no change, and its condition says why.
+func TestANodeTheLatestRenderDoesNotListIsNamedAndHoldsNothing(t *testing.T) {
+	w := newWorld(t, "acme")
+	settledByRolloutID(5, "r1")(w)
+	renderDropping("r2", "fe4", 5)(w)
+	s := w.snapshot()
+	p := ProgressOf(s, Plan(s))
+	assert.Equal(t, []string{w.name("fe4")}, p.NotRendered)
+	w.run(200)
+	assert.Contains(t, w.condition("fe4").Message, "not in the tenant chart's latest render (rollout-id r2")
+	assert.Equal(t, "fe1 fe2 be fe3", w.startedSince(len(w.started)-4))
+}

@@ -98,16 +98,13 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 				}
 			}
 			switch op := rng.IntN(17); {
-			case op == 16 && withID && !pinned && w.grouping.LandingTimeout > 0 && size > 1:
+			case op == 16 && withID && !pinned && size > 1:
 				// A node the chart no longer renders (Argo CD does not
 				// prune): no later render reaches it. (Not with pins: its own
 				// pins, never rendered again, could hold a node that walks
 				// through it forever.)
 				dropped[keys[1+rng.IntN(size-1)]] = true
 				chartApply(w, rng, randomSubset(rng, keys), rendered(keys, dropped), version, withID, pinned, step)
-				for range int(w.grouping.LandingTimeout/time.Second) + 5 { // past its landing timeout
-					w.step()
-				}
 			case op == 15:
 				// Deleted and created again with the same spec, its old
 				// StatefulSet and pods alive until the garbage collector
@@ -240,7 +237,7 @@ func chartApply(w *world, rng *rand.Rand, changed, keys []string, version string
 				renderPins(w, n, rendered)
 			}
 			if withID {
-				setAnnotation(n, v2alpha1.AnnotationRolloutID, fmt.Sprintf("r%d", step+1))
+				w.renderOf(n, fmt.Sprintf("r%d", step+1), keys) // the render says which nodes it renders
 			}
 		})
 		for gap := rng.IntN(3); gap > 0; gap-- {

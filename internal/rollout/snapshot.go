@@ -134,12 +134,6 @@ type Snapshot struct {
 	// from until the operator carries it out (runsAnotherTarget). Nil in a
 	// snapshot of the cache.
 	SetTemplates map[string][]Template
-	// SetsRead: the snapshot's StatefulSets were read (a fresh read
-	// allowed to list them). Only then does a node that shows no workload
-	// at all — no pod, no StatefulSet — say that it runs nothing
-	// (ranNothingKnown); a cache snapshot, or one whose StatefulSets RBAC
-	// forbids, cannot tell.
-	SetsRead bool
 	// Now is when the snapshot was taken.
 	Now time.Time
 	// ProgressDeadline is how long a released node may take to become
@@ -187,9 +181,6 @@ type Objects struct {
 	// StatefulSets are the namespace's StatefulSets, none when they may
 	// not be read: pods are then taken as they are.
 	StatefulSets []appsv1.StatefulSet
-	// StatefulSetsRead: StatefulSets were listed (none may exist); false
-	// when they could not be (RBAC).
-	StatefulSetsRead bool
 	// LostMachines are the Nodes (machines) Ready pods are bound to that
 	// no longer exist or are not Ready: their pods are not Ready, whatever
 	// their stale status says (no kubelet is left to say otherwise).
@@ -232,6 +223,5 @@ func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Ti
 	s.SetRevisions = setRevisions(sets, s.Nodes)
 	s.SetsConverged = setsConverged(s, sets)
 	s.SetTemplates = setTemplates(sets, s.Nodes)
-	s.SetsRead = read.StatefulSetsRead
 	return s
 }

@@ -107,11 +107,10 @@ func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget
 // mode returns how a gated node is rolled: a node released before is
 // upgraded when its target is not the one released, or its workload was
 // made for another target (a release overtaken before it was carried out,
-// runsAnotherTarget), or nothing shows it ever ran the target released
-// (ranNothingKnown).
+// runsAnotherTarget).
 func (s *Snapshot) mode(name string) Mode {
 	n := s.Nodes[name]
-	if ReleasedTarget(n) != "" && (newTarget(n) || s.runsAnotherTarget(name) || s.ranNothingKnown(name)) {
+	if ReleasedTarget(n) != "" && (newTarget(n) || s.runsAnotherTarget(name)) {
 		return ModeUpgrade
 	}
 	return ModeProvisioning

@@ -73,17 +73,3 @@ func setTemplates(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map
 	}
 	return out
 }
-
-// ranNothingKnown reports whether a node released before shows nothing
-// that it ever ran its released target: no pod, no StatefulSet naming it
-// (read in a fresh snapshot that could list them), and no dependent's
-// release that recorded its rollout converged (released-after). A release
-// that never converged is not "the target it runs": overtaken by a change
-// that gated the node again, then taken down (its StatefulSet deleted,
-// not scaled to zero) and brought back up with that target, the node is
-// upgraded, not provisioned. A node that converged and whose workload is
-// gone the same way is held in the upgrade order too: slower, never out of
-// order.
-func (s *Snapshot) ranNothingKnown(name string) bool {
-	return s.SetsRead && len(s.Pods[name]) == 0 && len(s.SetTemplates[name]) == 0 && !s.recordedConverged(name)
-}

@@ -112,9 +112,10 @@ type world struct {
 	// removed yet: the new node's StatefulSet cannot be created under the
 	// same name until it has.
 	gone map[string]*goneWorkload
-	// leftBehind is the oracle's memory of the nodes a landing timed out
-	// without, and the rollout-id each carried then.
-	leftBehind map[string]string
+	// renders are, by rollout-id, the nodes a render with that id renders
+	// (the world's own record; the nodes carry it in
+	// AnnotationRenderedNodes): only renders that say so.
+	renders map[string][]string
 	// scaledDown are the nodes whose StatefulSet the operator scaled to 0
 	// (taken down) and has not scaled up again: it does so only when it
 	// provisions the node again, once not gated.
@@ -155,7 +156,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
 		scaling:  map[string]int{},
 		lastHash: map[string]string{}, setCurrent: map[string]string{}, convergedSince: map[string]string{}, seenConverged: map[string]string{}, releasedBare: map[string]bool{}, oracle: independentRequirementsHold,
-		targetWrite: map[string]write{}, idWrite: map[string]write{}, brokenTarget: map[string]string{}, gone: map[string]*goneWorkload{}, leftBehind: map[string]string{}, scaledDown: map[string]bool{},
+		targetWrite: map[string]write{}, idWrite: map[string]write{}, brokenTarget: map[string]string{}, gone: map[string]*goneWorkload{}, renders: map[string][]string{}, scaledDown: map[string]bool{},
 	}
 }
 
@@ -249,6 +250,18 @@ func (w *world) setConfig(changeset string, keys ...string) {
 	}
 }
 
+// renderOf stamps node n as the render of rollout-id id that renders the
+// nodes keys does: the id, and the nodes it renders.
+func (w *world) renderOf(n v2alpha1.Node, id string, keys []string) {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = w.name(k)
+	}
+	setAnnotation(n, v2alpha1.AnnotationRolloutID, id)
+	setAnnotation(n, v2alpha1.AnnotationRenderedNodes, strings.Join(names, ","))
+	w.renders[id] = names
+}
+
 // setRolloutID annotates the nodes with a rollout-id, as a chart render does.
 func (w *world) setRolloutID(id string, keys ...string) {
 	for _, k := range keys {
@@ -309,7 +322,6 @@ func (w *world) recreate(keys ...string) {
 			delete(m, name)
 		}
 		delete(w.scaledDown, name)
-		delete(w.leftBehind, name) // a new object: no landing went on without it yet
 		delete(w.pods, name)
 		delete(w.releasedBare, name)
 		n := v2alpha1.NewNode(old.NodeKind())
@@ -332,7 +344,7 @@ func (w *world) recreate(keys ...string) {
 				n.NodeSpec().DeploymentDependencies = nil
 			}
 		}
-		for _, a := range []string{v2alpha1.AnnotationRolloutID, v2alpha1.AnnotationPauseRollout, v2alpha1.AnnotationIgnorePrerequisites} {
+		for _, a := range []string{v2alpha1.AnnotationRolloutID, v2alpha1.AnnotationRenderedNodes, v2alpha1.AnnotationPauseRollout, v2alpha1.AnnotationIgnorePrerequisites} {
 			if v := old.GetAnnotations()[a]; v != "" {
 				setAnnotation(n, a, v)
 			}
@@ -533,7 +545,6 @@ func (w *world) snapshot() *Snapshot {
 	// As the fresh reads do: the StatefulSets of the nodes, and only the
 	// workload of each node as it is now.
 	sets := w.statefulSets()
-	s.SetsRead = true
 	if len(w.gone) > 0 {
 		all := maps.Clone(w.pods)
 		for name, g := range w.gone {
@@ -664,9 +675,6 @@ func (w *world) gatedSuffix(name string) string {
 // checking each release — of a node and of a pod — against the
 // independent oracle.
 func (w *world) sequence() {
-	if w.oracle != nil {
-		newOracle(w, nil).noteLeftBehind()
-	}
 	w.seeConvergence()
 	w.apply(Plan(w.snapshot()))
 	w.seenThisPass = nil
@@ -723,10 +731,6 @@ func (w *world) apply(decisions []Decision) {
 		if !d.Changed(n) {
 			w.recordSeen(d.Node)
 			continue
-		}
-		if d.LeftBehind != "" {
-			setAnnotation(n, v2alpha1.AnnotationLeftBehind, d.LeftBehind)
-			w.logf("%s recorded left behind at rollout-id %s", w.key(d.Node), d.LeftBehind)
 		}
 		if was := Gated(n); was != d.Gated {
 			if d.Gated {

@@ -84,7 +84,7 @@ var (
 
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
-		Help: "Tenant reconciles that failed, by step (gather, gate, left_behind, pod, status).",
+		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
 	}, []string{"step"})
 )
 

@@ -416,16 +416,6 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 			r.event(n, d, before)
 		}
 	}
-	if d.LeftBehind != "" {
-		patched, err := r.recordLeftBehind(ctx, n, d.LeftBehind)
-		if err != nil {
-			reconcileErrors.WithLabelValues("left_behind").Inc()
-			return err
-		}
-		n = patched
-		r.own.remember(snap.Tenant, n)
-		logger.Info("Recorded left behind by a change that did not land within the landing timeout", "rolloutID", d.LeftBehind)
-	}
 	if err := r.releasePods(ctx, snap, d); err != nil {
 		reconcileErrors.WithLabelValues("pod").Inc()
 		return err
@@ -587,35 +577,6 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 		return nil, fmt.Errorf("encoding the gate patch of %s: %w", n.GetName(), err)
 	}
 	return client.RawPatch(types.JSONPatchType, data), nil
-}
-
-// recordLeftBehind records on node n that a change did not land on it
-// within the landing timeout while it carried rollout-id id
-// (AnnotationLeftBehind), with a JSON patch that tests the rollout-id it
-// read: a node rendered again since counts for the landing again.
-func (r *Reconciler) recordLeftBehind(ctx context.Context, n v2alpha1.Node, id string) (v2alpha1.Node, error) {
-	idPath := annotationPath(v2alpha1.AnnotationRolloutID)
-	var ops []map[string]any
-	if current, ok := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]; ok {
-		ops = append(ops, map[string]any{"op": "test", "path": idPath, "value": current})
-	}
-	if len(n.GetAnnotations()) == 0 {
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{v2alpha1.AnnotationLeftBehind: id}})
-	} else {
-		ops = append(ops, map[string]any{"op": "add", "path": annotationPath(v2alpha1.AnnotationLeftBehind), "value": id})
-	}
-	data, err := json.Marshal(ops)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the %s patch of %s: %w", v2alpha1.AnnotationLeftBehind, n.GetName(), err)
-	}
-	patched := v2alpha1.NewNode(n.NodeKind())
-	patched.SetName(n.GetName())
-	patched.SetNamespace(n.GetNamespace())
-	apiWrites.WithLabelValues("patch", resourceOf(n)).Inc()
-	if err := r.Client.Patch(ctx, patched, client.RawPatch(types.JSONPatchType, data), client.FieldOwner(v2alpha1.FieldManager)); err != nil {
-		return nil, fmt.Errorf("recording %s %s left behind: %w", n.NodeKind(), n.GetName(), err)
-	}
-	return patched, nil
 }
 
 // annotationPath is the JSON pointer of an annotation.

@@ -155,7 +155,6 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	var fes v2alpha1.FrontendList
 	var pods corev1.PodList
 	var sets appsv1.StatefulSetList
-	setsRead := true
 	var g errgroup.Group
 	g.Go(func() error {
 		if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
@@ -178,7 +177,6 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	g.Go(func() error {
 		err := r.List(ctx, &sets, client.InNamespace(namespace))
 		if apierrors.IsForbidden(err) {
-			setsRead = false
 			partialReads.WithLabelValues("statefulsets").Inc()
 			statefulSetsForbidden.Do(func() {
 				log.FromContext(ctx).Error(err, "Taking Express pods as they are, however many their StatefulSet wants: the sequencer may not list StatefulSets (RBAC list on statefulsets in group apps)")
@@ -197,7 +195,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	if err != nil {
 		return rollout.Objects{}, err
 	}
-	return rollout.Objects{Nodes: nodesOf(bes.Items, fes.Items), Pods: pods.Items, StatefulSets: sets.Items, StatefulSetsRead: setsRead, LostMachines: lost}, nil
+	return rollout.Objects{Nodes: nodesOf(bes.Items, fes.Items), Pods: pods.Items, StatefulSets: sets.Items, LostMachines: lost}, nil
 }
 
 // lostMachines reads, by name, the Nodes (machines) the Ready pods are

@@ -211,9 +211,20 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 		}
 		return reconcile.Result{}, o.Client.Create(ctx, want)
 	}
-	if ptr.Deref(set.Spec.Replicas, 1) == *want.Spec.Replicas && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) &&
+	owner := metav1.GetControllerOf(set)
+	adopted := owner != nil && owner.UID == n.GetUID()
+	if !adopted && set.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil // an earlier node's, being deleted: the new one is created once it is gone
+	}
+	if adopted && ptr.Deref(set.Spec.Replicas, 1) == *want.Spec.Replicas && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) &&
 		maps.Equal(withoutHold(set.Spec.Template.Annotations), withoutHold(want.Spec.Template.Annotations)) {
 		return reconcile.Result{RequeueAfter: warmUp}, o.deleteFailingOldPods(ctx, n, broken.MasksFailures)
+	}
+	// A StatefulSet left by an earlier node of the name (kubectl delete
+	// --cascade=orphan, then create) is adopted: controlled by the node as
+	// it is now, its pods count for it.
+	if err := controllerutil.SetControllerReference(n, set, o.Client.Scheme()); err != nil {
+		return reconcile.Result{}, err
 	}
 	set.Spec.Replicas = want.Spec.Replicas
 	set.Spec.Template = want.Spec.Template // a new target rolls the pods (the StatefulSet's rolling update)

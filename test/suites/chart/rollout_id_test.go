@@ -3,6 +3,7 @@ package chart
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,5 +83,32 @@ func TestTheRolloutIDChangesWithAnyNodesSpec(t *testing.T) {
 				assert.NotEqual(t, base[0], id, "a new rollout-id")
 			}
 		})
+	}
+}
+
+// Every node of a render lists the nodes the render renders — one list,
+// naming each node once — and a node dropped from the values is in no
+// render's list: it is no part of the tenant's changes.
+func TestARenderListsTheNodesItRenders(t *testing.T) {
+	names := func(nodes []v2alpha1.Node) string {
+		var out []string
+		for _, n := range nodes {
+			out = append(out, n.GetName())
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	_, nodes, err := tenantchart.Render(nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, nodes)
+	for _, n := range nodes {
+		assert.Equal(t, names(nodes), n.GetAnnotations()[v2alpha1.AnnotationRenderedNodes], "%s lists every node of the render", n.GetName())
+	}
+	_, fewer, err := tenantchart.Render(map[string]any{"nodes": map[string]any{"fe4": nil}})
+	require.NoError(t, err)
+	require.Len(t, fewer, len(nodes)-1, "fe4 dropped from the values")
+	for _, n := range fewer {
+		assert.Equal(t, names(fewer), n.GetAnnotations()[v2alpha1.AnnotationRenderedNodes])
+		assert.NotContains(t, n.GetAnnotations()[v2alpha1.AnnotationRenderedNodes], "-fe4")
 	}
 }

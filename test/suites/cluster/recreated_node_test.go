@@ -68,6 +68,11 @@ func TestANodeCreatedAgainOverItsOldWorkloadRollsBeforeTheBackendOnItsOwnPods(t 
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(harness.Client.Get(ctx, client.ObjectKeyFromObject(old), node(ns, "fe2")))
 	}, 10*time.Second, 20*time.Millisecond, "fe2 deleted")
+	// The garbage collector has deleted the old StatefulSet (the finalizer
+	// keeps it, and its pods, for now): no operator adopts it then.
+	require.Eventually(t, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKeyFromObject(sts), sts) == nil && sts.DeletionTimestamp != nil
+	}, 30*time.Second, 20*time.Millisecond, "the garbage collector deletes fe2's StatefulSet")
 	again := node(ns, "fe2")
 	*again.NodeSpec() = v2alpha1.NodeSpec{ClusterConfig: old.NodeSpec().ClusterConfig, ExpressVersion: v2}
 	require.NoError(t, harness.Client.Create(ctx, again))

@@ -35,6 +35,25 @@ func TestTheKitPassesAgainstAnOperatorThatHonoursTheContract(t *testing.T) {
 	}
 }
 
+// The same where express-sequencer's webhooks leave the namespace alone:
+// the kit stamps the target hash itself, every clause but the one that
+// needs the sequencer passes, and that one is skipped saying why.
+func TestTheKitRunsWithoutExpressSequencer(t *testing.T) {
+	report := conformance.Run(t, conformance.Config{
+		RESTConfig: harness.Config, Namespace: namespace(t, expressoperator.Breakage{}, withoutSequencer),
+		FailingVersion: "broken", HoldWindow: 3 * time.Second, UnactedField: unacted,
+	})
+	assert.Equal(t, conformance.ModeWithoutSequencer, report.Mode)
+	for _, c := range report.Clauses {
+		want := conformance.Passed
+		if c.ID == "sequencer-release" {
+			want = conformance.Skipped
+			assert.Contains(t, c.Reason, "needs express-sequencer")
+		}
+		assert.Equal(t, want, c.Result, "%s: %s", c.ID, c.Reason)
+	}
+}
+
 // Each operator broken on purpose fails the clause it breaks, and the
 // report names the clause and says what broke the rule.
 func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {

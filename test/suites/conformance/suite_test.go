@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,6 +53,9 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer func() { _ = cluster.Stop() }()
+	if err := excludeFromWebhooks(context.Background()); err != nil {
+		return 0, err
+	}
 	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
 		Broken: func(n v2alpha1.Node) expressoperator.Breakage {
 			b, _ := broken.Load(n.GetNamespace())
@@ -67,11 +71,52 @@ func run(m *testing.M) (int, error) {
 }
 
 // namespace creates a scratch namespace whose operator breaks the contract
-// as b says.
-func namespace(t *testing.T, b expressoperator.Breakage) string {
+// as b says, with labels (set to "true").
+func namespace(t *testing.T, b expressoperator.Breakage, labels ...string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "conformance-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "conformance-", Labels: map[string]string{}}}
+	for _, l := range labels {
+		ns.Labels[l] = "true"
+	}
 	require.NoError(t, harness.Client.Create(context.Background(), ns))
 	broken.Store(ns.Name, b)
 	return ns.Name
+}
+
+// withoutSequencer labels a namespace that express-sequencer's webhooks
+// leave alone (a namespaceSelector, as an installation scoped to some
+// namespaces has): there the kit runs as on a cluster without
+// express-sequencer.
+const withoutSequencer = "conformance.example.com/without-sequencer"
+
+// excludeFromWebhooks gives every webhook of the control plane a
+// namespaceSelector that leaves out the namespaces labelled
+// withoutSequencer.
+func excludeFromWebhooks(ctx context.Context) error {
+	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: withoutSequencer, Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	var m admissionregistrationv1.MutatingWebhookConfigurationList
+	if err := harness.Client.List(ctx, &m); err != nil {
+		return err
+	}
+	for i := range m.Items {
+		for j := range m.Items[i].Webhooks {
+			m.Items[i].Webhooks[j].NamespaceSelector = sel
+		}
+		if err := harness.Client.Update(ctx, &m.Items[i]); err != nil {
+			return err
+		}
+	}
+	var v admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := harness.Client.List(ctx, &v); err != nil {
+		return err
+	}
+	for i := range v.Items {
+		for j := range v.Items[i].Webhooks {
+			v.Items[i].Webhooks[j].NamespaceSelector = sel
+		}
+		if err := harness.Client.Update(ctx, &v.Items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
