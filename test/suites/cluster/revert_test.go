@@ -216,7 +216,11 @@ func TestAnOvertakenReleaseTakenDownComesBackInItsUpgradeTurn(t *testing.T) {
 	waitSettled(t, ns)
 	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().RemoveGate(otherGate) }, "fe3")
 
-	// Rolled forward, fe3 brought back up in the same write.
+	// Rolled forward, fe3 brought back up in the same write, watched by the
+	// black-box oracle.
+	watchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	log := watchOrder(watchCtx, t, ns)
 	mark := time.Now()
 	update(t, ns, func(n v2alpha1.Node) { n.NodeSpec().ExpressVersion = v2; n.NodeSpec().Up = nil }, keys(4)...)
 	waitSettled(t, ns)
@@ -228,4 +232,5 @@ func TestAnOvertakenReleaseTakenDownComesBackInItsUpgradeTurn(t *testing.T) {
 	require.False(t, started.IsZero(), "fe3 started on v2; starts since the change: %s", starts(ns, mark))
 	assert.True(t, readyOnAt(events, "acme-be", v2, started), "be Ready on v2 when fe3 started on v2 (%s); starts: %s", started.Format(time.StampMilli), starts(ns, mark))
 	assert.Equal(t, "fe1 fe2 be fe3", starts(ns, mark))
+	checkOrder(t, log.snapshot(), mark, 1)
 }

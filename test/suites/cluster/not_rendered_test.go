@@ -54,6 +54,10 @@ func TestANodeTheChartNoLongerRendersHoldsNoChange(t *testing.T) {
 	render(t, ns, "r1", keys(5)...)
 	waitSettled(t, ns)
 	rendered := keys(4)
+	watchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	log := watchOrder(watchCtx, t, ns)
+	since := time.Now()
 
 	for _, id := range []string{"r2", "r3"} {
 		mark := time.Now()
@@ -61,6 +65,7 @@ func TestANodeTheChartNoLongerRendersHoldsNoChange(t *testing.T) {
 		waitSettled(t, ns)
 		assert.Equal(t, "fe1 fe2 be fe3", starts(ns, mark), "%s rolls in the upgrade order", id)
 	}
+	checkOrder(t, log.snapshot(), since, 1)
 	assert.Zero(t, landingTimedOut(t, ns, "acme-fe1"), "no change waited for fe4: %v", releaseMessages(t, ns, "acme-fe1"))
 	assert.Len(t, releaseMessages(t, ns, "acme-fe1"), 4, "fe1 released for its first rollout, r1, r2 and r3")
 	fe4 := node(ns, "fe4")
