@@ -78,14 +78,24 @@ func (s *Snapshot) landingOf() landing {
 	}
 	// The newest render may say which nodes it renders: a node it does not
 	// list (dropped from the values, and not pruned) is no part of its
-	// landing.
+	// landing. A node it lists is part of it even before it exists (the
+	// render creates it) or while it is down without an id (the render
+	// brings it up): it lacks the newest id.
 	rendered, notRendered := s.renderedBy(newest)
 	for name, n := range s.Nodes {
-		if !counts(n) || rendered != nil && !rendered[name] {
-			continue
-		}
 		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
-		ids[id] = append(ids[id], name)
+		switch {
+		case rendered != nil && !rendered[name]:
+		case counts(n):
+			ids[id] = append(ids[id], name)
+		case rendered[name] && n.GetDeletionTimestamp() == nil:
+			ids[id] = append(ids[id], name) // down without an id, brought up by the render
+		}
+	}
+	for name := range rendered {
+		if _, ok := s.Nodes[name]; !ok && name != "" {
+			ids[notCreated] = append(ids[notCreated], name)
+		}
 	}
 	l := s.landingByRolloutID(ids, newest, newestAt)
 	l.notRendered, l.renderID = notRendered, newest
@@ -114,6 +124,10 @@ func (s *Snapshot) newestRolloutID() (newest string, newestAt time.Time) {
 	}
 	return newest, newestAt
 }
+
+// notCreated stands, among the rollout-ids of a landing, for the nodes the
+// newest render lists that do not exist yet.
+const notCreated = "not created yet"
 
 // renderedBy returns the nodes the render of rollout-id id lists
 // (AnnotationRenderedNodes, read from a node that carries id), nil when no

@@ -516,9 +516,10 @@ func (o *oracle) stillLanding(m string) string {
 
 // landing returns the rollout-ids the tenant's nodes carry — of the nodes
 // not being deleted, of those intentionally down only those that carry an
-// id, and, when the world knows which nodes the newest render renders,
-// only those — the newest of them, and whether the landing timeout,
-// counted from the newest id's latest stamp, has passed.
+// id; when the world knows which nodes the render applied last renders,
+// those and only those, created or not, up or not — the newest of them,
+// and whether the landing timeout, counted from the newest id's latest
+// stamp, has passed.
 func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
 	var newestAt time.Time
 	for _, n := range o.w.nodes {
@@ -531,11 +532,22 @@ func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
 			newest, newestAt = id, at
 		}
 	}
-	rendered, known := o.w.renders[newest]
+	// The render the user applied last, by the world's record, is the
+	// change landing: a node it does not render is no part of it; one it
+	// renders is, created or not, up or not.
+	rendered, known := o.w.renders[o.w.lastRender]
 	ids = map[string]bool{}
 	for name, n := range o.w.nodes {
-		if id, ok := o.countsForLanding(n); ok && (!known || slices.Contains(rendered, name)) {
+		id, ok := o.countsForLanding(n)
+		switch {
+		case known && !slices.Contains(rendered, name):
+		case ok, known && n.GetDeletionTimestamp() == nil:
 			ids[id] = true
+		}
+	}
+	for _, name := range rendered {
+		if _, exists := o.w.nodes[name]; known && !exists {
+			ids["(a node the render creates)"] = true
 		}
 	}
 	timedOut = o.w.grouping.LandingTimeout > 0 && !o.w.now.Before(newestAt.Add(o.w.grouping.LandingTimeout))

@@ -73,3 +73,62 @@ func TestPodsOfAStatefulSetAdoptedByANodeCreatedAgainCountOnTheCacheAsOnTheFresh
 	orphan.OwnerReferences = nil
 	assert.Empty(t, CurrentPods(w.pods, w.nodes, []appsv1.StatefulSet{orphan})[be], "an orphan made before the node is not its workload")
 }
+
+// renderTo applies, node by node gap ticks apart, a render of rollout-id id
+// at version that lists the nodes rendered: each node of keys takes the
+// version, the id and the list in one write, and is brought up.
+func renderTo(w *world, id, version string, rendered []string, gap int, keys ...string) {
+	for _, k := range keys {
+		w.update(k, func(n v2alpha1.Node) {
+			n.NodeSpec().ExpressVersion = version
+			n.NodeSpec().Up = nil
+			w.renderOf(n, id, rendered)
+		})
+		ticks(gap)(w)
+	}
+}
+
+// A render that also creates fe3 (back in the values) creates it last, long
+// after the other nodes took it: fe3 is listed, so the change still lands
+// until it exists, and fe4 goes after it, as if applied at once. Counted
+// only once it existed, fe4 rolled before it.
+func TestANodeTheRenderCreatesLastKeepsItsTurn(t *testing.T) {
+	w := newWorld(t, "acme")
+	old := []string{"be", "fe1", "fe2", "fe4"}
+	for _, k := range old {
+		w.create(k, v1, nil)
+	}
+	renderTo(w, "r1", v1, old, 0, old...)
+	w.run(400)
+	mark := len(w.started)
+	all := keysOf(5)
+	renderTo(w, "r2", v2, all, 0, old...)
+	ticks(30)(w)
+	w.create("fe3", v2, nil)
+	renderTo(w, "r2", v2, all, 0, "fe3")
+	w.run(400)
+	assert.Equal(t, "fe1 fe2 be fe3 fe4", w.startedSince(mark))
+}
+
+// fe3 is down and carries no rollout-id (created before the chart stamped
+// one); the first render with an id changes every node and brings fe3 back
+// up, fe3 last, long after the others: listed, it lacks the id, and the
+// change rolls as if applied at once.
+func TestANodeDownWithoutAnIdThatTheRenderBringsUpLastKeepsItsTurn(t *testing.T) {
+	w := newWorld(t, "acme")
+	for _, k := range keysOf(5) {
+		w.create(k, v1, func(s *v2alpha1.NodeSpec) {
+			if k == "fe3" {
+				s.Up = ptr.To(false)
+			}
+		})
+	}
+	w.run(400)
+	mark := len(w.started)
+	renderTo(w, "r1", v2, keysOf(5), 30, "fe1", "fe2", "be", "fe4")
+	ticks(30)(w)
+	assert.Empty(t, w.startedSince(mark), "nothing rolls before fe3 has the render")
+	renderTo(w, "r1", v2, keysOf(5), 0, "fe3")
+	w.run(400)
+	assert.Equal(t, "fe1 fe2 be fe3 fe4", w.startedSince(mark))
+}

@@ -116,6 +116,8 @@ type world struct {
 	// (the world's own record; the nodes carry it in
 	// AnnotationRenderedNodes): only renders that say so.
 	renders map[string][]string
+	// lastRender is the rollout-id of the render the user applied last.
+	lastRender string
 	// scaledDown are the nodes whose StatefulSet the operator scaled to 0
 	// (taken down) and has not scaled up again: it does so only when it
 	// provisions the node again, once not gated.
@@ -260,6 +262,7 @@ func (w *world) renderOf(n v2alpha1.Node, id string, keys []string) {
 	setAnnotation(n, v2alpha1.AnnotationRolloutID, id)
 	setAnnotation(n, v2alpha1.AnnotationRenderedNodes, strings.Join(names, ","))
 	w.renders[id] = names
+	w.lastRender = id
 }
 
 // setRolloutID annotates the nodes with a rollout-id, as a chart render does.
@@ -348,6 +351,11 @@ func (w *world) recreate(keys ...string) {
 			if v := old.GetAnnotations()[a]; v != "" {
 				setAnnotation(n, a, v)
 			}
+		}
+		if slices.Contains(w.renders[w.lastRender], name) {
+			// Created again from the current render's manifests.
+			setAnnotation(n, v2alpha1.AnnotationRolloutID, w.lastRender)
+			setAnnotation(n, v2alpha1.AnnotationRenderedNodes, strings.Join(w.renders[w.lastRender], ","))
 		}
 		if old.NodeSpec().HasGate(otherSystemsGate) {
 			n.NodeSpec().AddGate(otherSystemsGate)
