@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -45,7 +46,7 @@ func checkRollsLabelled(ctx context.Context, p *probe) error {
 	want := wantLabels(u)
 	found := false
 	for _, s := range sets {
-		if s.DeletionTimestamp != nil || ptrValue(s.Spec.Replicas, 1) == 0 {
+		if s.DeletionTimestamp != nil || ptr.Deref(s.Spec.Replicas, 1) == 0 {
 			continue
 		}
 		found = true
@@ -108,7 +109,7 @@ func checkStatefulSet(ctx context.Context, p *probe) error {
 	if t := s.Spec.UpdateStrategy.Type; t != "" && t != appsv1.RollingUpdateStatefulSetStrategyType {
 		return fmt.Errorf("StatefulSet %s has updateStrategy %s: its controller never completes a rollout, so nothing records that the node converged", s.Name, t)
 	}
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ptrValue(ru.Partition, 0) > 0 {
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ptr.Deref(ru.Partition, 0) > 0 {
 		return fmt.Errorf("StatefulSet %s rolls with partition %d: its controller completes no rollout past it, so nothing records that the node converged", s.Name, *ru.Partition)
 	}
 	u, err = p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") })
@@ -172,8 +173,8 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 					name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
 			case !equalTemplate(before[name], templates(sets[i : i+1])[name]):
 				return false, fmt.Errorf("the pod template of StatefulSet %s changed by %s, %s after %s was set up: false: taking a node down is not a rollout", name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
-			case ptrValue(sets[i].Spec.Replicas, 1) != 0:
-				why = fmt.Sprintf("StatefulSet %s still wants %d replicas", name, ptrValue(sets[i].Spec.Replicas, 1))
+			case ptr.Deref(sets[i].Spec.Replicas, 1) != 0:
+				why = fmt.Sprintf("StatefulSet %s still wants %d replicas", name, ptr.Deref(sets[i].Spec.Replicas, 1))
 				return false, nil
 			}
 		}

@@ -9,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // crdGVK is the kind of a CustomResourceDefinition.
@@ -111,7 +109,3 @@ func orUnset(v any) any {
 	}
 	return v
 }
-
-// Kinds of the nodes the kit creates: it checks the Backend's workload;
-// the CRD clause reads both kinds' schemas.
-var _ = v2alpha1.KindBackend

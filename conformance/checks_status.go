@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // kitManager is the field manager the kit writes a condition with.
@@ -150,29 +151,6 @@ func checkRecreatePromptly(ctx context.Context, p *probe) error {
 	return err
 }
 
-// failingWaits are the reasons the kubelet gives a container that does not
-// start by itself.
-var failingWaits = []string{
-	"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "ErrImageNeverPull", "InvalidImageName",
-	"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
-}
-
-// failing reports whether the kubelet reports pod as one that will not
-// become Ready by itself.
-func failing(pod corev1.Pod) bool {
-	if pod.Status.Phase == corev1.PodFailed {
-		return true
-	}
-	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for _, c := range statuses {
-			if w := c.State.Waiting; w != nil && slices.Contains(failingWaits, w.Reason) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // checkFailingPods rolls the node to a version that cannot start and looks
 // for a pod of it reported failing, still there a hold window later.
 func checkFailingPods(ctx context.Context, p *probe) error {
@@ -190,7 +168,7 @@ func checkFailingPods(ctx context.Context, p *probe) error {
 		if err != nil {
 			return false, err
 		}
-		i := slices.IndexFunc(pods, func(q corev1.Pod) bool { return q.Labels[v2alpha1.LabelTargetHash] == hash && failing(q) })
+		i := slices.IndexFunc(pods, func(q corev1.Pod) bool { return q.Labels[v2alpha1.LabelTargetHash] == hash && rollout.FailingPod(&q) })
 		if i >= 0 {
 			seen = pods[i]
 		}

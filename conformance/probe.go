@@ -2,8 +2,6 @@ package conformance
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -17,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // holdGate is the rollout gate the kit holds a node with: a gate of another
@@ -135,16 +135,13 @@ func (p *probe) update(ctx context.Context, edit func(u *unstructured.Unstructur
 }
 
 // targetHash is the node's rollout target identity as express-sequencer's
-// webhook computes it in spirit: a hash of the spec but its dependencies,
+// webhook computes it (rollout.TargetHash): its spec but its dependencies,
 // gates and up flag.
 func targetHash(u *unstructured.Unstructured) string {
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
-	delete(spec, "deploymentDependencies")
-	delete(spec, "rolloutGates")
-	delete(spec, "up")
-	data, _ := json.Marshal(spec) // maps are encoded sorted by key
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
+	data, _ := json.Marshal(spec)
+	hash, _ := rollout.TargetHash(data) // the spec was just encoded: it decodes
+	return hash
 }
 
 // unacted is the path under spec of the field the operator does not act on.
@@ -230,7 +227,7 @@ func (p *probe) rolled(ctx context.Context) (bool, string, error) {
 	want := 0
 	for _, s := range sets {
 		if s.DeletionTimestamp == nil {
-			want += int(ptrValue(s.Spec.Replicas, 1))
+			want += int(ptr.Deref(s.Spec.Replicas, 1))
 		}
 	}
 	if len(pods) == 0 || len(pods) < want {
