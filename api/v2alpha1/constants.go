@@ -220,3 +220,45 @@ const (
 	// Ready on its target within the progress deadline.
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 )
+
+// Sequencing modes, per namespace (DESIGN §9).
+const (
+	// LabelSequencing on a namespace sets how express-sequencer treats the
+	// tenants in it: ModeEnforce or ModeAudit. A namespace without it takes
+	// the installation's default (the chart's sequencing.defaultMode).
+	LabelSequencing = "express.medallia.com/sequencing"
+	// ModeEnforce: the webhooks gate, the sequencer releases in order.
+	ModeEnforce = "enforce"
+	// ModeAudit: the webhooks admit as in enforce (defaults, target hash,
+	// history) but add no gate, to nodes or to pods; the sequencer releases
+	// nothing and says, with ReasonWouldHold, what it would hold. Gates left
+	// from enforce are removed.
+	ModeAudit = "audit"
+)
+
+// ReasonWouldHold: in audit mode, the sequencer would hold the node (or its
+// new pods) if the namespace enforced; the message says for what. Nothing
+// holds it.
+const ReasonWouldHold = "WouldHold"
+
+// ConditionOrderKept is the order auditor's condition, written only when it
+// finds a rollout that did not keep the order (status False): a node rolled
+// while gated (ReasonOrderViolation), or, in audit mode, a node whose new
+// target started while the sequencer would have held it
+// (ReasonWouldHaveHeld). A rollout that keeps the order writes nothing.
+const ConditionOrderKept = "OrderKept"
+
+// Reasons of the OrderKept condition, also used as Event reasons.
+const (
+	// ReasonOrderViolation: a pod of the node was created, for a target the
+	// node did not run when its gate was added, while the gate held it: the
+	// Express operator rolled a gated node, or the pod was made by hand.
+	ReasonOrderViolation = "OrderViolation"
+	// ReasonWouldHaveHeld: in audit mode, the node's new target started
+	// while the sequencer's plan would still have held it.
+	ReasonWouldHaveHeld = "WouldHaveHeld"
+)
+
+// FieldManagerAuditor is the field manager the order auditor writes its
+// condition with: the sequencer's PrerequisitesReady stays the sequencer's.
+const FieldManagerAuditor = "express-sequencer-auditor"

@@ -28,6 +28,25 @@ type history struct {
 type rolloutHistory struct {
 	rollout.TenantRollout
 	Events []historyEvent `json:"events,omitempty"`
+	// OutOfOrder and WouldHaveHeld count the order auditor's Events about
+	// the rollout: pods created while their node was gated, and, in audit
+	// mode, nodes enforcing would have held.
+	OutOfOrder    int `json:"outOfOrder,omitempty"`
+	WouldHaveHeld int `json:"wouldHaveHeld,omitempty"`
+}
+
+// marked counts the order auditor's findings among r's Events.
+func marked(r rolloutHistory) rolloutHistory {
+	r.OutOfOrder, r.WouldHaveHeld = 0, 0
+	for _, e := range r.Events {
+		switch e.Reason {
+		case v2alpha1.ReasonOrderViolation:
+			r.OutOfOrder++
+		case v2alpha1.ReasonWouldHaveHeld:
+			r.WouldHaveHeld++
+		}
+	}
+	return r
 }
 
 // historyEvent is one of the sequencer's Events about a node.
@@ -99,6 +118,12 @@ func renderHistory(h history, tty bool, now time.Time) string {
 			id = " " + r.RolloutID
 		}
 		fmt.Fprintf(&buf, "ROLLOUT%s of %s in %s: began %s, %s\n", id, h.Tenant, h.Namespace, r.Began.UTC().Format("2006-01-02 15:04:05 MST"), state)
+		if r.OutOfOrder > 0 {
+			fmt.Fprintf(&buf, "OUT OF ORDER: %d pods created while their node was gated (OrderViolation Events below)\n", r.OutOfOrder)
+		}
+		if r.WouldHaveHeld > 0 {
+			fmt.Fprintf(&buf, "AUDIT: enforcing would have held %d nodes that started (WouldHaveHeld Events below)\n", r.WouldHaveHeld)
+		}
 		tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tGATED\tRELEASED\tREADY\tWAITED\tROLLED\tAFTER\tNOW")
 		for _, n := range r.Nodes {

@@ -93,7 +93,7 @@ Gantt chart, a row per node, for a postmortem.`,
 			}
 			h := history{Namespace: ns, Tenant: s.Tenant.ClusterName, Rollouts: []rolloutHistory{}}
 			for i, list := range eventsOf(rollouts, nodes, events.Items) {
-				h.Rollouts = append(h.Rollouts, rolloutHistory{TenantRollout: rollouts[i], Events: list})
+				h.Rollouts = append(h.Rollouts, marked(rolloutHistory{TenantRollout: rollouts[i], Events: list}))
 			}
 			switch {
 			case pick > len(h.Rollouts):

@@ -46,7 +46,9 @@ func historyFixture(now time.Time) history {
 			{Time: at(-119), Node: "acme-fe1", Type: "Normal", Reason: v2alpha1.ReasonReleased, Note: "released: its upgrade prerequisites hold"},
 			{Time: at(-70), Node: "acme-be", Type: "Normal", Reason: v2alpha1.ReasonReleased, Note: "released after acme-fe2 was Ready on its target"},
 			{Time: at(-70), Node: "acme-fe3", Type: "Normal", Reason: v2alpha1.ReasonWaitingForPrerequisite, Note: "waiting for acme-be (Backend) to be Ready", Count: 3},
-		}},
+			{Time: at(-60), Node: "acme-fe4", Type: "Warning", Reason: v2alpha1.ReasonOrderViolation,
+				Note: "pod acme-fe4-0 was created for target 5c1e09aa7f3b (revision 81234) while acme-fe4 was gated (since revision 80112), running 9d02be44c1a0: the Express operator rolled a gated node; it was waiting: held by express.medallia.com/pause-rollout"},
+		}, OutOfOrder: 1},
 		{TenantRollout: rollout.TenantRollout{RolloutID: "51ab09d3", Began: at(-7200), Ended: at(-7080), Nodes: []rollout.NodeRollout{
 			node("acme-be", "Backend", -7200, -7199, -7170),
 			node("acme-fe1", "Frontend", -7200, -7170, -7140, "acme-be"),

@@ -70,7 +70,7 @@ otherwise.`,
 	pf.DurationVar(&e.grouping.SettleTime, "settle-time", e.grouping.SettleTime, "The installation's express-sequencer --settle-time: a live plan holds changes without a new rollout-id as the sequencer does.")
 	pf.DurationVar(&e.grouping.SettleCap, "settle-cap", e.grouping.SettleCap, "The installation's express-sequencer --settle-cap.")
 	pf.DurationVar(&e.progressDeadline, "progress-deadline", e.progressDeadline, "The installation's express-sequencer --progress-deadline: a live plan reports a rollout stuck as the sequencer does.")
-	root.AddCommand(newPlanCommand(e), newExplainCommand(e), newDefaultsCommand(e),
+	root.AddCommand(newAuditCommand(e), newPlanCommand(e), newExplainCommand(e), newDefaultsCommand(e),
 		newPauseCommand(e, true), newPauseCommand(e, false), newStatusCommand(e), newHistoryCommand(e), newConformanceCommand(e))
 	return root
 }

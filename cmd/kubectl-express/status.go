@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,6 +35,11 @@ type tenantStatus struct {
 	// Since is when the tenant entered its state, as its nodes' conditions
 	// tell; absent when none says.
 	Since *time.Time `json:"since,omitempty"`
+	// OutOfOrder and WouldHaveHeld count the nodes whose last finding of
+	// the order auditor (their OrderKept condition) is a violation, or, in
+	// audit mode, a would-have-held.
+	OutOfOrder    int `json:"outOfOrder,omitempty"`
+	WouldHaveHeld int `json:"wouldHaveHeld,omitempty"`
 }
 
 // nextNode is the node a tenant's row names: the stuck one, or the next to
@@ -53,6 +60,9 @@ type fleetSummary struct {
 	Done          int `json:"done"`
 	NodesOnTarget int `json:"nodesOnTarget"`
 	LiveNodes     int `json:"liveNodes"`
+	// OutOfOrder and WouldHaveHeld sum the tenants' (tenantStatus).
+	OutOfOrder    int `json:"outOfOrder"`
+	WouldHaveHeld int `json:"wouldHaveHeld"`
 }
 
 // fleet is the whole view (-o json|yaml).
@@ -79,7 +89,17 @@ func (e *env) readFleet(ctx context.Context, c client.Reader, ns string, orders 
 		if stuckOnly && t.State != rollout.Stuck || !slices.ContainsFunc(t.Nodes, func(n v2alpha1.Node) bool { return selector.Matches(labels.Set(n.GetLabels())) }) {
 			continue
 		}
-		f.Tenants = append(f.Tenants, statusOf(t.Tenant.Namespace, t.Tenant.ClusterName, t.Progress))
+		st := statusOf(t.Tenant.Namespace, t.Tenant.ClusterName, t.Progress)
+		for _, n := range t.Nodes {
+			if c := meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionOrderKept); c != nil && c.Status == metav1.ConditionFalse {
+				if c.Reason == v2alpha1.ReasonWouldHaveHeld {
+					st.WouldHaveHeld++
+				} else {
+					st.OutOfOrder++
+				}
+			}
+		}
+		f.Tenants = append(f.Tenants, st)
 	}
 	slices.SortFunc(f.Tenants, func(a, b tenantStatus) int {
 		ra, rb := slices.Index(stateRank, rollout.TenantState(a.State)), slices.Index(stateRank, rollout.TenantState(b.State))
@@ -92,6 +112,8 @@ func (e *env) readFleet(ctx context.Context, c client.Reader, ns string, orders 
 		f.Summary.Tenants++
 		f.Summary.NodesOnTarget += t.NodesOnTarget
 		f.Summary.LiveNodes += t.LiveNodes
+		f.Summary.OutOfOrder += t.OutOfOrder
+		f.Summary.WouldHaveHeld += t.WouldHaveHeld
 		switch rollout.TenantState(t.State) {
 		case rollout.Stuck:
 			f.Summary.Stuck++

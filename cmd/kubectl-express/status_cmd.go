@@ -38,8 +38,11 @@ and how long that node has had its reason (AGE; "-" until the sequencer has
 written it). Stuck tenants (a dependency cycle, a prerequisite that does not
 exist, a rollout past its progress deadline) come first, then held ones
 (paused, settling, a change landing, a predecessor not Ready), rolling ones
-and done ones. A summary line counts the tenants shown, with their nodes on
-target.
+and done ones. ORDER counts the tenant's nodes whose last finding of the
+order auditor (their OrderKept condition) is a rollout out of order, or, in
+audit mode, one enforcing would have held ("ok" for none; kubectl express
+audit says what each was). A summary line counts the tenants shown, with
+their nodes on target and out of order.
 
 States:
   stuck    a node cannot go on by itself: kubectl express explain it
@@ -180,7 +183,7 @@ func renderFleet(f fleet, output string, withNamespace, tty bool, now time.Time)
 		buf.WriteString("No tenants.\n")
 	} else {
 		tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
-		header := []string{"TENANT", "PROGRESS", "STATE", "ROLLING", "NEXT", "REASON", "BLOCKER", "AGE"}
+		header := []string{"TENANT", "PROGRESS", "STATE", "ROLLING", "NEXT", "REASON", "BLOCKER", "AGE", "ORDER"}
 		if withNamespace {
 			header = append([]string{"NAMESPACE"}, header...)
 		}
@@ -204,7 +207,7 @@ func renderFleet(f fleet, output string, withNamespace, tty bool, now time.Time)
 			if t.Since != nil {
 				age = duration.HumanDuration(now.Sub(*t.Since))
 			}
-			cells := []string{t.Tenant, fmt.Sprintf("%s %d/%d", bar(t.NodesOnTarget, t.LiveNodes, tty), t.NodesOnTarget, t.LiveNodes), t.State, rolling, next, reason, blocker, age}
+			cells := []string{t.Tenant, fmt.Sprintf("%s %d/%d", bar(t.NodesOnTarget, t.LiveNodes, tty), t.NodesOnTarget, t.LiveNodes), t.State, rolling, next, reason, blocker, age, orderCell(t)}
 			if withNamespace {
 				cells = append([]string{t.Namespace}, cells...)
 			}
@@ -231,7 +234,27 @@ func renderFleet(f fleet, output string, withNamespace, tty bool, now time.Time)
 	if s.LiveNodes > 0 {
 		percent = s.NodesOnTarget * 100 / s.LiveNodes
 	}
-	fmt.Fprintf(&buf, "\n%d tenants: %d stuck, %d held, %d rolling, %d done. Nodes on target %s %d/%d (%d%%)\n",
-		s.Tenants, s.Stuck, s.Held, s.Rolling, s.Done, bar(s.NodesOnTarget, s.LiveNodes, tty), s.NodesOnTarget, s.LiveNodes, percent)
+	fmt.Fprintf(&buf, "\n%d tenants: %d stuck, %d held, %d rolling, %d done. Nodes on target %s %d/%d (%d%%). Out of order: %d nodes",
+		s.Tenants, s.Stuck, s.Held, s.Rolling, s.Done, bar(s.NodesOnTarget, s.LiveNodes, tty), s.NodesOnTarget, s.LiveNodes, percent, s.OutOfOrder)
+	if s.WouldHaveHeld > 0 {
+		fmt.Fprintf(&buf, "; enforcing would have held %d", s.WouldHaveHeld)
+	}
+	buf.WriteString(".\n")
 	return buf.String(), nil
+}
+
+// orderCell is the ORDER column: the tenant's nodes whose last finding of
+// the order auditor is a violation, or would-have-held; "ok" for none.
+func orderCell(t tenantStatus) string {
+	var parts []string
+	if t.OutOfOrder > 0 {
+		parts = append(parts, fmt.Sprintf("%d out of order", t.OutOfOrder))
+	}
+	if t.WouldHaveHeld > 0 {
+		parts = append(parts, fmt.Sprintf("%d would-hold", t.WouldHaveHeld))
+	}
+	if len(parts) == 0 {
+		return "ok"
+	}
+	return strings.Join(parts, ",")
 }

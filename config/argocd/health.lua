@@ -9,6 +9,8 @@
 --                node it waits for
 --   Degraded     a dependency cycle, a missing prerequisite, or a rollout
 --                past its progress deadline
+--   (audit mode: what enforcing would hold, WouldHold, is Healthy — nothing
+--   holds the node)
 -- It uses only Lua's base and table libraries, the ones Argo CD opens for a
 -- health check from argocd-cm.
 local hs = {}
@@ -64,6 +66,11 @@ if degraded[cond.reason] then
   hs.status = "Degraded"
 elseif cond.reason == "RolloutPaused" then
   hs.status = "Suspended"
+elseif cond.reason == "WouldHold" then
+  -- Audit mode: nothing holds the node; the sequencer only says what
+  -- enforcing would hold.
+  hs.status = "Healthy"
+  message = "audit mode, nothing holds it: " .. message
 elseif (cond.reason == "RolloutComplete" or cond.reason == "NodeDown") and not gated then
   hs.status = "Healthy"
 else

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/audit"
 	"github.com/medallia/express-sequencer/internal/certs"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/rollout"
@@ -47,6 +48,10 @@ const (
 	// the cert directory and injects the CA bundle; the binary only serves.
 	CertModeCertManager = "cert-manager"
 )
+
+// auditConfirmAfter is how long the auditor lets a pod's judgement wait
+// for the watches of its node before it reads the node fresh.
+const auditConfirmAfter = time.Second
 
 // Options configure the manager. Zero values are not defaults: main's flags
 // and DefaultOptions set them.
@@ -97,6 +102,16 @@ type Options struct {
 	// RecheckReleases has the webhooks judge every release again as it is
 	// written, on the tenant read fresh at that moment.
 	RecheckReleases bool
+	// DefaultMode is the sequencing mode of a namespace without the
+	// express.medallia.com/sequencing label: enforce or audit.
+	DefaultMode string
+	// Audit runs the order auditor beside the sequencer (on the elected
+	// replica).
+	Audit bool
+	// WouldHoldGrace: in audit mode, a node whose target started less than
+	// this before the sequencer's plan let it go is not reported as
+	// would-have-held (the sequencer's reaction time).
+	WouldHoldGrace time.Duration
 
 	// Clock drives certificate renewal; the real clock unless a test sets it.
 	Clock clock.Clock
@@ -124,6 +139,9 @@ func DefaultOptions() Options {
 		Webhooks:         true,
 		Sequencer:        true,
 		RecheckReleases:  true,
+		DefaultMode:      v2alpha1.ModeEnforce,
+		Audit:            true,
+		WouldHoldGrace:   5 * time.Second,
 		ProgressDeadline: rollout.DefaultProgressDeadline,
 		Grouping:         rollout.DefaultGrouping,
 		MaxConcurrent:    32,
@@ -193,7 +211,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		o.Log.Info("Gate ownership", "sequencer identities", append([]string{self}, o.SequencerUsers...))
 		expresswebhook.Register(mgr, fresh, expresswebhook.Settings{
 			Orders: orders, Grouping: o.Grouping, Clock: o.Clock, SequencerUsers: append([]string{self}, o.SequencerUsers...),
-			RecheckReleases: o.RecheckReleases,
+			RecheckReleases: o.RecheckReleases, DefaultMode: o.DefaultMode,
 		})
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}
@@ -204,10 +222,18 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		}
 		r := &sequencer.Reconciler{
 			Client: mgr.GetClient(), Fresh: fresh, Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, Grouping: o.Grouping,
-			Recorder: events,
+			Recorder: events, DefaultMode: o.DefaultMode,
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
 			return nil, fmt.Errorf("setting up the sequencer: %w", err)
+		}
+		if o.Audit {
+			if err := mgr.Add(&audit.Auditor{
+				Config: mgr.GetConfig(), Conditions: audit.Conditions{Client: mgr.GetClient(), Clock: o.Clock}, Recorder: events,
+				DefaultMode: o.DefaultMode, ConfirmAfter: auditConfirmAfter, WouldHoldGrace: o.WouldHoldGrace, Clock: clock.RealClock{}, Log: o.Log.WithName("auditor"),
+			}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ready", ready)); err != nil {

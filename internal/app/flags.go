@@ -7,6 +7,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // CommandLine is what express-sequencer's flags set besides Options: the
@@ -65,6 +67,9 @@ func ParseFlags(args []string, o *Options, usage func(*flag.FlagSet)) (*CommandL
 	fs.DurationVar(&o.Grouping.SettleTime, "settle-time", o.Grouping.SettleTime, "For tenants whose nodes carry no rollout-id, and for target changes made without a new rollout-id (a kubectl edit of a node the chart renders): how long after the tenant's latest such target change the sequencer waits before releasing any of its nodes, so that a change applied node by node is ordered as one rollout. Crash recovery never waits. The webhooks read it too (a node's run of changes, for --settle-cap): give a sequencer and webhooks run apart the same value.")
 	fs.DurationVar(&o.Grouping.SettleCap, "settle-cap", o.Grouping.SettleCap, "The longest a node's changes hold its tenant in a settle-time hold, counted from when its run of changes began (changes to it each less than --settle-time after the one before, or made while the settle hold still holds it), however often it keeps changing; 0 means no cap.")
 	fs.IntVar(&o.MaxConcurrent, "max-concurrent-reconciles", o.MaxConcurrent, "Tenants sequenced in parallel. A reconcile that releases spends most of its time waiting for the API server's consistent reads, so at fleet scale the releases queue behind this many workers: see docs/performance.md.")
+	fs.StringVar(&o.DefaultMode, "default-sequencing", o.DefaultMode, "Sequencing mode of a namespace without the express.medallia.com/sequencing label: \"enforce\" (the webhooks gate, the sequencer releases in dependency order) or \"audit\" (no gate is added, nothing is held or released; each node's PrerequisitesReady condition says what enforcing would hold, and the order auditor reports where it would have held). See docs/operations.md, \"Audit first\".")
+	fs.BoolVar(&o.Audit, "audit", o.Audit, "Run the order auditor beside the sequencer: it judges, in both modes, the rollouts the cluster made from watches of nodes, pods and StatefulSets, counts each pod created while its node was gated (express_sequencer_order_violations_total) and says it in a Warning Event and the node's OrderKept condition. It never holds or releases anything.")
+	fs.DurationVar(&o.WouldHoldGrace, "audit-would-hold-grace", o.WouldHoldGrace, "In audit mode, a node whose new target started less than this before the sequencer's plan let it go is not reported as would-have-held: enforcing would have released it as soon, within the sequencer's reaction time.")
 	fs.StringVar(&c.LogLevel, "log-level", "", "Lowest level logged: debug, info, warn or error (the same as --zap-log-level).")
 	fs.BoolVar(&c.LogDevelopment, "log-development", false, "Human-readable console logs instead of JSON (the same as --zap-devel).")
 	c.Zap.BindFlags(fs)
@@ -79,6 +84,9 @@ func ParseFlags(args []string, o *Options, usage func(*flag.FlagSet)) (*CommandL
 		return nil, fmt.Errorf("unexpected arguments %q; see --help", fs.Args())
 	}
 	o.CertHosts = splitList(c.hosts)
+	if o.DefaultMode != v2alpha1.ModeEnforce && o.DefaultMode != v2alpha1.ModeAudit {
+		return nil, fmt.Errorf("--default-sequencing %q: want %q or %q", o.DefaultMode, v2alpha1.ModeEnforce, v2alpha1.ModeAudit)
+	}
 	if c.LogDevelopment {
 		c.Zap.Development = true
 	}

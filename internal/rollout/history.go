@@ -45,6 +45,9 @@ const (
 	historyBytes = 16 << 10
 )
 
+// RecordOf is the record of node n's current rollout (recordOf).
+func RecordOf(n v2alpha1.Node) RolloutRecord { return recordOf(n) }
+
 // recordOf is the node's current rollout as its stored object says: its
 // target and the rollout-id it came with, when it was gated for it, and —
 // once released for it — when, after whom, and when it was recorded Ready

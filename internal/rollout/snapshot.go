@@ -142,6 +142,9 @@ type Snapshot struct {
 	// Grouping says how a change applied node by node is recognised as
 	// one change.
 	Grouping Grouping
+	// Virtual are, in audit mode (AuditView), the nodes whose gate exists
+	// in this snapshot only: the hold enforcing would have.
+	Virtual map[string]bool
 }
 
 // Grouping holds the change-grouping settings (DESIGN §4).

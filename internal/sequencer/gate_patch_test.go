@@ -44,7 +44,7 @@ func TestTheGatePatchTouchesOnlyTheSequencersGate(t *testing.T) {
 			for _, g := range c.gates {
 				n.Spec.AddGate(g)
 			}
-			patch, err := gatePatch(n, c.gated, false, nil, "", time.Now())
+			patch, err := gatePatch(n, c.gated, false, nil, "", time.Now(), false)
 			require.NoError(t, err)
 			data, err := patch.Data(n)
 			require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestTheGatePatchTouchesOnlyTheSequencersGate(t *testing.T) {
 func TestTheGatePatchIsRefusedOnASpecChangedSinceTheRead(t *testing.T) {
 	n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 3}}
 	n.Spec.AddGate(v2alpha1.GateSequencer)
-	patch, err := gatePatch(n, false, false, nil, "", time.Now())
+	patch, err := gatePatch(n, false, false, nil, "", time.Now(), false)
 	require.NoError(t, err)
 	data, err := patch.Data(n)
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package sequencer
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/medallia/express-sequencer/internal/audit"
 	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
@@ -46,6 +48,11 @@ var (
 		Name: "express_sequencer_releases_total",
 		Help: "Gates the sequencer removed, by reason (Released, PrerequisitesIgnored, NodeDown).",
 	}, []string{"reason"})
+
+	modeSwitches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "express_sequencer_mode_switch_writes_total",
+		Help: "Writes that carried nodes and pods across a change of their namespace's sequencing mode, by action: lift (a node's gate, in audit), lift-pod (a pod's scheduling gate, in audit), adopt (a node audit left rolling a target, its release recorded, in enforce), gate (a node audit left with a target not started, gated, in enforce).",
+	}, []string{"action"})
 
 	podReleases = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "express_sequencer_pod_releases_total",
@@ -89,7 +96,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, reconcileErrors}
 
 // ObserveAdmissionStep records that step of webhook took d, for
 // express_sequencer_admission_step_seconds.
@@ -97,11 +104,12 @@ func ObserveAdmissionStep(webhook, step string, d time.Duration) {
 	admissionSteps.WithLabelValues(webhook, step).Observe(d.Seconds())
 }
 
-// MetricNames are the names of the metrics the sequencer exports, read from
-// their descriptions, for alerting rules and their tests.
+// MetricNames are the names of the metrics express-sequencer exports (the
+// sequencer's and the order auditor's), read from their descriptions, for
+// alerting rules and their tests.
 func MetricNames() []string {
 	var out []string
-	for _, c := range collectors {
+	for _, c := range append(slices.Clone(collectors), audit.Collectors...) {
 		ch := make(chan *prometheus.Desc, 1)
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {

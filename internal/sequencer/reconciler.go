@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -61,6 +62,9 @@ type Reconciler struct {
 	Grouping rollout.Grouping
 	// Recorder records Events on nodes.
 	Recorder events.EventRecorder
+	// DefaultMode is the sequencing mode of a namespace without the
+	// express.medallia.com/sequencing label.
+	DefaultMode string
 
 	gated, all gatedCounts
 	// observed holds, per tenant, when the oldest change not yet reconciled
@@ -81,8 +85,15 @@ type Reconciler struct {
 // node is recovering, held for its prerequisites, no longer a rollout's).
 // Passes that do neither (most of them: waits, explanations) are decided on
 // the cache alone.
-func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatch) (*rollout.Snapshot, []rollout.Decision, error) {
+func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatch, audit bool) (*rollout.Snapshot, []rollout.Decision, error) {
+	view := func(s *rollout.Snapshot) *rollout.Snapshot {
+		if audit && s != nil {
+			return rollout.AuditView(s)
+		}
+		return s
+	}
 	cached, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+	cached = view(cached)
 	switch {
 	case err == nil:
 		r.own.forgetGone(cached)
@@ -95,7 +106,8 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 	if r.Fresh != nil {
 		readFresh = func() (*rollout.Snapshot, error) {
 			watch.lap("plan")
-			return GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+			fresh, err := GatherFresh(ctx, r.Fresh, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+			return view(fresh), err
 		}
 	}
 	snap, decisions, fresh, err := rollout.PlanOnFreshest(cached, readFresh)
@@ -194,6 +206,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Watches(&v2alpha1.Frontend{}, nodeTenant, nodeChanges).
 		Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(r.podTenant),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[v2alpha1.LabelNode] != "" }))).
+		// A namespace switched between audit and enforce: its tenants are
+		// carried across (switchMode).
+		Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc(r.namespaceTenants),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.TypedOptions[rollout.Tenant]{MaxConcurrentReconciles: maxConcurrent, SkipNameValidation: ptr.To(true)}).
 		Complete(r)
 }
@@ -211,16 +227,51 @@ func (r *Reconciler) podTenant(ctx context.Context, pod client.Object) []rollout
 	return nil // a pod of no known node: its node's own event enqueues the tenant
 }
 
+// namespaceTenants maps a namespace to the tenants of its nodes.
+func (r *Reconciler) namespaceTenants(ctx context.Context, ns client.Object) []rollout.Tenant {
+	seen := map[rollout.Tenant]bool{}
+	var out []rollout.Tenant
+	for _, list := range []client.ObjectList{&v2alpha1.BackendList{}, &v2alpha1.FrontendList{}} {
+		if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+			log.FromContext(ctx).Error(err, "Listing the nodes of a namespace whose sequencing mode changed", "namespace", ns.GetName())
+			continue
+		}
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			t := rollout.Tenant{Namespace: ns.GetName(), ClusterName: o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
+			if !seen[t] {
+				seen[t] = true
+				r.observe(t)
+				out = append(out, t)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
 func (r *Reconciler) observe(t rollout.Tenant) { r.observed.see(t, r.Clock.Now()) }
 
 // Reconcile sequences one tenant: gather and plan, then apply.
 func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile.Result, error) {
-	since := r.observed.take(t)
-	watch := newStopwatch(r.Clock, since)
-	snap, decisions, err := r.plan(ctx, t, watch)
+	mode, err := ReadMode(ctx, r.Client, t.Namespace, r.DefaultMode)
 	if err != nil {
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
+	}
+	audit := mode == v2alpha1.ModeAudit
+	since := r.observed.take(t)
+	watch := newStopwatch(r.Clock, since)
+	snap, decisions, err := r.plan(ctx, t, watch, audit)
+	if err != nil {
+		reconcileErrors.WithLabelValues("gather").Inc()
+		return reconcile.Result{}, err
+	}
+	if changed, err := r.switchMode(ctx, snap, audit); changed || err != nil {
+		// Planned again on what the switch wrote.
+		return reconcile.Result{RequeueAfter: replanAfter}, err
+	}
+	if audit {
+		decisions = rollout.AuditDecisions(snap, decisions)
 	}
 	r.count(t, decisions)
 	releases := rollout.ReleasesAny(snap, decisions)
@@ -385,7 +436,8 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 	logger := log.FromContext(ctx).WithValues("node", n.GetName(), "kind", n.NodeKind())
 	before := rollout.Gated(n)
 	if before != d.Gated {
-		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter, d.ReleasedSetRevision, r.Clock.Now())
+		virtual := snap.Virtual[d.Node]
+		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter, d.ReleasedSetRevision, r.Clock.Now(), virtual)
 		if err != nil {
 			return err
 		}
@@ -402,7 +454,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 		}
 		n = patched
 		r.own.remember(snap.Tenant, n)
-		if !d.Gated {
+		if !d.Gated && !virtual {
 			releases.WithLabelValues(d.Condition.Reason).Inc()
 			if !since.IsZero() {
 				releaseLatency.Observe(r.Clock.Since(since).Seconds())
@@ -514,7 +566,7 @@ func podGatePatch(p rollout.Pod) (client.Patch, error) {
 // of the target hash: the release can never be
 // lost between two writes, nor recorded for a target that changed
 // meanwhile, and what it relied on is recorded with it.
-func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set string, now time.Time) (client.Patch, error) {
+func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set string, now time.Time, virtual bool) (client.Patch, error) {
 	// The spec is as read (its generation is tested), so the sequencer's
 	// gate is where it was read: only that item is added or removed, and
 	// every other gate stays as stored, fields the Go types do not model
@@ -523,8 +575,15 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 	ops := []map[string]any{{"op": "test", "path": "/metadata/generation", "value": n.GetGeneration()}}
 	ours := map[string]any{"name": v2alpha1.GateSequencer}
 	i := slices.IndexFunc(gates, func(g v2alpha1.RolloutGate) bool { return g.Name == v2alpha1.GateSequencer })
+	// A virtual gate (audit mode) exists in the plan's snapshot only: its
+	// release records the target and touches no gate, and so leaves the
+	// generation as it is.
+	generation := n.GetGeneration() + 1
+	if virtual {
+		generation = n.GetGeneration()
+	}
 	switch {
-	case gated && i >= 0, !gated && i < 0:
+	case virtual, gated && i >= 0, !gated && i < 0:
 		// Nothing to change; the generation test keeps the patch honest.
 	case gated && len(gates) == 0:
 		ops = append(ops, map[string]any{"op": "add", "path": "/spec/rolloutGates", "value": []any{ours}})
@@ -542,7 +601,7 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 		hash := rollout.StampedTarget(n)
 		released := map[string]string{
 			v2alpha1.AnnotationReleasedTarget:     hash,
-			v2alpha1.AnnotationReleasedGeneration: strconv.FormatInt(n.GetGeneration()+1, 10),
+			v2alpha1.AnnotationReleasedGeneration: strconv.FormatInt(generation, 10),
 			v2alpha1.AnnotationReleasedAt:         now.UTC().Format(time.RFC3339Nano),
 		}
 		if len(after) > 0 {

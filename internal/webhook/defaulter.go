@@ -11,11 +11,13 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/rollout"
+	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 // Defaulter is the mutating webhook of one node kind: it injects the
@@ -35,6 +37,11 @@ type Defaulter[T v2alpha1.Node] struct {
 	// writes as: only a request from one of them, as field manager
 	// express-sequencer, may remove the gate or record a release.
 	Sequencer []string
+	// Modes reads the node's namespace straight from the API server, for
+	// its sequencing mode: in audit no gate is added.
+	Modes client.Reader
+	// DefaultMode is the mode of a namespace without the label.
+	DefaultMode string
 }
 
 // Default mutates the admitted node in place; the framework turns the
@@ -73,6 +80,17 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	}
 	for _, w := range rollout.Admit(obj, a) {
 		warn(ctx, w)
+	}
+	if obj.NodeSpec().HasGate(v2alpha1.GateSequencer) && (old == nil || !old.NodeSpec().HasGate(v2alpha1.GateSequencer)) && d.Modes != nil {
+		// The gate goes on only where the namespace enforces. A mode that
+		// cannot be read enforces: a hold, never a rollout out of order.
+		mode, err := sequencer.ReadMode(ctx, d.Modes, obj.GetNamespace(), d.DefaultMode)
+		switch {
+		case err != nil:
+			warn(ctx, fmt.Sprintf("%v: gated as in enforce mode", err))
+		case mode == v2alpha1.ModeAudit:
+			obj.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+		}
 	}
 	return nil
 }

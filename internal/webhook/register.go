@@ -57,6 +57,9 @@ type Settings struct {
 	// RecheckReleases judges every release again as it is written, on the
 	// tenant read fresh at that moment (ReleaseGuard).
 	RecheckReleases bool
+	// DefaultMode is the sequencing mode of a namespace without the
+	// express.medallia.com/sequencing label.
+	DefaultMode string
 }
 
 // Handlers returns the admission webhooks by path. reader lists a tenant's
@@ -67,14 +70,14 @@ func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings)
 	orders, clk, sequencerUsers := set.Orders, set.Clock, set.SequencerUsers
 	var releases *ReleaseGuard
 	if set.RecheckReleases {
-		releases = &ReleaseGuard{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk}
+		releases = &ReleaseGuard{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk, DefaultMode: set.DefaultMode}
 	}
 	hooks := map[string]*admission.Webhook{
-		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers}),
-		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers}),
+		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers, Modes: fresh, DefaultMode: set.DefaultMode}),
+		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers, Modes: fresh, DefaultMode: set.DefaultMode}),
 		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders, Releases: releases}),
 		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders, Releases: releases}),
-		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk}},
+		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk, DefaultMode: set.DefaultMode}},
 		ValidatePodPath:      {Handler: &PodGateGuard{Sequencer: sequencerUsers, Releases: releases}},
 	}
 	for path, kind := range map[string]string{MutateBackendPath: v2alpha1.KindBackend, MutateFrontendPath: v2alpha1.KindFrontend} {

@@ -41,6 +41,9 @@ type ReleaseGuard struct {
 	Grouping rollout.Grouping
 	// Clock dates the snapshot.
 	Clock clock.PassiveClock
+	// DefaultMode is the mode of a namespace without the sequencing label:
+	// in audit every release stands (nothing is held).
+	DefaultMode string
 }
 
 // nodeRelease refuses the removal of node n's gate unless it stands.
@@ -63,6 +66,9 @@ func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) 
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
 	defer cancel()
 	started := time.Now()
+	if mode, err := sequencer.ReadMode(read, g.Reader, namespace, g.DefaultMode); err == nil && mode == v2alpha1.ModeAudit {
+		return "", nil // audit holds nothing: the sequencer lifts what enforce left
+	}
 	snap, err := sequencer.GatherFreshFor(read, g.Reader, namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("release-guard", "fresh_read", time.Since(started))
 	if err != nil && read.Err() != nil {

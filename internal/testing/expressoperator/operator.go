@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -108,7 +109,18 @@ type Breakage struct {
 	// gate of its own for this long (§4: recovery waits for nothing but
 	// the sequencer's gate).
 	RecreateDelay time.Duration
+	// OrdersBy has the operator order the tenant's rollouts itself, as the
+	// Express operator does today from the old chart's allNodeConfig: it
+	// neither rolls nor provisions a node while a node its list names is
+	// not Ready on its own target. Not a breach of the contract — the gates
+	// still hold it — but the ordering audit mode compares the sequencer's
+	// with.
+	OrdersBy *Lists
 }
+
+// Lists are an operator's own ordering table, by node key (be, fe1, …):
+// whom each node's upgrade, and its provisioning, waits for.
+type Lists struct{ Upgrade, Provisioning map[string][]string }
 
 // WarmUpGate is the scheduling gate of an operator broken with
 // RecreateDelay.
@@ -201,6 +213,11 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 		return reconcile.Result{}, nil // neither rolled out nor (re)provisioned
 	}
 	want := o.statefulSet(n)
+	if broken.OrdersBy != nil && !(exists && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels)) {
+		if waits, err := o.waitsForItsList(ctx, n, broken.OrdersBy, exists); err != nil || waits {
+			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, err
+		}
+	}
 	if broken.RollsOnVersionOnly && exists && set.Spec.Template.Labels[v2alpha1.LabelExpressVersion] == want.Spec.Template.Labels[v2alpha1.LabelExpressVersion] &&
 		set.Spec.Template.Labels[v2alpha1.LabelDeploymentRevision] == want.Spec.Template.Labels[v2alpha1.LabelDeploymentRevision] {
 		want.Spec.Template = set.Spec.Template // what it does not act on is not rolled
@@ -335,6 +352,48 @@ func (o *Operator) warmUp(ctx context.Context, n v2alpha1.Node, delay time.Durat
 		}
 	}
 	return next, nil
+}
+
+// waitsForItsList reports whether node n's own list (upgrade when its
+// StatefulSet exists, provisioning otherwise) names a node of its tenant
+// that is up and not Ready on its target: its StatefulSet made for it, every
+// replica updated and Ready.
+func (o *Operator) waitsForItsList(ctx context.Context, n v2alpha1.Node, lists *Lists, upgrade bool) (bool, error) {
+	cluster := n.NodeSpec().ClusterConfig.ClusterName
+	key := strings.TrimPrefix(n.GetName(), cluster+"-")
+	list := lists.Provisioning[key]
+	if upgrade {
+		list = lists.Upgrade[key]
+	}
+	for _, k := range list {
+		name := types.NamespacedName{Namespace: n.GetNamespace(), Name: cluster + "-" + k}
+		var p v2alpha1.Node = &v2alpha1.Frontend{}
+		if k == "be" {
+			p = &v2alpha1.Backend{}
+		}
+		if err := o.Client.Get(ctx, name, p); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return false, err
+		}
+		if !p.NodeSpec().IsUp() {
+			continue
+		}
+		set := &appsv1.StatefulSet{}
+		if err := o.Client.Get(ctx, name, set); apierrors.IsNotFound(err) {
+			return true, nil
+		} else if err != nil {
+			return false, err
+		}
+		want := ptr.Deref(set.Spec.Replicas, 1)
+		ready := set.Spec.Template.Labels[v2alpha1.LabelTargetHash] == p.GetAnnotations()[v2alpha1.AnnotationTargetHash] &&
+			set.Status.ObservedGeneration == set.Generation && set.Status.UpdatedReplicas == want && set.Status.ReadyReplicas == want &&
+			set.Status.CurrentRevision == set.Status.UpdateRevision
+		if !ready {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ConditionAvailable is the condition the operator reports on a node.

@@ -26,6 +26,7 @@ import (
 	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
 	"github.com/medallia/express-sequencer/test/framework/tenant"
 )
 
@@ -92,7 +93,15 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer stopOp()
-	return m.Run(), nil
+	code := m.Run()
+	if code == 0 {
+		// Every rollout of the suite kept the order: the auditor, which
+		// judges what the cluster did without the planner, must agree.
+		if err := auditmetrics.NoViolations(time.Minute); err != nil {
+			return 1, err
+		}
+	}
+	return code, nil
 }
 
 // settings are the suite's: a tenant's updates here land within

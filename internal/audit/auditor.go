@@ -1,0 +1,484 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// Auditor watches Express nodes, their pods and StatefulSets, feeds the
+// Judge in the order the API server stored them, and reports what it
+// finds: a metric, a Warning Event on the node and its OrderKept
+// condition. It holds, gates and releases nothing.
+type Auditor struct {
+	// Config reaches the API server.
+	Config *rest.Config
+	// Conditions writes the OrderKept condition.
+	Conditions ConditionWriter
+	// Recorder records the Warning Events.
+	Recorder events.EventRecorder
+	// DefaultMode is the mode of a namespace without the sequencing label.
+	DefaultMode string
+	// ConfirmAfter is how long a pod creation may wait for the watches of
+	// its node and StatefulSets to reach its revision before the auditor
+	// reads them fresh, by name, to learn they did not change.
+	ConfirmAfter time.Duration
+	// WouldHoldGrace: in audit, a target that started less than this
+	// before the plan let its node go is not reported (Judge.Grace).
+	WouldHoldGrace time.Duration
+	// Clock times the waits.
+	Clock clock.WithTicker
+	Log   logr.Logger
+
+	mu    sync.Mutex
+	judge *Judge
+	kinds map[NodeKey]string
+	// setRVs are the revisions of the StatefulSets of each node as last
+	// seen, and confirmed what fresh reads proved known, per node.
+	setRVs                    map[NodeKey]map[string]uint64
+	confirmedNode, confirmSet map[NodeKey]uint64
+	waitingSince              map[NodeKey]time.Time
+
+	nodeInformers map[string]toolscache.SharedIndexInformer
+	setInformer   toolscache.SharedIndexInformer
+	nsInformer    toolscache.SharedIndexInformer
+	dyn           dynamic.Interface
+	cs            kubernetes.Interface
+}
+
+// ConditionWriter writes a node's OrderKept condition.
+type ConditionWriter interface {
+	WriteOrderKept(ctx context.Context, f Finding, message string, generation int64) error
+}
+
+// NodeResources are the API resources of the two node kinds.
+var NodeResources = map[string]schema.GroupVersionResource{
+	v2alpha1.KindBackend:  v2alpha1.GroupVersion.WithResource("backends"),
+	v2alpha1.KindFrontend: v2alpha1.GroupVersion.WithResource("frontends"),
+}
+
+// NeedLeaderElection: one auditor per installation, the elected replica's,
+// so that a finding is counted and said once.
+func (a *Auditor) NeedLeaderElection() bool { return true }
+
+// Start watches until ctx ends.
+func (a *Auditor) Start(ctx context.Context) error {
+	var err error
+	if a.cs, err = kubernetes.NewForConfig(a.Config); err != nil {
+		return fmt.Errorf("creating the auditor's client: %w", err)
+	}
+	if a.dyn, err = dynamic.NewForConfig(a.Config); err != nil {
+		return fmt.Errorf("creating the auditor's client: %w", err)
+	}
+	a.judge = NewJudge()
+	a.judge.Grace = a.WouldHoldGrace
+	a.kinds, a.setRVs = map[NodeKey]string{}, map[NodeKey]map[string]uint64{}
+	a.confirmedNode, a.confirmSet, a.waitingSince = map[NodeKey]uint64{}, map[NodeKey]uint64{}, map[NodeKey]time.Time{}
+
+	pods := informers.NewSharedInformerFactoryWithOptions(a.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = v2alpha1.LabelNode
+	}))
+	others := informers.NewSharedInformerFactory(a.cs, 0)
+	nodes := dynamicinformer.NewDynamicSharedInformerFactory(a.dyn, 0)
+
+	podInformer := pods.Core().V1().Pods().Informer()
+	a.setInformer = others.Apps().V1().StatefulSets().Informer()
+	a.nsInformer = others.Core().V1().Namespaces().Informer()
+	a.nodeInformers = map[string]toolscache.SharedIndexInformer{}
+	for kind, gvr := range NodeResources {
+		a.nodeInformers[kind] = nodes.ForResource(gvr).Informer()
+	}
+	if err := a.wire(podInformer); err != nil {
+		return err
+	}
+	pods.Start(ctx.Done())
+	others.Start(ctx.Done())
+	nodes.Start(ctx.Done())
+	for _, synced := range []map[schema.GroupVersionResource]bool{nodes.WaitForCacheSync(ctx.Done())} {
+		for gvr, ok := range synced {
+			if !ok {
+				return fmt.Errorf("the auditor's watch of %s did not sync", gvr.Resource)
+			}
+		}
+	}
+	for _, synced := range []map[reflect.Type]bool{pods.WaitForCacheSync(ctx.Done()), others.WaitForCacheSync(ctx.Done())} {
+		for typ, ok := range synced {
+			if !ok {
+				return fmt.Errorf("the auditor's watch of %v did not sync", typ)
+			}
+		}
+	}
+	a.Log.Info("Auditing rollouts", "default mode", a.DefaultMode)
+	tick := a.Clock.NewTicker(settleEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C():
+			a.settle(ctx)
+		}
+	}
+}
+
+// settleEvery is how often the auditor judges what its watches delivered.
+const settleEvery = 200 * time.Millisecond
+
+// wire transforms what the watches keep to what the auditor reads, and
+// feeds their events to the judge.
+func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
+	for _, set := range []struct {
+		inf       toolscache.SharedIndexInformer
+		transform toolscache.TransformFunc
+	}{{podInformer, stripPod}, {a.setInformer, stripSet}, {a.nsInformer, stripNamespace}} {
+		if err := set.inf.SetTransform(set.transform); err != nil {
+			return err
+		}
+	}
+	for kind, inf := range a.nodeInformers {
+		if err := inf.SetTransform(toolscache.TransformFunc(func(o any) (any, error) {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				u.SetManagedFields(nil)
+			}
+			return o, nil
+		})); err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+			AddFunc:    func(o any, _ bool) { a.onNode(kind, o, false) },
+			UpdateFunc: func(_, o any) { a.onNode(kind, o, false) },
+			DeleteFunc: func(o any) { a.onNode(kind, o, true) },
+		}); err != nil {
+			return err
+		}
+	}
+	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    a.onPodAdded,
+		DeleteFunc: func(o any) { a.onPodDeleted(o, podInformer) },
+	}); err != nil {
+		return err
+	}
+	_, err := a.setInformer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(o any, initial bool) { a.onSet(o, initial, false) },
+		UpdateFunc: func(_, o any) { a.onSet(o, false, false) },
+		DeleteFunc: func(o any) { a.onSet(o, false, true) },
+	})
+	return err
+}
+
+// revision is an object's resource version as a number: etcd's revision,
+// which orders every write of the cluster.
+func revision(o metav1.Object) uint64 {
+	rv, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+	return rv
+}
+
+// lastSync is the revision an informer's watch has delivered everything up to.
+func lastSync(inf toolscache.SharedIndexInformer) uint64 {
+	rv, _ := strconv.ParseUint(inf.LastSyncResourceVersion(), 10, 64)
+	return rv
+}
+
+func unwrap(o any) any {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return o
+}
+
+func (a *Auditor) onNode(kind string, o any, deleted bool) {
+	_, tombstone := o.(toolscache.DeletedFinalStateUnknown)
+	u, ok := unwrap(o).(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	n := v2alpha1.NewNode(kind)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, n); err != nil {
+		a.Log.Error(err, "Not auditing a node that does not decode", "node", u.GetNamespace()+"/"+u.GetName())
+		return
+	}
+	k := NodeKey{Namespace: n.GetNamespace(), Name: n.GetName()}
+	rv := revision(n)
+	if tombstone {
+		rv = lastSync(a.nodeInformers[kind]) // deleted at or before it
+	}
+	seen := a.nodeSeen(n)
+	seen.Gone = deleted
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.kinds[k] = kind
+	a.judge.Node(rv, k, seen)
+}
+
+// nodeSeen reads what the order needs off a node.
+func (a *Auditor) nodeSeen(n v2alpha1.Node) NodeSeen {
+	ann := n.GetAnnotations()
+	seen := NodeSeen{Kind: n.NodeKind(), UID: string(n.GetUID()), Target: ann[v2alpha1.AnnotationTargetHash], Audit: a.mode(n.GetNamespace()) == v2alpha1.ModeAudit}
+	for _, c := range n.NodeStatus().Conditions {
+		if c.Type == v2alpha1.ConditionPrerequisitesReady {
+			seen.Waiting = c.Message
+		}
+	}
+	seen.ReleasedAt, _ = time.Parse(time.RFC3339Nano, ann[v2alpha1.AnnotationReleasedAt])
+	live := n.NodeSpec().IsUp() && n.GetDeletionTimestamp() == nil
+	seen.Held = n.NodeSpec().HasGate(v2alpha1.GateSequencer) ||
+		seen.Audit && live && seen.Target != "" && ann[v2alpha1.AnnotationReleasedTarget] != seen.Target
+	return seen
+}
+
+// mode is the sequencing mode of namespace ns, as the watch has it.
+func (a *Auditor) mode(ns string) string {
+	if o, ok, _ := a.nsInformer.GetStore().GetByKey(ns); ok {
+		if m := o.(*corev1.Namespace).Labels[v2alpha1.LabelSequencing]; m != "" {
+			return m
+		}
+	}
+	return a.DefaultMode
+}
+
+func (a *Auditor) onPodAdded(o any, initial bool) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	rv := revision(p)
+	if initial || !asCreated(p) {
+		// Before the auditor's view, or seen first as a relist shows it
+		// (already changed since): its creation cannot be placed. It counts
+		// as running, and is not judged.
+		rv = 0
+	}
+	seen := PodSeen{Node: NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, Name: p.Name,
+		Target: TargetKey(p.Labels), Created: p.CreationTimestamp.Time}
+	if c := metav1.GetControllerOf(p); c != nil && c.Kind == "StatefulSet" {
+		seen.FromSet = true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.judge.PodCreated(rv, seen)
+}
+
+// asCreated reports whether a pod is as it was created: neither the
+// scheduler nor a kubelet has written its status yet, so its resource
+// version is its creation's (Pending, at most the SchedulingGated
+// condition the API server adds). A watch delivers a new pod so; a relist after
+// a broken watch may deliver it changed since.
+func asCreated(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		// The API server itself marks a pod created with scheduling gates.
+		if c.Type != corev1.PodScheduled || c.Reason != corev1.PodReasonSchedulingGated {
+			return false
+		}
+	}
+	return p.Status.StartTime == nil && p.Status.Phase != corev1.PodRunning
+}
+
+func (a *Auditor) onPodDeleted(o any, inf toolscache.SharedIndexInformer) {
+	_, tombstone := o.(toolscache.DeletedFinalStateUnknown)
+	p, ok := unwrap(o).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	rv := revision(p)
+	if tombstone {
+		rv = lastSync(inf)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.judge.PodDeleted(rv, NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, p.Name)
+}
+
+func (a *Auditor) onSet(o any, initial, deleted bool) {
+	_, tombstone := o.(toolscache.DeletedFinalStateUnknown)
+	s, ok := unwrap(o).(*appsv1.StatefulSet)
+	if !ok {
+		return
+	}
+	name := nodeOfSet(s)
+	if name == "" {
+		return
+	}
+	k := NodeKey{Namespace: s.Namespace, Name: name}
+	rv := revision(s)
+	if tombstone {
+		rv = lastSync(a.setInformer)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.setRVs[k] == nil {
+		a.setRVs[k] = map[string]uint64{}
+	}
+	if deleted {
+		delete(a.setRVs[k], s.Name)
+	} else {
+		a.setRVs[k][s.Name] = revision(s)
+	}
+	at := rv
+	if initial {
+		at = 0
+	}
+	a.judge.Set(at, SetSeen{Node: k, Name: s.Name, Target: TargetKey(s.Spec.Template.Labels), Gone: deleted})
+}
+
+// nodeOfSet names the Express node a StatefulSet belongs to: its
+// controller, or the node label of its pod template; "" for none.
+func nodeOfSet(s *appsv1.StatefulSet) string {
+	if c := metav1.GetControllerOf(s); c != nil && (c.Kind == v2alpha1.KindBackend || c.Kind == v2alpha1.KindFrontend) {
+		return c.Name
+	}
+	return s.Spec.Template.Labels[v2alpha1.LabelNode]
+}
+
+// known is the revision through which everything of node k and its
+// StatefulSets is known: what the watches delivered, or what a fresh read
+// proved unchanged.
+func (a *Auditor) known(k NodeKey) uint64 {
+	nodes := uint64(0)
+	if inf := a.nodeInformers[a.kinds[k]]; inf != nil {
+		nodes = lastSync(inf)
+	} else {
+		nodes = min(lastSync(a.nodeInformers[v2alpha1.KindBackend]), lastSync(a.nodeInformers[v2alpha1.KindFrontend]))
+	}
+	return min(max(nodes, a.confirmedNode[k]), max(lastSync(a.setInformer), a.confirmSet[k]))
+}
+
+// settle judges what can be judged, reports it, and reads fresh the nodes
+// whose pods wait longer than ConfirmAfter for their watches.
+func (a *Auditor) settle(ctx context.Context) {
+	a.mu.Lock()
+	found := a.judge.Settle(a.known)
+	waiting := a.judge.Waiting(a.known)
+	pendingPods.Set(float64(a.judge.Pending()))
+	now := a.Clock.Now()
+	var confirm []NodeKey
+	for k := range a.waitingSince {
+		if _, ok := waiting[k]; !ok {
+			delete(a.waitingSince, k)
+		}
+	}
+	for k := range waiting {
+		since, ok := a.waitingSince[k]
+		if !ok {
+			a.waitingSince[k] = now
+		} else if now.Sub(since) >= a.ConfirmAfter {
+			confirm = append(confirm, k)
+		}
+	}
+	a.mu.Unlock()
+	for _, f := range found {
+		a.report(ctx, f)
+	}
+	for _, k := range confirm {
+		if err := a.confirm(ctx, k, waiting[k]); err != nil {
+			a.Log.V(1).Info("Reading a node fresh to judge its pods", "node", k.String(), "error", err.Error())
+		}
+	}
+}
+
+// confirm reads node k and its namespace's StatefulSets fresh from the API
+// server (a read issued after the pod's revision was delivered, so it sees
+// at least that revision) and, where what it reads is what the watches last
+// delivered, records k as known through rv.
+func (a *Auditor) confirm(ctx context.Context, k NodeKey, rv uint64) error {
+	freshReads.Inc()
+	a.mu.Lock()
+	kind := a.kinds[k]
+	last, gone := a.judge.LastNode(k)
+	a.mu.Unlock()
+	nodeOK := false
+kinds:
+	for _, kd := range []string{v2alpha1.KindBackend, v2alpha1.KindFrontend} {
+		if kind != "" && kd != kind {
+			continue
+		}
+		u, err := a.dyn.Resource(NodeResources[kd]).Namespace(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			nodeOK = gone
+			continue
+		case err != nil:
+			return err
+		}
+		nodeOK = revision(u) == last
+		break kinds
+	}
+	sets, err := a.cs.AppsV1().StatefulSets(k.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if nodeOK {
+		a.confirmedNode[k] = max(a.confirmedNode[k], rv)
+	}
+	have := map[string]uint64{}
+	for i := range sets.Items {
+		if nodeOfSet(&sets.Items[i]) == k.Name {
+			have[sets.Items[i].Name] = revision(&sets.Items[i])
+		}
+	}
+	if len(have) == len(a.setRVs[k]) {
+		for name, r := range have {
+			if a.setRVs[k][name] != r {
+				return nil
+			}
+		}
+		a.confirmSet[k] = max(a.confirmSet[k], rv)
+	}
+	return nil
+}
+
+func stripPod(o any) (any, error) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+		Labels: p.Labels, OwnerReferences: p.OwnerReferences, CreationTimestamp: p.CreationTimestamp}}
+	out.Status.Phase, out.Status.StartTime = p.Status.Phase, p.Status.StartTime
+	for _, c := range p.Status.Conditions {
+		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Reason: c.Reason})
+	}
+	return out, nil
+}
+
+func stripSet(o any) (any, error) {
+	s, ok := o.(*appsv1.StatefulSet)
+	if !ok {
+		return o, nil
+	}
+	out := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
+		OwnerReferences: s.OwnerReferences}}
+	out.Spec.Template.Labels = s.Spec.Template.Labels
+	return out, nil
+}
+
+func stripNamespace(o any) (any, error) {
+	ns, ok := o.(*corev1.Namespace)
+	if !ok {
+		return o, nil
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels}}, nil
+}

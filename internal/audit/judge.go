@@ -1,0 +1,446 @@
+package audit
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// NodeKey names an Express node.
+type NodeKey struct{ Namespace, Name string }
+
+// String is namespace/name.
+func (k NodeKey) String() string { return k.Namespace + "/" + k.Name }
+
+// NodeSeen is what one stored version of a node says, as far as the order
+// goes.
+type NodeSeen struct {
+	Kind, UID string
+	// Held: the sequencer's gate is on the node (enforce), or, in audit
+	// mode, the sequencer's plan has not let its target go yet (its target
+	// hash is not its released-target).
+	Held bool
+	// Audit: the namespace is in audit mode; a hold is the plan's, not a
+	// gate.
+	Audit bool
+	// Target is the node's target hash.
+	Target string
+	// Waiting is the node's PrerequisitesReady message: what it waits for.
+	Waiting string
+	// ReleasedAt is when the sequencer released the node (or, in audit,
+	// when its plan would have): its released-at annotation.
+	ReleasedAt time.Time
+	// Gone: the node was deleted.
+	Gone bool
+}
+
+// PodSeen is a pod of a node, as created.
+type PodSeen struct {
+	Node NodeKey
+	Name string
+	// Target is what the pod was made for: its target-hash label, or its
+	// version and revision labels (TargetKey).
+	Target string
+	// FromSet: the pod's controller is a StatefulSet.
+	FromSet bool
+	// Created is its creationTimestamp: for messages and durations only,
+	// never for the order.
+	Created time.Time
+}
+
+// SetSeen is one stored version of a StatefulSet of a node.
+type SetSeen struct {
+	Node NodeKey
+	Name string
+	// Target is what its pod template makes pods for (TargetKey).
+	Target string
+	Gone   bool
+}
+
+// Finding kinds: the kind label of express_sequencer_order_violations_total,
+// and would-have-held.
+const (
+	// KindRolledWhileGated: a StatefulSet created a pod for a target the
+	// node did not run when it was gated, while it was gated: the Express
+	// operator rolled a gated node.
+	KindRolledWhileGated = "rolled-while-gated"
+	// KindPodWhileGated: a pod no StatefulSet controls was created for such
+	// a target while the node was gated: made by hand, or by a controller
+	// outside the contract.
+	KindPodWhileGated = "pod-while-gated"
+	// KindWouldHaveHeld: in audit mode, the node's new target started while
+	// the sequencer's plan would still have held it.
+	KindWouldHaveHeld = "would-have-held"
+)
+
+// Finding is a rollout the auditor found out of order (or, in audit, one
+// enforcing would have held).
+type Finding struct {
+	Kind     string
+	Node     NodeKey
+	NodeKind string
+	// Pod is the pod made while the node was held (the first, for a
+	// would-have-held).
+	Pod string
+	// Target is what the pod was made for.
+	Target string
+	// Ran are the targets the node's pods and StatefulSet template ran
+	// when the hold began.
+	Ran []string
+	// HeldAt and CreatedAt are the API server's revisions of the hold's
+	// start and of the pod's creation: HeldAt < CreatedAt.
+	HeldAt, CreatedAt uint64
+	// Started is the pod's creationTimestamp.
+	Started time.Time
+	// Waiting is what the node waited for when the pod was created.
+	Waiting string
+	// HeldFor is, for a would-have-held, how long enforcing would have held
+	// the node after its pod started: until the plan let it go (0 while it
+	// has not; Open says so).
+	HeldFor time.Duration
+	// ReleasedAt is when the plan let the node go, for a would-have-held.
+	ReleasedAt time.Time
+}
+
+// Judge tells, from what the API server stored and in the order it stored
+// it (resource versions), which pods were created while their node was
+// held. It never plans: it reads the hold off the node (the gate, or in
+// audit the released-target the plan wrote) and what ran off the pods and
+// StatefulSets. It is fed in any order across kinds (each kind's watch
+// delivers its own in order) and judges a pod only once the caller says
+// everything up to the pod's revision is known of its node and sets.
+type Judge struct {
+	// Grace: in audit, a target that started less than this before the
+	// plan let its node go is not a would-have-held — enforcing would have
+	// released it as soon, within the sequencer's reaction time.
+	Grace   time.Duration
+	nodes   map[NodeKey]*nodeLog
+	pods    map[NodeKey][]podLife
+	sets    map[NodeKey]map[string][]setRev
+	pending []pendingPod
+	// open are would-have-helds waiting for the plan to let their node go.
+	open map[NodeKey]*Finding
+	// reported are the hold runs a would-have-held was found in, per node.
+	reported map[NodeKey]uint64
+}
+
+type nodeRev struct {
+	rv   uint64
+	seen NodeSeen
+	// heldSince is the revision the node's current run of holds began at
+	// (0 when not held).
+	heldSince uint64
+}
+
+type nodeLog struct{ revs []nodeRev }
+
+type podLife struct {
+	name, target     string
+	created, deleted uint64 // 0: before the auditor's view / not deleted
+}
+
+type setRev struct {
+	rv     uint64
+	target string
+	gone   bool
+}
+
+type pendingPod struct {
+	rv  uint64
+	pod PodSeen
+}
+
+// NewJudge returns a judge that has seen nothing.
+func NewJudge() *Judge {
+	return &Judge{nodes: map[NodeKey]*nodeLog{}, pods: map[NodeKey][]podLife{}, sets: map[NodeKey]map[string][]setRev{},
+		open: map[NodeKey]*Finding{}, reported: map[NodeKey]uint64{}}
+}
+
+// Node records node k as stored at revision rv. Revisions of one node come
+// in order; an older one than the last is ignored.
+func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
+	l := j.nodes[k]
+	if l == nil {
+		l = &nodeLog{}
+		j.nodes[k] = l
+	}
+	var since uint64
+	if n := len(l.revs); n > 0 {
+		last := l.revs[n-1]
+		if rv <= last.rv {
+			return
+		}
+		since = last.heldSince
+		if last.seen.UID != seen.UID || last.seen.Audit != seen.Audit || last.seen.Target != seen.Target {
+			since = 0 // another object, mode or target: a new hold
+		}
+	}
+	if !seen.Held || seen.Gone {
+		since = 0
+	} else if since == 0 {
+		since = rv
+	}
+	l.revs = append(l.revs, nodeRev{rv: rv, seen: seen, heldSince: since})
+}
+
+// LastNode is the revision of the last version of k recorded, and whether
+// that version says it is gone.
+func (j *Judge) LastNode(k NodeKey) (uint64, bool) {
+	l := j.nodes[k]
+	if l == nil || len(l.revs) == 0 {
+		return 0, true
+	}
+	last := l.revs[len(l.revs)-1]
+	return last.rv, last.seen.Gone
+}
+
+// PodCreated records pod p, created at revision rv; rv 0 is a pod that
+// existed before the auditor's view (or whose creation it cannot place),
+// which counts as running and is never judged.
+func (j *Judge) PodCreated(rv uint64, p PodSeen) {
+	lives := j.pods[p.Node]
+	if slices.ContainsFunc(lives, func(l podLife) bool { return l.name == p.Name && l.deleted == 0 }) {
+		return
+	}
+	j.pods[p.Node] = append(lives, podLife{name: p.Name, target: p.Target, created: rv})
+	if rv > 0 {
+		j.pending = append(j.pending, pendingPod{rv: rv, pod: p})
+	}
+}
+
+// PodDeleted records that pod name of node k was deleted at revision rv.
+func (j *Judge) PodDeleted(rv uint64, k NodeKey, name string) {
+	for i, l := range j.pods[k] {
+		if l.name == name && l.deleted == 0 {
+			j.pods[k][i].deleted = rv
+		}
+	}
+}
+
+// Set records StatefulSet s as stored at revision rv (0: before the
+// auditor's view).
+func (j *Judge) Set(rv uint64, s SetSeen) {
+	bySet := j.sets[s.Node]
+	if bySet == nil {
+		bySet = map[string][]setRev{}
+		j.sets[s.Node] = bySet
+	}
+	revs := bySet[s.Name]
+	if n := len(revs); n > 0 && rv <= revs[n-1].rv && rv != 0 {
+		return
+	}
+	bySet[s.Name] = append(revs, setRev{rv: rv, target: s.Target, gone: s.Gone})
+}
+
+// Pending is how many pod creations wait to be judged.
+func (j *Judge) Pending() int { return len(j.pending) }
+
+// Waiting returns the pod creations not judged yet whose node is not
+// known through their revision, each with the revision it must be known
+// through.
+func (j *Judge) Waiting(known func(NodeKey) uint64) map[NodeKey]uint64 {
+	out := map[NodeKey]uint64{}
+	for _, p := range j.pending {
+		if known(p.pod.Node) < p.rv && p.rv > out[p.pod.Node] {
+			out[p.pod.Node] = p.rv
+		}
+	}
+	return out
+}
+
+// Settle judges every pending pod creation whose node (and its
+// StatefulSets) known says is known through its revision, finishes the
+// would-have-helds whose node the plan has let go since, and forgets what
+// no judgement can need any more. It returns what it found, in the order
+// the API server stored the pods.
+func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
+	sort.SliceStable(j.pending, func(a, b int) bool { return j.pending[a].rv < j.pending[b].rv })
+	var out []Finding
+	rest := j.pending[:0]
+	for _, p := range j.pending {
+		if known(p.pod.Node) < p.rv {
+			rest = append(rest, p)
+			continue
+		}
+		if f, ok := j.judge(p); ok {
+			if f.Kind == KindWouldHaveHeld {
+				j.open[f.Node] = &f
+			} else {
+				out = append(out, f)
+			}
+		}
+	}
+	j.pending = rest
+	for k, f := range j.open {
+		if done, ok := j.letGo(k, f); ok {
+			delete(j.open, k)
+			if !done.ReleasedAt.IsZero() && done.HeldFor < j.Grace {
+				continue
+			}
+			out = append(out, done)
+		}
+	}
+	j.prune()
+	return out
+}
+
+// judge decides one pod creation.
+func (j *Judge) judge(p pendingPod) (Finding, bool) {
+	at, ok := j.nodeAt(p.pod.Node, p.rv)
+	if !ok || at.heldSince == 0 {
+		return Finding{}, false
+	}
+	ran := j.ranAt(p.pod.Node, at.heldSince)
+	if slices.Contains(ran, p.pod.Target) {
+		return Finding{}, false // what the node already ran: a StatefulSet making up a lost pod
+	}
+	f := Finding{Node: p.pod.Node, NodeKind: at.seen.Kind, Pod: p.pod.Name, Target: p.pod.Target, Ran: ran,
+		HeldAt: at.heldSince, CreatedAt: p.rv, Started: p.pod.Created, Waiting: at.seen.Waiting}
+	switch {
+	case at.seen.Audit:
+		if j.reported[p.pod.Node] == at.heldSince {
+			return Finding{}, false // one per hold: its first pod
+		}
+		j.reported[p.pod.Node] = at.heldSince
+		f.Kind = KindWouldHaveHeld
+	case p.pod.FromSet:
+		f.Kind = KindRolledWhileGated
+	default:
+		f.Kind = KindPodWhileGated
+	}
+	return f, true
+}
+
+// letGo finishes would-have-held f once the node's log shows its hold
+// ended: how long enforcing would have held it. A node's versions come in
+// order, so the first that ends the hold is the end, whatever the other
+// kinds' watches have delivered.
+func (j *Judge) letGo(k NodeKey, f *Finding) (Finding, bool) {
+	l := j.nodes[k]
+	if l == nil {
+		return *f, true
+	}
+	waiting := f.Waiting
+	for _, r := range l.revs {
+		if r.rv <= f.CreatedAt || r.heldSince == f.HeldAt {
+			if r.heldSince == f.HeldAt && r.seen.Waiting != "" {
+				waiting = r.seen.Waiting // what it waited for last: the hold the release ended
+			}
+			continue
+		}
+		done := *f
+		done.Waiting = waiting
+		if !r.seen.Gone && r.seen.Target == f.Target && !r.seen.ReleasedAt.IsZero() {
+			done.ReleasedAt = r.seen.ReleasedAt
+			if d := r.seen.ReleasedAt.Sub(f.Started); d > 0 {
+				done.HeldFor = d
+			}
+		}
+		return done, true
+	}
+	return Finding{}, false
+}
+
+// nodeAt is the version of node k stored last at or before revision rv.
+func (j *Judge) nodeAt(k NodeKey, rv uint64) (nodeRev, bool) {
+	l := j.nodes[k]
+	if l == nil {
+		return nodeRev{}, false
+	}
+	i := sort.Search(len(l.revs), func(i int) bool { return l.revs[i].rv > rv })
+	if i == 0 {
+		return nodeRev{}, false
+	}
+	return l.revs[i-1], true
+}
+
+// ranAt are the targets node k's pods and StatefulSet templates ran at
+// revision rv, sorted.
+func (j *Judge) ranAt(k NodeKey, rv uint64) []string {
+	seen := map[string]bool{}
+	for _, l := range j.pods[k] {
+		if l.created < rv && (l.deleted == 0 || l.deleted > rv) {
+			seen[l.target] = true
+		}
+	}
+	for _, revs := range j.sets[k] {
+		var at *setRev
+		for i := range revs {
+			if revs[i].rv <= rv {
+				at = &revs[i]
+			}
+		}
+		if at != nil && !at.gone {
+			seen[at.target] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// prune forgets, per node, what no pending judgement and no later one can
+// read: node versions before the one a pending pod (or the present) needs,
+// pods deleted and StatefulSet versions replaced before the hold that
+// version belongs to began.
+func (j *Judge) prune() {
+	oldest := map[NodeKey]uint64{}
+	for _, p := range j.pending {
+		if o, ok := oldest[p.pod.Node]; !ok || p.rv < o {
+			oldest[p.pod.Node] = p.rv
+		}
+	}
+	for k, f := range j.open {
+		if o, ok := oldest[k]; !ok || f.CreatedAt < o {
+			oldest[k] = f.CreatedAt
+		}
+	}
+	for k, l := range j.nodes {
+		keepFrom := len(l.revs) - 1
+		if o, ok := oldest[k]; ok {
+			keepFrom = sort.Search(len(l.revs), func(i int) bool { return l.revs[i].rv > o }) - 1
+		}
+		if keepFrom < 0 {
+			keepFrom = 0
+		}
+		l.revs = l.revs[keepFrom:]
+		if len(l.revs) == 0 {
+			continue
+		}
+		if _, ok := oldest[k]; !ok && len(l.revs) == 1 && l.revs[0].seen.Gone {
+			delete(j.nodes, k)
+			delete(j.pods, k)
+			delete(j.sets, k)
+			delete(j.reported, k)
+			continue
+		}
+		floor := l.revs[0].rv
+		if l.revs[0].heldSince != 0 {
+			floor = l.revs[0].heldSince
+		}
+		lives := j.pods[k][:0]
+		for _, p := range j.pods[k] {
+			if p.deleted == 0 || p.deleted >= floor {
+				lives = append(lives, p)
+			}
+		}
+		j.pods[k] = lives
+		for name, revs := range j.sets[k] {
+			from := 0
+			for i := range revs {
+				if revs[i].rv <= floor {
+					from = i
+				}
+			}
+			revs = revs[from:]
+			if len(revs) == 1 && revs[0].gone && revs[0].rv < floor {
+				delete(j.sets[k], name)
+				continue
+			}
+			j.sets[k][name] = revs
+		}
+	}
+}

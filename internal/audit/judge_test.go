@@ -1,0 +1,192 @@
+package audit
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var fe1 = NodeKey{Namespace: "acme", Name: "acme-fe1"}
+
+// step feeds the judge one thing the API server stored.
+type step func(j *Judge)
+
+func node(rv uint64, held bool, target string) step {
+	return func(j *Judge) {
+		j.Node(rv, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Held: held, Target: target, Waiting: "waiting for acme-be"})
+	}
+}
+
+func auditNode(rv uint64, held bool, target string, releasedAt time.Time) step {
+	return func(j *Judge) {
+		j.Node(rv, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Held: held, Audit: true, Target: target, ReleasedAt: releasedAt, Waiting: "would hold acme-fe1: waiting for acme-be"})
+	}
+}
+
+func pod(rv uint64, name, target string, fromSet bool) step {
+	return func(j *Judge) {
+		j.PodCreated(rv, PodSeen{Node: fe1, Name: name, Target: target, FromSet: fromSet, Created: at(0)})
+	}
+}
+
+func podGone(rv uint64, name string) step { return func(j *Judge) { j.PodDeleted(rv, fe1, name) } }
+
+func set(rv uint64, target string) step {
+	return func(j *Judge) { j.Set(rv, SetSeen{Node: fe1, Name: "acme-fe1", Target: target}) }
+}
+
+func at(s int) time.Time { return time.Date(2026, 11, 28, 10, 0, s, 0, time.UTC) }
+
+func everything(NodeKey) uint64 { return math.MaxUint64 }
+
+func TestTheJudge(t *testing.T) {
+	for name, tc := range map[string]struct {
+		steps []step
+		want  []string // kinds found, in order
+	}{
+		"a rollout whose pods come after the release keeps the order": {
+			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				node(20, true, "v2"), node(30, false, "v2"), set(31, "v2"), podGone(32, "acme-fe1-0"), pod(33, "acme-fe1-0", "v2", true)},
+		},
+		"a StatefulSet rolling a gated node to its new target is a violation": {
+			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				node(20, true, "v2"), set(21, "v2"), podGone(22, "acme-fe1-0"), pod(23, "acme-fe1-0", "v2", true), node(30, false, "v2")},
+			want: []string{KindRolledWhileGated},
+		},
+		"a pod made by hand for the new target while the node is gated is a violation": {
+			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				node(20, true, "v2"), pod(21, "by-hand", "v2", false)},
+			want: []string{KindPodWhileGated},
+		},
+		"a StatefulSet making up a lost pod of what the node ran is no violation": {
+			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				node(20, true, "v2"), podGone(21, "acme-fe1-0"), pod(22, "acme-fe1-0", "v1", true)},
+		},
+		"pods of the template a released rollout had when the next gate came are no violation": {
+			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				node(20, true, "v2"), node(25, false, "v2"), set(26, "v2"),
+				node(30, true, "v3"), podGone(31, "acme-fe1-0"), pod(32, "acme-fe1-0", "v2", true)},
+		},
+		"a pod of a third target made while gated is a violation": {
+			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				node(20, true, "v2"), pod(21, "acme-fe1-1", "v9", true)},
+			want: []string{KindRolledWhileGated},
+		},
+		"a new node's first pod made before its first release is a violation": {
+			steps: []step{node(10, true, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true)},
+			want:  []string{KindRolledWhileGated},
+		},
+		"a pod stored after the release, in the same second, keeps the order": {
+			steps: []step{node(10, true, "v1"), node(11, false, "v1"), set(12, "v1"), pod(13, "acme-fe1-0", "v1", true)},
+		},
+		"a pod that existed before the auditor's view is never judged": {
+			steps: []step{node(10, true, "v2"), pod(0, "acme-fe1-0", "v2", true)},
+		},
+		"a node taken down and brought back holds anew": {
+			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				node(20, true, "v2"), node(30, false, "v2"), set(31, "v2"), podGone(32, "acme-fe1-0"), pod(33, "acme-fe1-0", "v2", true),
+				node(40, true, "v3"), pod(41, "acme-fe1-1", "v3", true)},
+			want: []string{KindRolledWhileGated},
+		},
+		"in audit, a node whose new target starts while the plan holds it would have been held": {
+			steps: []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				auditNode(20, true, "v2", at(0)), set(21, "v2"), podGone(22, "acme-fe1-0"), pod(23, "acme-fe1-0", "v2", true),
+				pod(24, "acme-fe1-1", "v2", true), auditNode(30, false, "v2", at(12))},
+			want: []string{KindWouldHaveHeld},
+		},
+		"in audit, a node whose new target starts after the plan lets it go would not have been held": {
+			steps: []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				auditNode(20, true, "v2", at(0)), auditNode(30, false, "v2", at(5)), set(31, "v2"), pod(32, "acme-fe1-1", "v2", true)},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := NewJudge()
+			var got []string
+			for _, s := range tc.steps {
+				s(j)
+				for _, f := range j.Settle(everything) {
+					got = append(got, f.Kind)
+				}
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestATargetStartedWithinTheSequencersReactionTimeWouldNotHaveBeenHeld(t *testing.T) {
+	j := NewJudge()
+	j.Grace = 2 * time.Second
+	for _, s := range []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), auditNode(20, true, "v2", at(0)), pod(21, "acme-fe1-1", "v2", true),
+		auditNode(30, false, "v2", at(1))} {
+		s(j)
+	}
+	assert.Empty(t, j.Settle(everything), "a start 1s before the plan let it go is within a 2s grace")
+	assert.Empty(t, j.open)
+}
+
+func TestAJudgementWaitsUntilTheNodeIsKnownThroughThePod(t *testing.T) {
+	j := NewJudge()
+	node(10, true, "v1")(j)
+	pod(13, "acme-fe1-0", "v1", true)(j)
+	known := uint64(12) // the node's watch has not delivered revision 13 yet
+	upTo := func(NodeKey) uint64 { return known }
+	assert.Empty(t, j.Settle(upTo), "judged before the node is known through the pod's revision")
+	assert.Equal(t, map[NodeKey]uint64{fe1: 13}, j.Waiting(upTo))
+	node(11, false, "v1")(j) // the release, stored before the pod, delivered late
+	known = 20
+	assert.Empty(t, j.Settle(upTo))
+	assert.Zero(t, j.Pending())
+}
+
+func TestAViolationNamesWhatStartedBeforeWhat(t *testing.T) {
+	j := NewJudge()
+	for _, s := range []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true), node(20, true, "v2"), pod(21, "acme-fe1-1", "v2", true)} {
+		s(j)
+	}
+	found := j.Settle(everything)
+	require.Len(t, found, 1)
+	f := found[0]
+	assert.Equal(t, "acme-fe1-1", f.Pod)
+	assert.Equal(t, "v2", f.Target)
+	assert.Equal(t, []string{"v1"}, f.Ran)
+	assert.Equal(t, uint64(20), f.HeldAt)
+	assert.Equal(t, uint64(21), f.CreatedAt)
+	assert.Equal(t, "waiting for acme-be", f.Waiting)
+}
+
+func TestAWouldHaveHeldSaysHowLongEnforcingWouldHaveHeldIt(t *testing.T) {
+	j := NewJudge()
+	for _, s := range []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), auditNode(20, true, "v2", at(0)), pod(21, "acme-fe1-1", "v2", true)} {
+		s(j)
+	}
+	assert.Empty(t, j.Settle(everything), "reported before the plan let the node go")
+	j.Node(25, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Held: true, Audit: true, Target: "v2", Waiting: "would hold acme-fe1: waiting for acme-fe2 (Frontend) to be Ready"})
+	auditNode(30, false, "v2", at(12))(j)
+	found := j.Settle(everything)
+	require.Len(t, found, 1)
+	assert.Equal(t, 12*time.Second, found[0].HeldFor)
+	assert.Equal(t, at(12), found[0].ReleasedAt)
+	assert.Equal(t, "would hold acme-fe1: waiting for acme-fe2 (Frontend) to be Ready", found[0].Waiting, "what it waited for last")
+}
+
+func TestTheJudgeForgetsWhatNoJudgementNeeds(t *testing.T) {
+	j := NewJudge()
+	for i := uint64(0); i < 100; i++ {
+		base := 100 + i*10
+		node(base, true, "v"+string(rune('a'+i%26)))(j)
+		node(base+1, false, "v"+string(rune('a'+i%26)))(j)
+		podGone(base+2, "acme-fe1-0")(j)
+		pod(base+3, "acme-fe1-0", "v"+string(rune('a'+i%26)), true)(j)
+		set(base+4, "v"+string(rune('a'+i%26)))(j)
+		assert.Empty(t, j.Settle(everything))
+	}
+	assert.LessOrEqual(t, len(j.nodes[fe1].revs), 2)
+	assert.LessOrEqual(t, len(j.pods[fe1]), 2)
+	assert.LessOrEqual(t, len(j.sets[fe1]["acme-fe1"]), 2)
+	j.Node(2000, fe1, NodeSeen{UID: "u1", Gone: true})
+	j.Settle(everything)
+	assert.Empty(t, j.nodes, "a node gone is forgotten")
+}

@@ -1,0 +1,99 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// AuditView is the snapshot the sequencer plans on in audit mode (DESIGN
+// §9): every live node whose stamped target it has not released carries
+// the sequencer's gate in this copy only — the hold enforcing would have
+// put on it — so that Plan says what it would hold and when it would let
+// each node go. The stored objects are not touched.
+func AuditView(s *Snapshot) *Snapshot {
+	out := *s
+	out.Nodes = make(map[string]v2alpha1.Node, len(s.Nodes))
+	out.Virtual = map[string]bool{}
+	for name, n := range s.Nodes {
+		if Live(n) && !Gated(n) && StampedTarget(n) != "" && newTarget(n) {
+			held := n.DeepCopyObject().(v2alpha1.Node)
+			held.NodeSpec().AddGate(v2alpha1.GateSequencer)
+			n = held
+			out.Virtual[name] = true
+		}
+		out.Nodes[name] = n
+	}
+	return &out
+}
+
+// AuditDecisions turns a plan made on AuditView into audit mode's: no pod
+// is let go (none is held), and each hold — of a node, or of a recovering
+// node's new pods — is said as what the sequencer would hold
+// (ReasonWouldHold), with the plan's own explanation. A release of a
+// virtual hold stays a release: the patch records it (released-target) and
+// touches no gate, and its message says nothing was held.
+func AuditDecisions(s *Snapshot, decisions []Decision) []Decision {
+	out := make([]Decision, len(decisions))
+	for i, d := range decisions {
+		d.PodsToRelease = nil
+		name := d.Node
+		if n := s.Nodes[d.Node]; n != nil {
+			name = n.GetName()
+		}
+		switch {
+		case d.Gated && s.Virtual[d.Node]:
+			d.wouldHold(name)
+		case !d.Gated && d.Condition.Status == metav1.ConditionFalse &&
+			(slices.Contains(recoveryReasons, d.Condition.Reason) || d.Condition.Reason == v2alpha1.ReasonRolloutPodsHeld):
+			d.wouldHold("new pods of " + name)
+		case !d.Gated && s.Virtual[d.Node]:
+			d.Condition.Message = "audit: nothing held it; enforcing would release it now: " + d.Condition.Message
+			if d.Event != nil {
+				d.Event.Message = "audit: nothing held it; enforcing would release it now: " + d.Event.Message
+			}
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// wouldHold rewrites a hold of what as what audit mode says of it.
+func (d *Decision) wouldHold(what string) {
+	d.Condition.Reason = v2alpha1.ReasonWouldHold
+	d.Condition.Message = fmt.Sprintf("would hold %s: %s", what, d.Condition.Message)
+	if d.Event != nil {
+		d.Event.Type = corev1.EventTypeNormal
+		d.Event.Reason = v2alpha1.ReasonWouldHold
+		d.Event.Message = fmt.Sprintf("would hold %s: %s", what, d.Event.Message)
+	}
+}
+
+// Unheld are, in enforce mode, the live nodes that carry no gate for a
+// target the sequencer has not released: what audit mode leaves behind
+// when a namespace is switched to enforce mid-rollout. Those the Express
+// operator already rolls — a pod or a StatefulSet template made for the
+// target — are adopted (their release recorded, as the webhook adopts a
+// node that predates express-sequencer); the others are gated, to be
+// released in their turn.
+func Unheld(s *Snapshot) (adopt, gate []string) {
+	for name, n := range s.Nodes {
+		if !Live(n) || Gated(n) || StampedTarget(n) == "" || !newTarget(n) {
+			continue
+		}
+		rolling := slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return podOnTarget(n, p) }) ||
+			slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return (t.Hash != "" || t.Version != "") && !t.madeForAnother(n) })
+		if rolling {
+			adopt = append(adopt, name)
+		} else {
+			gate = append(gate, name)
+		}
+	}
+	slices.Sort(adopt)
+	slices.Sort(gate)
+	return adopt, gate
+}

@@ -1,0 +1,81 @@
+package rollout
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// asAuditLeftIt is the snapshot as audit mode's webhook leaves a tenant:
+// the same, but no node carries the sequencer's gate.
+func asAuditLeftIt(s *Snapshot) *Snapshot {
+	out := *s
+	out.Nodes = map[string]v2alpha1.Node{}
+	for name, n := range s.Nodes {
+		c := n.DeepCopyObject().(v2alpha1.Node)
+		c.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+		out.Nodes[name] = c
+	}
+	return &out
+}
+
+func TestAuditModeSaysWhatEnforcingWouldHoldAndHoldsNothing(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(100)
+	w.setVersion(v2, "be", "fe1", "fe2")
+	stored := asAuditLeftIt(w.snapshot())
+	view := AuditView(stored)
+	assert.Equal(t, map[string]bool{w.name("be"): true, w.name("fe1"): true, w.name("fe2"): true}, view.Virtual)
+	for name, n := range stored.Nodes {
+		assert.False(t, Gated(n), "the view gated the stored %s", name)
+	}
+	decisions := AuditDecisions(view, Plan(view))
+
+	be := decisionOf(t, decisions, w.name("be"))
+	assert.True(t, be.Gated, "be stays held in the plan's view")
+	assert.Equal(t, v2alpha1.ReasonWouldHold, be.Condition.Reason)
+	assert.Contains(t, be.Condition.Message, "would hold acme-be: waiting for acme-fe")
+	fe1 := decisionOf(t, decisions, w.name("fe1"))
+	assert.False(t, fe1.Gated, "fe1 goes first in the upgrade order")
+	assert.True(t, Releasing(view, fe1), "its release is recorded")
+	assert.Contains(t, fe1.Condition.Message, "audit: nothing held it; enforcing would release it now")
+	for _, d := range decisions {
+		assert.Empty(t, d.PodsToRelease, "audit lets no pod go: none is held")
+	}
+}
+
+func TestAuditModeSaysARecoveringNodesHeldPodsAsWhatItWouldHold(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(2, v1)
+	w.run(100)
+	s := w.snapshot()
+	d := Decision{Node: w.name("fe1"), Condition: metav1.Condition{Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonWaitingForPrerequisite, Message: "recovering: new pods held scheduling-gated; waiting for acme-be (Backend) to be Ready"},
+		PodsToRelease: []string{"acme-fe1-0"}}
+	got := AuditDecisions(AuditView(s), []Decision{d})[0]
+	assert.Equal(t, v2alpha1.ReasonWouldHold, got.Condition.Reason)
+	assert.Equal(t, "would hold new pods of acme-fe1: recovering: new pods held scheduling-gated; waiting for acme-be (Backend) to be Ready", got.Condition.Message)
+	assert.Empty(t, got.PodsToRelease)
+}
+
+func TestAfterAuditEnforceAdoptsWhatRollsAndGatesWhatDoesNot(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(100)
+	w.setVersion(v2, "be", "fe1", "fe2")
+	s := asAuditLeftIt(w.snapshot())
+	// The Express operator, free in audit, already rolls fe1.
+	fe1 := w.name("fe1")
+	require.NotEmpty(t, s.Pods[fe1])
+	s.Pods[fe1] = append(slices.Clone(s.Pods[fe1]), Pod{Name: fe1 + "-new", Hash: StampedTarget(s.Nodes[fe1])})
+	adopt, gate := Unheld(s)
+	assert.Equal(t, []string{fe1}, adopt)
+	assert.Equal(t, []string{w.name("be"), w.name("fe2")}, gate)
+	_, none := Unheld(w.snapshot())
+	assert.Empty(t, none, "a tenant enforce gated itself leaves nothing unheld")
+}

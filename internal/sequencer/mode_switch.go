@@ -1,0 +1,83 @@
+package sequencer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
+)
+
+// switchMode carries a tenant across a change of its namespace's mode
+// (DESIGN §9). In audit, the gates enforce left on its nodes and pods are
+// lifted: nothing holds in audit, and the plan goes on holding them in
+// its snapshot only. In enforce, a node audit left ungated with a target
+// the sequencer has not released is adopted if the Express operator
+// already rolls it, and gated otherwise, to be released in its turn. It
+// reports whether it wrote anything; each write is guarded like a release
+// (generation, gates and target hash tested).
+func (r *Reconciler) switchMode(ctx context.Context, snap *rollout.Snapshot, audit bool) (bool, error) {
+	logger := log.FromContext(ctx)
+	var errs []error
+	wrote := false
+	patchNode := func(name string, gated, record, virtual bool, what string) {
+		n := snap.Nodes[name]
+		patch, err := gatePatch(n, gated, record, nil, "", r.Clock.Now(), virtual)
+		if err == nil {
+			patched := v2alpha1.NewNode(n.NodeKind())
+			patched.SetName(n.GetName())
+			patched.SetNamespace(n.GetNamespace())
+			apiWrites.WithLabelValues("patch", resourceOf(n)).Inc()
+			if err = r.Client.Patch(ctx, patched, patch, client.FieldOwner(v2alpha1.FieldManager)); err == nil {
+				r.own.remember(snap.Tenant, patched)
+				modeSwitches.WithLabelValues(what).Inc()
+				logger.Info("Carried a node across a change of sequencing mode", "node", n.GetName(), "kind", n.NodeKind(), "action", what)
+				wrote = true
+				return
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s %s %s for its namespace's sequencing mode: %w", what, n.NodeKind(), n.GetName(), err))
+	}
+	if !audit {
+		adopt, gate := rollout.Unheld(snap)
+		for _, name := range adopt {
+			patchNode(name, false, true, true, "adopt")
+		}
+		for _, name := range gate {
+			patchNode(name, true, false, false, "gate")
+		}
+		return wrote, errors.Join(errs...)
+	}
+	for name, n := range snap.Nodes {
+		if rollout.Gated(n) && !snap.Virtual[name] {
+			patchNode(name, false, false, false, "lift")
+		}
+	}
+	for _, pods := range snap.Pods {
+		for _, p := range pods {
+			if !p.HeldBySequencer() {
+				continue
+			}
+			patch, err := podGatePatch(p)
+			if err != nil {
+				return wrote, err
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: snap.Tenant.Namespace}}
+			apiWrites.WithLabelValues("patch", "pods").Inc()
+			if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(v2alpha1.FieldManager)); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("lifting the scheduling gate of pod %s in audit mode: %w", p.Name, err))
+				continue
+			}
+			r.own.remember(snap.Tenant, pod)
+			modeSwitches.WithLabelValues("lift-pod").Inc()
+			wrote = true
+		}
+	}
+	return wrote, errors.Join(errs...)
+}

@@ -1,0 +1,113 @@
+// Package audit proves the order auditor on Kubernetes' own control loops
+// (kube-controller-manager, kube-scheduler, KWOK) with express-sequencer's
+// webhooks, sequencer and auditor installed: it counts nothing where the
+// order held, and finds what it is for — an operator that ignores the
+// gates, a pod made by hand for a gated node's new target — naming the
+// node and the pod in its Event and condition.
+package audit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
+	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
+	"github.com/medallia/express-sequencer/test/framework/tenant"
+)
+
+var (
+	harness *controlplane.Harness
+	tenants tenant.Suite
+	// broken is how the operator breaks the contract in each namespace
+	// (not at all by default); readyAfter is how long its pods take to
+	// become Ready (200 ms by default).
+	broken, readyAfter sync.Map
+)
+
+// wouldHoldGrace is the suite's: a would-have-held the sequencer's plan
+// ends less than this after the target started is within its reaction
+// time on these shared cores.
+const wouldHoldGrace = 2 * time.Second
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	var err error
+	if harness, err = controlplane.NewHarness(controlplane.TestLogger(), func(o *app.Options) {
+		// A tenant's updates here land within milliseconds of each other.
+		o.Grouping.SettleTime = 300 * time.Millisecond
+		o.WouldHoldGrace = wouldHoldGrace
+	}); err != nil {
+		return 0, err
+	}
+	defer func() { _ = harness.Stop() }()
+	cluster, err := harness.StartCluster(2)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = cluster.Stop() }()
+	pods, err := controlplane.WatchPods(context.Background(), harness.Config)
+	if err != nil {
+		return 0, err
+	}
+	tenants = tenant.Suite{Client: harness.Client, Pods: pods, Prefix: "audit-", Poll: 50 * time.Millisecond}
+	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
+		Broken: func(n v2alpha1.Node) expressoperator.Breakage {
+			b, _ := broken.Load(n.GetNamespace())
+			out, _ := b.(expressoperator.Breakage)
+			return out
+		},
+		ReadyAfterOf: func(n v2alpha1.Node) time.Duration {
+			d, _ := readyAfter.Load(n.GetNamespace())
+			out, _ := d.(time.Duration)
+			return out
+		}}
+	stop, err := harness.StartController(op.SetupWithManager)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	return m.Run(), nil
+}
+
+// namespace creates a namespace whose operator breaks the contract as b
+// says, labelled with labels.
+func namespace(t *testing.T, b expressoperator.Breakage, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "audit-", Labels: labels}}
+	require.NoError(t, harness.Client.Create(context.Background(), ns))
+	broken.Store(ns.Name, b)
+	return ns.Name
+}
+
+// counted reads a counter of the auditor's, summed over its labels.
+func counted(t *testing.T, name string) float64 {
+	t.Helper()
+	n, err := auditmetrics.Sum(name)
+	require.NoError(t, err)
+	return n
+}
+
+// judged waits until the auditor has judged every pod creation it saw.
+func judged(t *testing.T) {
+	t.Helper()
+	require.NoError(t, auditmetrics.WaitJudged(30*time.Second))
+}
