@@ -26,15 +26,15 @@ func TestTheFleetViewIsLaidOutAsItsGoldens(t *testing.T) {
 	now := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	ago := func(d time.Duration) *time.Time { at := now.Add(-d); return &at }
 	f := fleet{
-		Summary: fleetSummary{Tenants: 4, Stuck: 1, Held: 1, Rolling: 1, Done: 1, NodesOnTarget: 17, LiveNodes: 27},
+		Summary: fleetSummary{Tenants: 4, Stuck: 1, Held: 1, Rolling: 1, Done: 1, NodesOnTarget: 17, LiveNodes: 27, OutOfOrder: 1, WouldHaveHeld: 1},
 		Tenants: []tenantStatus{
 			{Namespace: "tenant-2", Tenant: "beta", State: "stuck", LiveNodes: 5, NodesOnTarget: 4, Since: ago(3 * time.Hour),
 				Next: &nextNode{Node: "beta-fe1", Reason: v2alpha1.ReasonPrerequisiteNotFound, Message: "waiting for beta-fe9 (Frontend): it does not exist", WaitingFor: []string{"beta-fe9"}}},
 			{Namespace: "tenant-3", Tenant: "gamma", State: "held", LiveNodes: 8, NodesOnTarget: 0, Since: ago(90 * time.Second),
 				Next: &nextNode{Node: "gamma-fe1", Reason: v2alpha1.ReasonRolloutPaused, Message: "held by its express.medallia.com/pause-rollout annotation"}},
-			{Namespace: "tenant-1", Tenant: "acme", State: "rolling", LiveNodes: 8, NodesOnTarget: 3, Rolling: []string{"acme-be"}, Since: ago(40 * time.Second),
+			{Namespace: "tenant-1", Tenant: "acme", State: "rolling", LiveNodes: 8, NodesOnTarget: 3, Rolling: []string{"acme-be"}, Since: ago(40 * time.Second), OutOfOrder: 1,
 				Next: &nextNode{Node: "acme-fe3", Reason: v2alpha1.ReasonWaitingForPrerequisite, Message: "waiting for acme-be (Backend) to be Ready", WaitingFor: []string{"acme-be"}}},
-			{Namespace: "tenant-4", Tenant: "delta", State: "done", LiveNodes: 6, NodesOnTarget: 6, Since: ago(26 * time.Hour)},
+			{Namespace: "tenant-4", Tenant: "delta", State: "done", LiveNodes: 6, NodesOnTarget: 6, Since: ago(26 * time.Hour), WouldHaveHeld: 1},
 		},
 	}
 	for name, c := range map[string]struct {
@@ -199,10 +199,10 @@ func TestStatusShowsEveryTenantOfTheFleet(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("kubectl express status -A:\n%s", out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	assert.Equal(t, []string{"NAMESPACE", "TENANT", "PROGRESS", "STATE", "ROLLING", "NEXT", "REASON", "BLOCKER", "AGE"}, strings.Fields(lines[0]))
+	assert.Equal(t, []string{"NAMESPACE", "TENANT", "PROGRESS", "STATE", "ROLLING", "NEXT", "REASON", "BLOCKER", "AGE", "ORDER"}, strings.Fields(lines[0]))
 	assert.Contains(t, lines[1], "stuck", "stuck tenants first")
 	assert.Regexp(t, `status-done +t +\[##########\] 2/2 +done`, out, "the done tenant's bar, in ASCII off a terminal")
-	assert.Regexp(t, `^\d+ tenants: \d+ stuck, \d+ held, \d+ rolling, \d+ done\. Nodes on target \[[#.]{10}\] \d+/\d+ \(\d+%\)$`, lines[len(lines)-1])
+	assert.Regexp(t, `^\d+ tenants: \d+ stuck, \d+ held, \d+ rolling, \d+ done\. Nodes on target \[[#.]{10}\] \d+/\d+ \(\d+%\)\. Out of order: 0 nodes\.$`, lines[len(lines)-1])
 }
 
 // -n, --stuck and -l narrow the view.

@@ -36,6 +36,7 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/testing/simoperator"
+	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
 )
 
 const (
@@ -78,6 +79,9 @@ type options struct {
 	fleetViewOnly bool
 	// recheckReleases: express-sequencer's --recheck-releases.
 	recheckReleases bool
+	// noAudit runs express-sequencer without its order auditor
+	// (--audit=false), to measure what the auditor costs.
+	noAudit bool
 }
 
 // phase names what a node is Ready on: its version and configChangeset.
@@ -113,6 +117,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 32, "express-sequencer's --max-concurrent-reconciles: tenants sequenced in parallel.")
 	flag.BoolVar(&o.cluster, "cluster", false, "Run on Kubernetes' own control loops: kube-controller-manager (StatefulSet controller, garbage collector), kube-scheduler and KWOK as the kubelet of 4 fake Nodes, the Express operator's part one StatefulSet per node (expressoperator), instead of the simulated operator that plays all of them.")
 	flag.IntVar(&o.controllerQPS, "controller-qps", 0, "With -cluster: kube-controller-manager's --kube-api-qps (burst 1.5 times it); 0 keeps its default, 20 requests/s with bursts of 30, which bounds how fast StatefulSets create and replace pods.")
+	flag.BoolVar(&o.noAudit, "no-audit", false, "Run express-sequencer with --audit=false: without the order auditor, to measure what it costs beside the sequencer.")
 	flag.BoolVar(&o.recheckReleases, "recheck-releases", true, "express-sequencer's --recheck-releases: the webhooks judge every release again on a fresh read of its tenant; false measures without that read.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.StringVar(&o.memoryLimit, "sequencer-memory-limit", "", "GOMEMLIMIT for express-sequencer alone (e.g. 140MiB): its memory against its CPU; empty leaves it to the binary.")
@@ -151,6 +156,9 @@ type Result struct {
 	Slowest    []string
 	OutOfOrder []string
 	APICalls   int
+	// Violations are the order violations the auditor counted (0 where
+	// the order held; not counted with -no-audit).
+	Violations int
 	// UpgradeWrites are the sequencer's writes during the upgrade, by verb
 	// and resource.
 	UpgradeWrites map[string]int
@@ -258,6 +266,13 @@ func run(o options, out io.Writer) error {
 	}
 	if len(res.OutOfOrder) > 0 {
 		return fmt.Errorf("%d tenants rolled out of order, e.g. %s", len(res.OutOfOrder), res.OutOfOrder[0])
+	}
+	if o.noAudit {
+		fmt.Fprintln(out, "  order auditor:           off (-no-audit)")
+	} else if res.Violations > 0 {
+		return fmt.Errorf("the order auditor counted %d order violations where the benchmark's own check found the order kept", res.Violations)
+	} else {
+		fmt.Fprintln(out, "  order auditor:           0 violations counted")
 	}
 	fmt.Fprintln(out, "  every tenant rolled in order: fe1, fe2, be, fe3, …")
 	if o.crash > 0 {
@@ -467,8 +482,23 @@ func measure(o options, out io.Writer) (Result, error) {
 		return res, err
 	}
 	calls, err := metricSum(metricsURL, "rest_client_requests_total") // client-go's
+	if err != nil {
+		return res, err
+	}
 	res.APICalls = int(calls)
-	return res, err
+	if !o.noAudit {
+		// The auditor judges the same rollouts without the planner: where
+		// they kept the order, it must count nothing.
+		if err := awaitJudged(metricsURL, time.Minute); err != nil {
+			return res, err
+		}
+		v, err := metricSum(metricsURL, auditmetrics.Violations)
+		if err != nil {
+			return res, err
+		}
+		res.Violations = int(v)
+	}
+	return res, nil
 }
 
 func keys(n int) []defaults.Key {

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
 )
 
 // scrape reads a /metrics endpoint in the Prometheus text format.
@@ -65,4 +68,24 @@ func sum(families map[string]*dto.MetricFamily, name string, keep func(*dto.Metr
 		}
 	}
 	return total, true
+}
+
+// awaitJudged waits, at most timeout, until the order auditor behind url
+// has judged every pod creation it saw.
+func awaitJudged(url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		pending, err := metricSum(url, auditmetrics.Pending)
+		if err != nil {
+			return err
+		}
+		if pending == 0 {
+			time.Sleep(time.Second) // a finding is reported right after the pass that judged it
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the order auditor still has %v pod creations to judge after %s", pending, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -19,6 +19,8 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
+
+	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
 )
 
 // soakOptions are the soak's own settings (-soak).
@@ -52,6 +54,9 @@ type SoakResult struct {
 	// the tenant's change before had not finished rolling.
 	Changes, Skipped int
 	OutOfOrder       []string
+	// Violations are the order violations the auditor counted over the
+	// soak (-1 with -no-audit).
+	Violations int
 	// QuietWrites are the sequencer's writes, by verb and resource, while
 	// nothing changed after the soak: any is a write loop.
 	QuietWrites map[string]int
@@ -91,6 +96,12 @@ func runSoak(o options, so soakOptions, out io.Writer) error {
 		problems = append(problems, fmt.Errorf("%d rollouts out of order, e.g. %s", len(res.OutOfOrder), res.OutOfOrder[0]))
 	} else {
 		fmt.Fprintf(out, "  every one of the %d changes rolled in order, each node after the one before it was Ready\n", res.Changes)
+	}
+	switch {
+	case res.Violations > 0:
+		problems = append(problems, fmt.Errorf("the order auditor counted %d order violations over the soak", res.Violations))
+	case res.Violations == 0:
+		fmt.Fprintf(out, "  the order auditor counted 0 violations over the %d changes\n", res.Changes)
 	}
 	if len(res.QuietWrites) > 0 {
 		problems = append(problems, fmt.Errorf("the sequencer wrote while nothing changed for %s: %v", so.quiet, res.QuietWrites))
@@ -271,6 +282,17 @@ func soak(o options, so soakOptions, out io.Writer) (SoakResult, error) {
 		res.QuietWrites = nil
 	}
 	res.OutOfOrder = st.rec.soakOrder(o, changes)
+	res.Violations = -1
+	if !o.noAudit {
+		if err := awaitJudged(st.metricsURL, time.Minute); err != nil {
+			return res, err
+		}
+		v, err := metricSum(st.metricsURL, auditmetrics.Violations)
+		if err != nil {
+			return res, err
+		}
+		res.Violations = int(v)
+	}
 	return res, nil
 }
 

@@ -99,7 +99,7 @@ func startStack(ctx context.Context, o options, out io.Writer) (st *stack, stop 
 		"--cert-dir", filepath.Join(dir, "certs"), "--cert-hosts", "127.0.0.1",
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-secure=false", "--health-probe-bind-address", "0",
 		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", strconv.Itoa(o.concurrency),
-		"--recheck-releases="+strconv.FormatBool(o.recheckReleases),
+		"--recheck-releases="+strconv.FormatBool(o.recheckReleases), "--audit="+strconv.FormatBool(!o.noAudit),
 		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error",
 		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	if o.memoryLimit != "" {

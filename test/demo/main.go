@@ -43,6 +43,7 @@ import (
 	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
 	"github.com/medallia/express-sequencer/test/framework/tenantchart"
 )
 
@@ -216,6 +217,12 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return errors.New("an observed order differs from the expected one")
 	}
 	tl.say("Every order was the expected one.")
+	// The order auditor judged the same rollouts from the API server's
+	// order alone, without the planner: it must agree.
+	if err := auditmetrics.NoViolations(time.Minute); err != nil {
+		return err
+	}
+	tl.say("The order auditor, judging the same rollouts without the planner, counted no violation.")
 	if o.keep {
 		return d.keep(ctx, h)
 	}
