@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -60,8 +59,16 @@ type Auditor struct {
 	setRVs                    map[NodeKey]map[string]uint64
 	confirmedNode, confirmSet map[NodeKey]uint64
 	waitingSince              map[NodeKey]time.Time
+	// handled is, per stream (a node kind, streamSets, streamPods), the
+	// revision of the last event its handler has processed: a watch's own
+	// progress (LastSyncResourceVersion) runs ahead of its handlers.
+	handled map[string]uint64
+	// broken are the streams whose watch failed, with the revision handled
+	// then: until their next event, what happened after it may be missing.
+	broken map[string]uint64
 
 	nodeInformers map[string]toolscache.SharedIndexInformer
+	podInformer   toolscache.SharedIndexInformer
 	setInformer   toolscache.SharedIndexInformer
 	nsInformer    toolscache.SharedIndexInformer
 	dyn           dynamic.Interface
@@ -96,6 +103,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 	a.judge.Grace = a.WouldHoldGrace
 	a.kinds, a.setRVs = map[NodeKey]string{}, map[NodeKey]map[string]uint64{}
 	a.confirmedNode, a.confirmSet, a.waitingSince = map[NodeKey]uint64{}, map[NodeKey]uint64{}, map[NodeKey]time.Time{}
+	a.handled, a.broken = map[string]uint64{}, map[string]uint64{}
 
 	pods := informers.NewSharedInformerFactoryWithOptions(a.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = v2alpha1.LabelNode
@@ -103,7 +111,8 @@ func (a *Auditor) Start(ctx context.Context) error {
 	others := informers.NewSharedInformerFactory(a.cs, 0)
 	nodes := dynamicinformer.NewDynamicSharedInformerFactory(a.dyn, 0)
 
-	podInformer := pods.Core().V1().Pods().Informer()
+	a.podInformer = pods.Core().V1().Pods().Informer()
+	podInformer := a.podInformer
 	a.setInformer = others.Apps().V1().StatefulSets().Informer()
 	a.nsInformer = others.Core().V1().Namespaces().Informer()
 	a.nodeInformers = map[string]toolscache.SharedIndexInformer{}
@@ -113,21 +122,23 @@ func (a *Auditor) Start(ctx context.Context) error {
 	if err := a.wire(podInformer); err != nil {
 		return err
 	}
-	pods.Start(ctx.Done())
+	// Namespaces first: a node's mode is read off them as its events come.
 	others.Start(ctx.Done())
-	nodes.Start(ctx.Done())
-	for _, synced := range []map[schema.GroupVersionResource]bool{nodes.WaitForCacheSync(ctx.Done())} {
-		for gvr, ok := range synced {
-			if !ok {
-				return fmt.Errorf("the auditor's watch of %s did not sync", gvr.Resource)
-			}
+	for typ, ok := range others.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("the auditor's watch of %v did not sync", typ)
 		}
 	}
-	for _, synced := range []map[reflect.Type]bool{pods.WaitForCacheSync(ctx.Done()), others.WaitForCacheSync(ctx.Done())} {
-		for typ, ok := range synced {
-			if !ok {
-				return fmt.Errorf("the auditor's watch of %v did not sync", typ)
-			}
+	pods.Start(ctx.Done())
+	nodes.Start(ctx.Done())
+	for gvr, ok := range nodes.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("the auditor's watch of %s did not sync", gvr.Resource)
+		}
+	}
+	for typ, ok := range pods.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("the auditor's watch of %v did not sync", typ)
 		}
 	}
 	a.Log.Info("Auditing rollouts", "default mode", a.DefaultMode)
@@ -154,6 +165,22 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 		transform toolscache.TransformFunc
 	}{{podInformer, stripPod}, {a.setInformer, stripSet}, {a.nsInformer, stripNamespace}} {
 		if err := set.inf.SetTransform(set.transform); err != nil {
+			return err
+		}
+	}
+	streams := map[string]toolscache.SharedIndexInformer{streamPods: podInformer, streamSets: a.setInformer}
+	for kind, inf := range a.nodeInformers {
+		streams[kind] = inf
+	}
+	for stream, inf := range streams {
+		if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
+			a.mu.Lock()
+			if _, ok := a.broken[stream]; !ok {
+				a.broken[stream] = a.handled[stream]
+			}
+			a.mu.Unlock()
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+		}); err != nil {
 			return err
 		}
 	}
@@ -186,6 +213,24 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 		DeleteFunc: func(o any) { a.onSet(o, false, true) },
 	})
 	return err
+}
+
+// Streams of events besides the node kinds.
+const (
+	streamPods = "pods"
+	streamSets = "statefulsets"
+)
+
+// seen records that stream's handler processed an event at revision rv
+// (not a tombstone's guess). After a broken watch, the revisions between
+// the last one handled before it and what the watch has delivered now may
+// be missing: the judge judges no pod created among them. Called locked.
+func (a *Auditor) seen(stream string, rv uint64, inf toolscache.SharedIndexInformer) {
+	if from, ok := a.broken[stream]; ok {
+		delete(a.broken, stream)
+		a.judge.Blind(from, max(rv, lastSync(inf)))
+	}
+	a.handled[stream] = max(a.handled[stream], rv)
 }
 
 // revision is an object's resource version as a number: etcd's revision,
@@ -228,6 +273,9 @@ func (a *Auditor) onNode(kind string, o any, deleted bool) {
 	seen.Gone = deleted
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !tombstone {
+		a.seen(kind, rv, a.nodeInformers[kind])
+	}
 	a.kinds[k] = kind
 	a.judge.Node(rv, k, seen)
 }
@@ -242,6 +290,7 @@ func (a *Auditor) nodeSeen(n v2alpha1.Node) NodeSeen {
 		}
 	}
 	seen.ReleasedAt, _ = time.Parse(time.RFC3339Nano, ann[v2alpha1.AnnotationReleasedAt])
+	seen.Released = ann[v2alpha1.AnnotationReleasedTarget]
 	live := n.NodeSpec().IsUp() && n.GetDeletionTimestamp() == nil
 	seen.Held = n.NodeSpec().HasGate(v2alpha1.GateSequencer) ||
 		seen.Audit && live && seen.Target != "" && ann[v2alpha1.AnnotationReleasedTarget] != seen.Target
@@ -264,6 +313,7 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 		return
 	}
 	rv := revision(p)
+	stored := rv
 	if initial || !asCreated(p) {
 		// Before the auditor's view, or seen first as a relist shows it
 		// (already changed since): its creation cannot be placed. It counts
@@ -277,6 +327,7 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.seen(streamPods, stored, a.podInformer)
 	a.judge.PodCreated(rv, seen)
 }
 
@@ -307,6 +358,9 @@ func (a *Auditor) onPodDeleted(o any, inf toolscache.SharedIndexInformer) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !tombstone {
+		a.seen(streamPods, rv, inf)
+	}
 	a.judge.PodDeleted(rv, NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, p.Name)
 }
 
@@ -327,6 +381,9 @@ func (a *Auditor) onSet(o any, initial, deleted bool) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !tombstone {
+		a.seen(streamSets, rv, a.setInformer)
+	}
 	if a.setRVs[k] == nil {
 		a.setRVs[k] = map[string]uint64{}
 	}
@@ -352,22 +409,21 @@ func nodeOfSet(s *appsv1.StatefulSet) string {
 }
 
 // known is the revision through which everything of node k and its
-// StatefulSets is known: what the watches delivered, or what a fresh read
-// proved unchanged.
+// StatefulSets is known: what the handlers of their watches processed, or
+// what a fresh read proved unchanged.
 func (a *Auditor) known(k NodeKey) uint64 {
-	nodes := uint64(0)
-	if inf := a.nodeInformers[a.kinds[k]]; inf != nil {
-		nodes = lastSync(inf)
-	} else {
-		nodes = min(lastSync(a.nodeInformers[v2alpha1.KindBackend]), lastSync(a.nodeInformers[v2alpha1.KindFrontend]))
+	nodes := min(a.handled[v2alpha1.KindBackend], a.handled[v2alpha1.KindFrontend])
+	if kind := a.kinds[k]; kind != "" {
+		nodes = a.handled[kind]
 	}
-	return min(max(nodes, a.confirmedNode[k]), max(lastSync(a.setInformer), a.confirmSet[k]))
+	return min(max(nodes, a.confirmedNode[k]), max(a.handled[streamSets], a.confirmSet[k]))
 }
 
 // settle judges what can be judged, reports it, and reads fresh the nodes
 // whose pods wait longer than ConfirmAfter for their watches.
 func (a *Auditor) settle(ctx context.Context) {
 	a.mu.Lock()
+	a.judge.PodsThrough = a.handled[streamPods]
 	found := a.judge.Settle(a.known)
 	waiting := a.judge.Waiting(a.known)
 	pendingPods.Set(float64(a.judge.Pending()))

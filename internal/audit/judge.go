@@ -25,6 +25,11 @@ type NodeSeen struct {
 	Audit bool
 	// Target is the node's target hash.
 	Target string
+	// Released is the target the sequencer last released the node for (its
+	// released-target): the Express operator may still be carrying it out
+	// when a new target gates the node, from a cache that has not seen the
+	// gate yet.
+	Released string
 	// Waiting is the node's PrerequisitesReady message: what it waits for.
 	Waiting string
 	// ReleasedAt is when the sequencer released the node (or, in audit,
@@ -113,7 +118,14 @@ type Judge struct {
 	// Grace: in audit, a target that started less than this before the
 	// plan let its node go is not a would-have-held — enforcing would have
 	// released it as soon, within the sequencer's reaction time.
-	Grace   time.Duration
+	Grace time.Duration
+	// PodsThrough is the revision the pods' watch has been handled
+	// through: a pod created before it may still arrive, and the node
+	// versions it would be judged on are kept.
+	PodsThrough uint64
+	// blind are spans of revisions (from, to] a broken watch may have
+	// hidden: no pod created in one is judged.
+	blind   [][2]uint64
 	nodes   map[NodeKey]*nodeLog
 	pods    map[NodeKey][]podLife
 	sets    map[NodeKey]map[string][]setRev
@@ -232,6 +244,24 @@ func (j *Judge) Set(rv uint64, s SetSeen) {
 	bySet[s.Name] = append(revs, setRev{rv: rv, target: s.Target, gone: s.Gone})
 }
 
+// Blind records that revisions (from, to] may be missing from what the
+// judge was fed (a watch broke and was listed again): a pod created among
+// them is not judged, for the node's state then is not known.
+func (j *Judge) Blind(from, to uint64) {
+	if to > from {
+		j.blind = append(j.blind, [2]uint64{from, to})
+	}
+}
+
+func (j *Judge) inBlind(rv uint64) bool {
+	for _, b := range j.blind {
+		if rv > b[0] && rv <= b[1] {
+			return true
+		}
+	}
+	return false
+}
+
 // Pending is how many pod creations wait to be judged.
 func (j *Judge) Pending() int { return len(j.pending) }
 
@@ -287,10 +317,16 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 // judge decides one pod creation.
 func (j *Judge) judge(p pendingPod) (Finding, bool) {
 	at, ok := j.nodeAt(p.pod.Node, p.rv)
-	if !ok || at.heldSince == 0 {
+	if !ok || at.heldSince == 0 || j.inBlind(p.rv) {
 		return Finding{}, false
 	}
 	ran := j.ranAt(p.pod.Node, at.heldSince)
+	if start, ok := j.nodeAt(p.pod.Node, at.heldSince); ok && start.seen.Released != "" && !slices.Contains(ran, start.seen.Released) {
+		// Released before the hold: the operator may be carrying it out
+		// from a cache that has not seen the new gate yet.
+		ran = append(ran, start.seen.Released)
+		sort.Strings(ran)
+	}
 	if slices.Contains(ran, p.pod.Target) {
 		return Finding{}, false // what the node already ran: a StatefulSet making up a lost pod
 	}
@@ -388,6 +424,11 @@ func (j *Judge) ranAt(k NodeKey, rv uint64) []string {
 // version belongs to began.
 func (j *Judge) prune() {
 	oldest := map[NodeKey]uint64{}
+	if j.PodsThrough > 0 {
+		for k := range j.nodes {
+			oldest[k] = j.PodsThrough
+		}
+	}
 	for _, p := range j.pending {
 		if o, ok := oldest[p.pod.Node]; !ok || p.rv < o {
 			oldest[p.pod.Node] = p.rv
@@ -398,6 +439,13 @@ func (j *Judge) prune() {
 			oldest[k] = f.CreatedAt
 		}
 	}
+	blind := j.blind[:0]
+	for _, b := range j.blind {
+		if b[1] >= j.PodsThrough || slices.ContainsFunc(j.pending, func(p pendingPod) bool { return p.rv <= b[1] }) {
+			blind = append(blind, b)
+		}
+	}
+	j.blind = blind
 	for k, l := range j.nodes {
 		keepFrom := len(l.revs) - 1
 		if o, ok := oldest[k]; ok {
@@ -410,7 +458,7 @@ func (j *Judge) prune() {
 		if len(l.revs) == 0 {
 			continue
 		}
-		if _, ok := oldest[k]; !ok && len(l.revs) == 1 && l.revs[0].seen.Gone {
+		if o, ok := oldest[k]; (!ok || o > l.revs[0].rv) && len(l.revs) == 1 && l.revs[0].seen.Gone {
 			delete(j.nodes, k)
 			delete(j.pods, k)
 			delete(j.sets, k)

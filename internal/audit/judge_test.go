@@ -190,3 +190,42 @@ func TestTheJudgeForgetsWhatNoJudgementNeeds(t *testing.T) {
 	j.Settle(everything)
 	assert.Empty(t, j.nodes, "a node gone is forgotten")
 }
+
+func TestAPodCreatedWhereABrokenWatchMayHaveHiddenTheReleaseIsNotJudged(t *testing.T) {
+	j := NewJudge()
+	node(15, true, "v2")(j)
+	// The watch broke after revision 15; the release at 20 was never
+	// delivered, the relist shows the node as of 22.
+	j.Blind(15, 22)
+	pod(21, "acme-fe1-0", "v2", true)(j)
+	assert.Empty(t, j.Settle(everything))
+	assert.Zero(t, j.Pending())
+}
+
+func TestATargetReleasedBeforeTheGateCountsAsRun(t *testing.T) {
+	j := NewJudge()
+	j.Node(10, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Target: "v1", Released: "v1"})
+	set(11, "v1")(j)
+	j.Node(20, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Target: "v2", Released: "v2"}) // released v2
+	j.Node(22, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Held: true, Target: "v3", Released: "v2"})
+	set(23, "v2") // the operator carries out v2 from a cache that has not seen the gate for v3
+	pod(25, "acme-fe1-0", "v2", true)(j)
+	assert.Empty(t, j.Settle(everything), "v2 was released in order")
+	pod(26, "acme-fe1-1", "v3", true)(j)
+	require.Len(t, j.Settle(everything), 1, "v3 was not")
+}
+
+func TestAPodThatArrivesLateIsJudgedOnTheNodeAsItWasThen(t *testing.T) {
+	j := NewJudge()
+	node(10, false, "v1")(j)
+	set(11, "v1")(j)
+	node(15, true, "v2")(j)
+	j.PodsThrough = 14 // the pods' watch lags: the pod of revision 17 is still to come
+	node(20, false, "v2")(j)
+	assert.Empty(t, j.Settle(everything))
+	pod(17, "acme-fe1-0", "v2", true)(j)
+	j.PodsThrough = 17
+	found := j.Settle(everything)
+	require.Len(t, found, 1, "made while gated (15–20), judged though the node's versions moved on")
+	assert.Equal(t, uint64(15), found[0].HeldAt)
+}

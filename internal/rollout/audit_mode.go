@@ -79,15 +79,14 @@ func (d *Decision) wouldHold(what string) {
 // operator already rolls — a pod or a StatefulSet template made for the
 // target — are adopted (their release recorded, as the webhook adopts a
 // node that predates express-sequencer); the others are gated, to be
-// released in their turn.
+// released in their turn. Only a target hash label proves a rollout under
+// way; without one the node is gated.
 func Unheld(s *Snapshot) (adopt, gate []string) {
 	for name, n := range s.Nodes {
 		if !Live(n) || Gated(n) || StampedTarget(n) == "" || !newTarget(n) {
 			continue
 		}
-		rolling := slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return podOnTarget(n, p) }) ||
-			slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return (t.Hash != "" || t.Version != "") && !t.madeForAnother(n) })
-		if rolling {
+		if RunsTarget(s, name, StampedTarget(n)) {
 			adopt = append(adopt, name)
 		} else {
 			gate = append(gate, name)
@@ -96,4 +95,14 @@ func Unheld(s *Snapshot) (adopt, gate []string) {
 	slices.Sort(adopt)
 	slices.Sort(gate)
 	return adopt, gate
+}
+
+// RunsTarget reports whether node name's pods, or the pod template of one
+// of its StatefulSets (fresh snapshots only), carry target's hash: the
+// Express operator has started rolling it. Only the target hash label
+// proves it: version and revision labels (the contract's fallback) do not
+// tell a config-only change from the target before it.
+func RunsTarget(s *Snapshot, name, target string) bool {
+	return target != "" && (slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash == target }) ||
+		slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return t.Hash == target }))
 }

@@ -78,4 +78,10 @@ func TestAfterAuditEnforceAdoptsWhatRollsAndGatesWhatDoesNot(t *testing.T) {
 	assert.Equal(t, []string{w.name("be"), w.name("fe2")}, gate)
 	_, none := Unheld(w.snapshot())
 	assert.Empty(t, none, "a tenant enforce gated itself leaves nothing unheld")
+
+	// Pods without the hash label (the contract's fallback) prove nothing:
+	// the version they carry may be the target's before a config change.
+	s.Pods[fe1] = append(slices.Clone(s.Pods[fe1][:len(s.Pods[fe1])-1]), Pod{Name: fe1 + "-new", Version: v2})
+	adopt, _ = Unheld(s)
+	assert.Empty(t, adopt, "no adoption on version labels alone")
 }

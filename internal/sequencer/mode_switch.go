@@ -46,6 +46,24 @@ func (r *Reconciler) switchMode(ctx context.Context, snap *rollout.Snapshot, aud
 	}
 	if !audit {
 		adopt, gate := rollout.Unheld(snap)
+		if len(adopt)+len(gate) == 0 {
+			return false, nil
+		}
+		if r.Fresh != nil {
+			// On the namespace and the tenant as they are now: a cache may
+			// not have seen the switch back to audit, nor a StatefulSet
+			// template the operator already moved to the target (only fresh
+			// reads carry templates), which makes a node one to adopt.
+			if mode, err := ReadMode(ctx, r.Fresh, snap.Tenant.Namespace, r.DefaultMode); err != nil || mode != v2alpha1.ModeEnforce {
+				return true, err
+			}
+			fresh, err := GatherFresh(ctx, r.Fresh, snap.Tenant, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
+			if err != nil || fresh == nil {
+				return true, err
+			}
+			snap = fresh
+			adopt, gate = rollout.Unheld(snap)
+		}
 		for _, name := range adopt {
 			patchNode(name, false, true, true, "adopt")
 		}

@@ -60,6 +60,37 @@ func (g *ReleaseGuard) nodeRelease(ctx context.Context, n v2alpha1.Node) error {
 	return nil
 }
 
+// recordWithoutGate refuses, in an enforce namespace, a release the
+// sequencer records without removing a gate (target released on a node that
+// was and stays ungated) unless the node already runs that target: an
+// adoption, the write that carries a node audit mode left rolling into
+// enforce. In audit such records are the plan's (nothing is gated). A
+// sequencer that read the namespace in audit and writes after it was
+// switched to enforce would otherwise mark as released a node never let go,
+// and nothing would gate it again.
+func (g *ReleaseGuard) recordWithoutGate(ctx context.Context, n v2alpha1.Node, target string) error {
+	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
+	defer cancel()
+	mode, err := sequencer.ReadMode(read, g.Reader, n.GetNamespace(), g.DefaultMode)
+	if err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("reading the sequencing mode to judge the release record of %s: %v", n.GetName(), err))
+	}
+	if mode == v2alpha1.ModeAudit {
+		return nil
+	}
+	snap, err := sequencer.GatherFreshFor(read, g.Reader, n.GetNamespace(), n.GetName(), g.Orders, g.Clock.Now(), g.Grouping)
+	if err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("reading %s's tenant to judge its release record: %v", n.GetName(), err))
+	}
+	if snap != nil && rollout.RunsTarget(snap, n.GetName(), target) {
+		return nil
+	}
+	gr := schema.GroupResource{Group: v2alpha1.GroupVersion.Group, Resource: resourceOf(n)}
+	return apierrors.NewConflict(gr, n.GetName(), fmt.Errorf(
+		"metadata.annotations[%s]: %s is in an enforce namespace and nothing of it runs target %s yet: a release is recorded only with the removal of its gate; express-sequencer plans it again",
+		v2alpha1.AnnotationReleasedTarget, n.GetName(), target))
+}
+
 // stands reads the tenant of node name and returns why its release (of pod,
 // when set) does not stand now, or "" when it does.
 func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) (string, error) {

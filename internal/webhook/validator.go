@@ -69,7 +69,21 @@ func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, obj T) (admis
 			return nil, err
 		}
 	}
+	released := obj.GetAnnotations()[v2alpha1.AnnotationReleasedTarget]
+	if v.Releases != nil && !rollout.Gated(oldObj) && !rollout.Gated(obj) && released != "" &&
+		released != oldObj.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] && fromSequencerManager(ctx) {
+		if err := v.Releases.recordWithoutGate(ctx, obj, released); err != nil {
+			return nil, err
+		}
+	}
 	return v.validate(ctx, obj, !sameOrderingInputs(oldObj, obj))
+}
+
+// fromSequencerManager reports whether the request is written as the
+// sequencer's field manager.
+func fromSequencerManager(ctx context.Context) bool {
+	req, err := admission.RequestFromContext(ctx)
+	return err == nil && fieldManager(req) == v2alpha1.FieldManager
 }
 
 // sameOrderingInputs reports whether an update leaves what Check judges of
