@@ -26,6 +26,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -121,6 +122,20 @@ type Breakage struct {
 // Lists are an operator's own ordering table, by node key (be, fe1, …):
 // whom each node's upgrade, and its provisioning, waits for.
 type Lists struct{ Upgrade, Provisioning map[string][]string }
+
+// PerNamespace is how the operator breaks the contract in each namespace
+// (not at all by default): its Of is an Operator's Broken.
+type PerNamespace struct{ m sync.Map }
+
+// Set has the operator break the contract in namespace ns as b says.
+func (p *PerNamespace) Set(ns string, b Breakage) { p.m.Store(ns, b) }
+
+// Of is how the operator breaks the contract for node n.
+func (p *PerNamespace) Of(n v2alpha1.Node) Breakage {
+	b, _ := p.m.Load(n.GetNamespace())
+	out, _ := b.(Breakage)
+	return out
+}
 
 // WarmUpGate is the scheduling gate of an operator broken with
 // RecreateDelay.

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -113,9 +112,7 @@ func TestInAuditTheOperatorOrdersAndTheAuditorShowsWhereEnforcingWouldHold(t *te
 	tenants.WaitSettled(t, ns, 5, 2*time.Minute, nil)
 	judged(t)
 	for _, k := range []string{"fe3", "fe4"} {
-		var cond *metav1.Condition
-		require.Eventually(t, func() bool { cond = orderKept(t, ns, k); return cond != nil }, 20*time.Second, 100*time.Millisecond,
-			"%s started with fe1 where enforcing would have held it", k)
+		cond := waitOrderKept(t, ns, k, "it started with fe1 where enforcing would have held it")
 		assert.Equal(t, v2alpha1.ReasonWouldHaveHeld, cond.Reason)
 		assert.Contains(t, cond.Message, "while express-sequencer would have held it for")
 		assert.Contains(t, cond.Message, "it would have waited: would hold "+tenant.ClusterName+"-"+k+": waiting for")

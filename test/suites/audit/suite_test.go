@@ -29,10 +29,11 @@ import (
 var (
 	harness *controlplane.Harness
 	tenants tenant.Suite
-	// broken is how the operator breaks the contract in each namespace
-	// (not at all by default); readyAfter is how long its pods take to
-	// become Ready (200 ms by default).
-	broken, readyAfter sync.Map
+	// broken is how the operator breaks the contract in each namespace;
+	// readyAfter is how long its pods take to become Ready (200 ms by
+	// default).
+	broken     expressoperator.PerNamespace
+	readyAfter sync.Map
 )
 
 // wouldHoldGrace is the suite's: a would-have-held the sequencer's plan
@@ -70,11 +71,7 @@ func run(m *testing.M) (int, error) {
 	}
 	tenants = tenant.Suite{Client: harness.Client, Pods: pods, Prefix: "audit-", Poll: 50 * time.Millisecond}
 	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
-		Broken: func(n v2alpha1.Node) expressoperator.Breakage {
-			b, _ := broken.Load(n.GetNamespace())
-			out, _ := b.(expressoperator.Breakage)
-			return out
-		},
+		Broken: broken.Of,
 		ReadyAfterOf: func(n v2alpha1.Node) time.Duration {
 			d, _ := readyAfter.Load(n.GetNamespace())
 			out, _ := d.(time.Duration)
@@ -94,7 +91,7 @@ func namespace(t *testing.T, b expressoperator.Breakage, labels map[string]strin
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "audit-", Labels: labels}}
 	require.NoError(t, harness.Client.Create(context.Background(), ns))
-	broken.Store(ns.Name, b)
+	broken.Set(ns.Name, b)
 	return ns.Name
 }
 

@@ -36,6 +36,18 @@ func orderKept(t *testing.T, ns, k string) *metav1.Condition {
 	return meta.FindStatusCondition(n.NodeStatus().Conditions, v2alpha1.ConditionOrderKept)
 }
 
+// waitOrderKept waits until the auditor has written node k's OrderKept
+// condition, and returns it.
+func waitOrderKept(t *testing.T, ns, k, why string) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	require.Eventually(t, func() bool {
+		cond = orderKept(t, ns, k)
+		return cond != nil
+	}, 30*time.Second, 100*time.Millisecond, "no OrderKept condition on %s: %s", k, why)
+	return cond
+}
+
 // warnings are the notes of the Events of reason in ns.
 func warnings(t *testing.T, ns, reason string) []string {
 	t.Helper()
@@ -57,11 +69,7 @@ func TestAnOperatorThatIgnoresTheGatesIsCaughtRollingAGatedNode(t *testing.T) {
 	tenants.Create(t, ns, 3, v1, nil)
 	// fe1 and fe2 wait for be to be Ready; the broken operator makes their
 	// pods at once, while their gates hold them.
-	var cond *metav1.Condition
-	require.Eventually(t, func() bool {
-		cond = orderKept(t, ns, "fe2")
-		return cond != nil
-	}, 30*time.Second, 100*time.Millisecond, "no OrderKept condition on acme-fe2")
+	cond := waitOrderKept(t, ns, "fe2", "rolled while gated")
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
 	assert.Equal(t, v2alpha1.ReasonOrderViolation, cond.Reason)
 	assert.Contains(t, cond.Message, "pod acme-fe2-0 was created")
@@ -94,11 +102,7 @@ func TestAPodMadeByHandForAGatedNodesNewTargetIsCaught(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express:" + v2}}},
 	}
 	require.NoError(t, harness.Client.Create(context.Background(), pod))
-	var cond *metav1.Condition
-	require.Eventually(t, func() bool {
-		cond = orderKept(t, ns, "fe1")
-		return cond != nil
-	}, 30*time.Second, 100*time.Millisecond, "no OrderKept condition on acme-fe1")
+	cond := waitOrderKept(t, ns, "fe1", "a pod made by hand")
 	assert.Equal(t, v2alpha1.ReasonOrderViolation, cond.Reason)
 	assert.Contains(t, cond.Message, "pod by-hand, of no StatefulSet, was created")
 	assert.Contains(t, cond.Message, "made by hand or outside the operator contract")

@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
@@ -28,9 +26,8 @@ import (
 
 var (
 	harness *controlplane.Harness
-	// broken is how the operator breaks the contract in each namespace
-	// (not at all by default).
-	broken sync.Map
+	// broken is how the operator breaks the contract in each namespace.
+	broken expressoperator.PerNamespace
 )
 
 func TestMain(m *testing.M) {
@@ -57,11 +54,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
-		Broken: func(n v2alpha1.Node) expressoperator.Breakage {
-			b, _ := broken.Load(n.GetNamespace())
-			out, _ := b.(expressoperator.Breakage)
-			return out
-		}}
+		Broken: broken.Of}
 	stop, err := harness.StartController(op.SetupWithManager)
 	if err != nil {
 		return 0, err
@@ -79,7 +72,7 @@ func namespace(t *testing.T, b expressoperator.Breakage, labels ...string) strin
 		ns.Labels[l] = "true"
 	}
 	require.NoError(t, harness.Client.Create(context.Background(), ns))
-	broken.Store(ns.Name, b)
+	broken.Set(ns.Name, b)
 	return ns.Name
 }
 
