@@ -185,12 +185,7 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 		}
 	}
 	for kind, inf := range a.nodeInformers {
-		if err := inf.SetTransform(toolscache.TransformFunc(func(o any) (any, error) {
-			if u, ok := o.(*unstructured.Unstructured); ok {
-				u.SetManagedFields(nil)
-			}
-			return o, nil
-		})); err != nil {
+		if err := inf.SetTransform(stripNode); err != nil {
 			return err
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
@@ -504,6 +499,47 @@ kinds:
 		a.confirmSet[k] = max(a.confirmSet[k], rv)
 	}
 	return nil
+}
+
+// auditedAnnotations are the annotations of a node the auditor reads.
+var auditedAnnotations = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedAt}
+
+// stripNode keeps of a node what nodeSeen reads: its identity, the three
+// annotations, its gates and up, and its PrerequisitesReady condition. A
+// node's other annotations (its rollout history, what its release relied
+// on) are most of its size.
+func stripNode(o any) (any, error) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return o, nil
+	}
+	out := &unstructured.Unstructured{Object: map[string]any{}}
+	out.SetAPIVersion(u.GetAPIVersion())
+	out.SetKind(u.GetKind())
+	out.SetName(u.GetName())
+	out.SetNamespace(u.GetNamespace())
+	out.SetUID(u.GetUID())
+	out.SetResourceVersion(u.GetResourceVersion())
+	out.SetDeletionTimestamp(u.GetDeletionTimestamp())
+	ann := map[string]string{}
+	for _, k := range auditedAnnotations {
+		if v, ok := u.GetAnnotations()[k]; ok {
+			ann[k] = v
+		}
+	}
+	out.SetAnnotations(ann)
+	for _, field := range []string{"rolloutGates", "up"} {
+		if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", field); ok {
+			_ = unstructured.SetNestedField(out.Object, v, "spec", field)
+		}
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == v2alpha1.ConditionPrerequisitesReady {
+			_ = unstructured.SetNestedSlice(out.Object, []any{m}, "status", "conditions")
+		}
+	}
+	return out, nil
 }
 
 func stripPod(o any) (any, error) {

@@ -1,0 +1,49 @@
+package audit
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+func TestTheAuditorKeepsOfANodeWhatItReadsAndNothingElse(t *testing.T) {
+	n := &v2alpha1.Frontend{}
+	n.SetName("acme-fe1")
+	n.SetNamespace("acme")
+	n.SetUID("u1")
+	n.SetResourceVersion("42")
+	kept := map[string]string{v2alpha1.AnnotationTargetHash: "v2", v2alpha1.AnnotationReleasedTarget: "v1", v2alpha1.AnnotationReleasedAt: "2026-11-28T10:00:00Z"}
+	ann := map[string]string{v2alpha1.AnnotationRolloutHistory: `[{"target":"v0"}]`, "kubectl.kubernetes.io/last-applied-configuration": "{}"}
+	for k, v := range kept {
+		ann[k] = v
+	}
+	n.SetAnnotations(ann)
+	n.Spec.ExpressVersion = "express-e689.154"
+	n.Spec.AddGate(v2alpha1.GateSequencer)
+	n.Status.Conditions = []metav1.Condition{
+		{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonWaitingForPrerequisite, Message: "waiting for acme-be (Backend) to be Ready"},
+		{Type: "Available", Status: metav1.ConditionTrue, Reason: "PodsReady", Message: "1/1 pods Ready"},
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n)
+	require.NoError(t, err)
+
+	stripped, err := stripNode(&unstructured.Unstructured{Object: raw})
+	require.NoError(t, err)
+	back := &v2alpha1.Frontend{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(stripped.(*unstructured.Unstructured).Object, back))
+
+	assert.Equal(t, kept, back.GetAnnotations())
+	assert.Equal(t, "u1", string(back.GetUID()))
+	assert.Equal(t, "42", back.GetResourceVersion())
+	assert.True(t, back.Spec.HasGate(v2alpha1.GateSequencer))
+	assert.Empty(t, back.Spec.ExpressVersion, "the spec beyond gates and up is dropped")
+	require.Len(t, back.Status.Conditions, 1)
+	assert.Equal(t, "waiting for acme-be (Backend) to be Ready", meta.FindStatusCondition(back.Status.Conditions, v2alpha1.ConditionPrerequisitesReady).Message)
+}
