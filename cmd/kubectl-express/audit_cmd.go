@@ -169,7 +169,11 @@ func readAudit(ctx context.Context, c client.Reader, ns string, from time.Time) 
 	modes := map[string]string{}
 	if err := c.List(ctx, &namespaces); err == nil {
 		for i := range namespaces.Items {
-			modes[namespaces.Items[i].Name] = sequencer.ModeOf(&namespaces.Items[i], "")
+			// A namespace without the label has the installation's
+			// default mode, which the plugin does not know: "default".
+			if _, ok := namespaces.Items[i].Labels[v2alpha1.LabelSequencing]; ok {
+				modes[namespaces.Items[i].Name] = sequencer.ModeOf(&namespaces.Items[i], "")
+			}
 		}
 	}
 	var events eventsv1.EventList
