@@ -77,7 +77,7 @@ type Auditor struct {
 
 // ConditionWriter writes a node's OrderKept condition.
 type ConditionWriter interface {
-	WriteOrderKept(ctx context.Context, f Finding, message string, generation int64) error
+	WriteOrderKept(ctx context.Context, f Finding, message string) error
 }
 
 // NodeResources are the API resources of the two node kinds.

@@ -40,7 +40,7 @@ func (a *Auditor) report(ctx context.Context, f Finding) {
 	n.SetUID(types.UID(uid))
 	a.Recorder.Eventf(n, nil, "Warning", reason, "Audit", "%s", msg)
 	if a.Conditions != nil {
-		if err := a.Conditions.WriteOrderKept(ctx, f, msg, 0); err != nil {
+		if err := a.Conditions.WriteOrderKept(ctx, f, msg); err != nil {
 			a.Log.Error(err, "Writing the OrderKept condition", "node", f.Node.String())
 		}
 	}
@@ -105,7 +105,7 @@ type Conditions struct {
 }
 
 // WriteOrderKept applies OrderKept False with the finding's reason.
-func (c Conditions) WriteOrderKept(ctx context.Context, f Finding, message string, _ int64) error {
+func (c Conditions) WriteOrderKept(ctx context.Context, f Finding, message string) error {
 	reason := v2alpha1.ReasonOrderViolation
 	if f.Kind == KindWouldHaveHeld {
 		reason = v2alpha1.ReasonWouldHaveHeld
