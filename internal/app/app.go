@@ -102,6 +102,13 @@ type Options struct {
 	// RecheckReleases has the webhooks judge every release again as it is
 	// written, on the tenant read fresh at that moment.
 	RecheckReleases bool
+	// ScopedReads has the sequencer plan a release on its cache with only
+	// the workload the release rests on read fresh, by name — where the
+	// release guard judges every release again on a fresh read of the whole
+	// tenant: with RecheckReleases, in a process that serves the webhooks
+	// too. Off by default: the guard is a setting of every webhook replica,
+	// which the sequencer cannot see before it writes (docs/sequencer.md).
+	ScopedReads bool
 	// DefaultMode is the sequencing mode of a namespace without the
 	// express.medallia.com/sequencing label: enforce or audit.
 	DefaultMode string
@@ -223,6 +230,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		r := &sequencer.Reconciler{
 			Client: mgr.GetClient(), Fresh: fresh, Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, Grouping: o.Grouping,
 			Recorder: events, DefaultMode: o.DefaultMode,
+			ScopedReads: o.ScopedReads && o.RecheckReleases && o.Webhooks,
+			Guard:       sequencer.Guard{Configuration: o.ValidatingName, Webhooks: expresswebhook.ReleaseGuardWebhooks},
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
 			return nil, fmt.Errorf("setting up the sequencer: %w", err)

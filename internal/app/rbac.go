@@ -7,7 +7,7 @@ package app
 // +kubebuilder:rbac:groups=express.medallia.com,resources=backends;frontends,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=express.medallia.com,resources=backends/status;frontends/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

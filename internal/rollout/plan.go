@@ -528,6 +528,9 @@ func (p *planner) decide(name string) Decision {
 		if p.onFallback(name) {
 			msg += fmt.Sprintf(" (judged by the version and revision labels: its pods carry no %s label)", v2alpha1.LabelTargetHash)
 		}
+		if set := p.setNamedOtherwise(name); set != "" {
+			msg += fmt.Sprintf(" (its pods' StatefulSet %s is not named after it, as the operator contract asks: it cannot be read by name)", set)
+		}
 		if p.landing.notRendered[name] {
 			msg += notRenderedNote(p.landing.renderID)
 		}

@@ -3,8 +3,6 @@ package rollout
 import (
 	"errors"
 	"slices"
-
-	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // PlanOnFreshest chooses what a pass acts on: the plan of the cached
@@ -39,9 +37,68 @@ func ReleasesAny(s *Snapshot, decisions []Decision) bool {
 // needsFreshReads reports whether a plan releases anything or records a
 // rollout complete.
 func needsFreshReads(s *Snapshot, decisions []Decision) bool {
-	return ReleasesAny(s, decisions) || slices.ContainsFunc(decisions, func(d Decision) bool {
-		return d.Condition.Reason == v2alpha1.ReasonRolloutComplete && d.Changed(s.Nodes[d.Node])
-	})
+	return slices.ContainsFunc(decisions, func(d Decision) bool { return restsOnFreshState(s, d) })
+}
+
+// The reads PlanOnScoped planned on.
+const (
+	// ReadCache: the cache alone; the plan releases and records nothing.
+	ReadCache = ""
+	// ReadDecision: the cache, with what the plan's releases and records
+	// rest on read fresh by name (ScopeOf).
+	ReadDecision = "decision"
+	// ReadTenant: the whole tenant, read fresh.
+	ReadTenant = "tenant"
+)
+
+// WhyWider is why PlanOnScoped read the whole tenant when the plan made on
+// the narrower read rested on nodes beyond those read.
+const WhyWider = "planned on it, the plan rests on nodes beyond those read"
+
+// WhyNoCache is why PlanOnScoped read the whole tenant when there was no
+// cached snapshot to plan on.
+const WhyNoCache = "the cache could not be compared with the sequencer's own writes"
+
+// PlanOnScoped is PlanOnFreshest with a narrower read first, for a
+// sequencer whose every release is judged again on a fresh read of the
+// tenant as it is written (the release guard): a plan of the cache that
+// releases anything or records a rollout complete is made again on the
+// cache with the workload of the nodes it rests on read fresh
+// (readScoped(ScopeOf)), and that plan is the one applied if what it rests
+// on was read. readScoped returns why it could not read them, and the
+// tenant is then read whole (readFresh), as it is when the new plan rests
+// on nodes beyond those read. It returns which read the plan was made on
+// and, for a tenant read in its stead, why the narrower read was not
+// enough.
+func PlanOnScoped(cached *Snapshot, readScoped func(scope []string) (*Snapshot, string, error), readFresh func() (*Snapshot, error)) (snap *Snapshot, decisions []Decision, read, why string, err error) {
+	if cached != nil {
+		decisions = Plan(cached)
+		if !needsFreshReads(cached, decisions) {
+			return cached, decisions, ReadCache, "", nil
+		}
+		scope := ScopeOf(cached, decisions)
+		scoped, why, err := readScoped(scope)
+		if err != nil {
+			return nil, nil, ReadDecision, "", err
+		}
+		if why == "" {
+			decisions = Plan(scoped)
+			if Covers(scope, ScopeOf(scoped, decisions)) {
+				return scoped, decisions, ReadDecision, "", nil
+			}
+			why = WhyWider
+		}
+		snap, err = readFresh()
+		if err != nil {
+			return nil, nil, ReadTenant, why, err
+		}
+		return snap, Plan(snap), ReadTenant, why, nil
+	}
+	snap, err = readFresh()
+	if err != nil {
+		return nil, nil, ReadTenant, "", err
+	}
+	return snap, Plan(snap), ReadTenant, WhyNoCache, nil
 }
 
 // Releasing reports whether the decision removes the node's gate.

@@ -32,11 +32,13 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		scenarios = 1000
 	}
 	releases, podReleases, wakes, refused := 0, 0, 0, 0
+	reads := map[string]int{}
 	for seed := uint64(1); seed <= uint64(scenarios); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0x5eed))
 		w := newWorld(t, "t")
 		w.rng = rng
 		w.freezes = seed%2 == 0 // a frozen replica's writes land late, through the API server's guards
+		w.scoped = seed%3 == 0  // the sequencer plans a release on its cache and what the release rests on, read by name
 		w.logf("scenario seed %d", seed)
 		size := 1 + rng.IntN(8)
 		keys := keysOf(size)
@@ -194,8 +196,13 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		podReleases += w.podsReleased
 		wakes += w.wakes
 		refused += w.refused
+		for read, n := range w.reads {
+			reads[read] += n
+		}
 	}
 	t.Logf("%d scenarios, %d releases and %d pod releases, every one checked; a frozen replica woke %d times, the release guard refused %d of its releases", scenarios, releases, podReleases, wakes, refused)
+	t.Logf("with scoped reads: %d passes planned on the cache alone, %d on the workload a release rests on, %d on the whole tenant", reads[ReadCache], reads[ReadDecision], reads[ReadTenant])
+	assert.Positive(t, reads[ReadDecision], "releases planned on the scoped read")
 	if !testing.Short() { // too few scenarios under -short for a frozen replica's release to go stale
 		assert.Positive(t, refused, "frozen replicas' stale releases meet the release guard")
 	}

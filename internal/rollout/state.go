@@ -91,6 +91,21 @@ func (s *Snapshot) onFallback(name string) bool {
 	return slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash == "" })
 }
 
+// setNamedOtherwise returns the name of a StatefulSet that owns a pod of
+// the node and is not named after it, "" when there is none: the contract's
+// naming rule broken, so a release that rests on the node reads the tenant
+// whole (GatherScoped's fallback).
+func (s *Snapshot) setNamedOtherwise(name string) string {
+	for _, p := range s.Pods[name] {
+		for _, ref := range p.Owners {
+			if ref.Controller != nil && *ref.Controller && ref.Kind == "StatefulSet" && ref.Name != name {
+				return ref.Name
+			}
+		}
+	}
+	return ""
+}
+
 // converged: Ready and on target.
 func (s *Snapshot) converged(name string) bool { return s.isReady(name) && s.onTarget(name) }
 

@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/stretchr/testify/require"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -107,6 +108,12 @@ type world struct {
 	freezes        bool
 	frozen         *frozenPlan
 	wakes, refused int
+	// scoped: the sequencer plans as with --scoped-reads (PlanOnScoped):
+	// on a snapshot of the cache — no StatefulSets — with the workload of
+	// the nodes a release rests on read fresh; reads counts its plans by
+	// the read they were made on.
+	scoped bool
+	reads  map[string]int
 	// gone are, by node name, the StatefulSet and pods of a node deleted
 	// and created again (recreate) that the garbage collector has not
 	// removed yet: the new node's StatefulSet cannot be created under the
@@ -684,8 +691,42 @@ func (w *world) gatedSuffix(name string) string {
 // independent oracle.
 func (w *world) sequence() {
 	w.seeConvergence()
-	w.apply(Plan(w.snapshot()))
+	if !w.scoped {
+		w.apply(Plan(w.snapshot()))
+	} else {
+		w.apply(w.planScoped())
+	}
 	w.seenThisPass = nil
+}
+
+// cacheSnapshot is the tenant as the sequencer's cache shows it: its nodes
+// and pods, no StatefulSet — a pod of one counts, as Gather counts it.
+func (w *world) cacheSnapshot() *Snapshot {
+	all := maps.Clone(w.pods)
+	for name, g := range w.gone {
+		all[name] = append(slices.Clone(all[name]), g.pods...)
+	}
+	return &Snapshot{
+		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
+		Nodes: w.nodes, Pods: CurrentPods(all, w.nodes, nil), Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
+	}
+}
+
+// planScoped plans as the sequencer does with --scoped-reads: on the
+// cache, with the workload of what a release rests on read fresh by name.
+func (w *world) planScoped() []Decision {
+	cached := w.cacheSnapshot()
+	_, decisions, read, _, err := PlanOnScoped(cached,
+		func(scope []string) (*Snapshot, string, error) {
+			return cached.WithWorkloadOf(w.snapshot(), scope), "", nil
+		},
+		func() (*Snapshot, error) { return w.snapshot(), nil })
+	require.NoError(w.t, err)
+	if w.reads == nil {
+		w.reads = map[string]int{}
+	}
+	w.reads[read]++
+	return decisions
 }
 
 // seeConvergence notes, for the oracle, each node the pass about to plan

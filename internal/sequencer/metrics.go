@@ -34,7 +34,7 @@ var (
 
 	releaseSteps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "express_sequencer_release_step_seconds",
-		Help:    "Where the time of a reconcile that releases a node or pods goes, by step: queue (from the change being seen to the reconcile starting), plan (reading the cache and planning), fresh_read (the consistent reads of the API server a release is planned on), records (the RolloutComplete conditions written before any release), release (each node released: its gate patch, its pods and its condition), rest (the other nodes' conditions and pod releases).",
+		Help:    "Where the time of a reconcile that releases a node or pods goes, by step: queue (from the change being seen to the reconcile starting), plan (reading the cache and planning), scoped_read (the workload a release rests on, read by name: --scoped-reads), fresh_read (the consistent reads of the whole tenant a release is planned on), records (the RolloutComplete conditions written before any release), release (each node released: its gate patch, its pods and its condition), rest (the other nodes' conditions and pod releases).",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"step"})
 
@@ -89,6 +89,11 @@ var (
 		Help: "Fresh reads (the sequencer's, the pod webhook's, the release guard's) that went on without what RBAC forbade them, by what was missing: statefulsets (pods taken as they are, however many their StatefulSet wants) or machines (pods taken as Ready on a machine that may be gone).",
 	}, []string{"missing"})
 
+	releaseReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "express_sequencer_release_reads_total",
+		Help: "Reconciles whose plan releases a node or pods or records a rollout complete, by the fresh read it was planned on: decision (the workload of the nodes it rests on, by name, the rest from the cache: --scoped-reads) or tenant (consistent LISTs of the whole tenant), and, for a tenant read where a decision read was tried, why it was not enough (naming: a node's StatefulSet is not named after it or does not own its pods; wider: the plan rested on more nodes than were read; cache: the cache could not be compared with the sequencer's own writes; guard: the release guard's webhooks are not registered to judge every release in the namespace, or it is in audit mode; none otherwise).",
+	}, []string{"read", "fallback"})
+
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
 		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
@@ -96,7 +101,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, reconcileErrors}
 
 // ObserveAdmissionStep records that step of webhook took d, for
 // express_sequencer_admission_step_seconds.

@@ -48,6 +48,14 @@ import (
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// ScopedReads plans a release on the cache with only the StatefulSets
+	// of the nodes it rests on read fresh, by name (GatherScoped): for a
+	// sequencer whose every release the release guard judges again on a
+	// fresh read of the whole tenant. False reads the whole tenant fresh.
+	ScopedReads bool
+	// Guard names the release guard's webhooks: a scoped read is used only
+	// where they are registered to judge every release.
+	Guard Guard
 	// Fresh reads straight from the API server: a plan that releases a node
 	// or a pod is made again from it before it is applied.
 	Fresh client.Reader
@@ -92,16 +100,17 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 		}
 		return s
 	}
-	cached, err := Gather(ctx, withOwnWrites{Reader: r.Client, own: &r.own}, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
-	cached = view(cached)
+	cache := withOwnWrites{Reader: r.Client, own: &r.own}
+	raw, err := Gather(ctx, cache, t, r.Orders, r.Clock.Now(), r.ProgressDeadline, r.Grouping)
 	switch {
 	case err == nil:
-		r.own.forgetGone(cached)
+		r.own.forgetGone(raw)
 	case errors.Is(err, errUncomparable) && r.Fresh != nil:
-		cached = nil // the cache cannot be compared with the sequencer's own writes: read fresh
+		raw = nil // the cache cannot be compared with the sequencer's own writes: read fresh
 	default:
 		return nil, nil, err
 	}
+	cached := view(raw)
 	var readFresh func() (*rollout.Snapshot, error)
 	if r.Fresh != nil {
 		readFresh = func() (*rollout.Snapshot, error) {
@@ -110,13 +119,58 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 			return view(fresh), err
 		}
 	}
-	snap, decisions, fresh, err := rollout.PlanOnFreshest(cached, readFresh)
+	if !r.ScopedReads || readFresh == nil {
+		snap, decisions, fresh, err := rollout.PlanOnFreshest(cached, readFresh)
+		if err != nil {
+			return nil, nil, err
+		}
+		if fresh {
+			releaseReads.WithLabelValues(rollout.ReadTenant, "none").Inc()
+			watch.lap("fresh_read")
+		} else {
+			watch.lap("plan")
+		}
+		return snap, decisions, nil
+	}
+	readScoped := func(scope []string) (*rollout.Snapshot, string, error) {
+		watch.lap("plan")
+		if why, err := r.Guard.notJudging(ctx, r.Client, t.Namespace); why != "" || err != nil {
+			return nil, why, err
+		}
+		// In audit the guard lets every release through: what the plan
+		// records there (carried into enforce by a switch) rests on the
+		// tenant read whole. The mode is read fresh: a cache that has not
+		// seen the namespace switched to audit is not enough.
+		if mode, err := ReadMode(ctx, r.Fresh, t.Namespace, r.DefaultMode); err != nil || mode != v2alpha1.ModeEnforce {
+			return nil, WhyNotGuarded + "the namespace is in audit mode", err
+		}
+		scoped, why, err := GatherScoped(ctx, cache, r.Fresh, raw, scope)
+		if why == "" && err == nil {
+			watch.lap("scoped_read")
+		}
+		return view(scoped), why, err
+	}
+	snap, decisions, read, why, err := rollout.PlanOnScoped(cached, readScoped, readFresh)
 	if err != nil {
 		return nil, nil, err
 	}
-	if fresh {
+	switch read {
+	case rollout.ReadDecision:
+		releaseReads.WithLabelValues(read, "none").Inc()
+	case rollout.ReadTenant:
+		fallback := "naming"
+		switch {
+		case why == rollout.WhyWider:
+			fallback = "wider"
+		case why == rollout.WhyNoCache:
+			fallback = "cache"
+		case strings.HasPrefix(why, WhyNotGuarded):
+			fallback = "guard"
+		}
+		releaseReads.WithLabelValues(read, fallback).Inc()
+		log.FromContext(ctx).V(1).Info("Read the whole tenant to plan a release", "why", why)
 		watch.lap("fresh_read")
-	} else {
+	default:
 		watch.lap("plan")
 	}
 	return snap, decisions, nil

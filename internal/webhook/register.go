@@ -23,6 +23,15 @@ const (
 	ValidatePodPath      = "/validate-v1-pod"
 )
 
+// ReleaseGuardWebhooks are the validating webhooks that judge, with
+// --recheck-releases, the releases the sequencer writes, by the resource
+// whose updates each judges (their names in the markers below).
+var ReleaseGuardWebhooks = map[string]string{
+	"backends":  "vbackend.express.medallia.com",
+	"frontends": "vfrontend.express.medallia.com",
+	"pods":      "vpod.express.medallia.com",
+}
+
 // Names of the generated webhook configurations, as in config/webhook.
 const (
 	MutatingConfigurationName   = "express-sequencer-mutating-webhook-configuration"

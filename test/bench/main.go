@@ -82,6 +82,11 @@ type options struct {
 	// noAudit runs express-sequencer without its order auditor
 	// (--audit=false), to measure what the auditor costs.
 	noAudit bool
+	// scopedReads: express-sequencer's --scoped-reads.
+	scopedReads bool
+	// pin gives kube-apiserver and etcd one core, express-sequencer and
+	// the driver the other (pin.go).
+	pin bool
 }
 
 // phase names what a node is Ready on: its version and configChangeset.
@@ -119,6 +124,8 @@ func main() {
 	flag.IntVar(&o.controllerQPS, "controller-qps", 0, "With -cluster: kube-controller-manager's --kube-api-qps (burst 1.5 times it); 0 keeps its default, 20 requests/s with bursts of 30, which bounds how fast StatefulSets create and replace pods.")
 	flag.BoolVar(&o.noAudit, "no-audit", false, "Run express-sequencer with --audit=false: without the order auditor, to measure what it costs beside the sequencer.")
 	flag.BoolVar(&o.recheckReleases, "recheck-releases", true, "express-sequencer's --recheck-releases: the webhooks judge every release again on a fresh read of its tenant; false measures without that read.")
+	flag.BoolVar(&o.scopedReads, "scoped-reads", false, "express-sequencer's --scoped-reads (experimental): a release is planned on the cache with the workload it rests on read by name, the whole tenant read by the release guard alone; false (its default) reads the whole tenant in the sequencer too.")
+	flag.BoolVar(&o.pin, "pin", false, "Pin kube-apiserver and etcd (and, with -cluster, the control loops) to the first core, express-sequencer and the driver to the second (taskset), so that what the sequencer costs kube-apiserver shows apart from what it costs itself.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.StringVar(&o.memoryLimit, "sequencer-memory-limit", "", "GOMEMLIMIT for express-sequencer alone (e.g. 140MiB): its memory against its CPU; empty leaves it to the binary.")
 	var so soakOptions
@@ -206,6 +213,15 @@ func run(o options, out io.Writer) error {
 		stack = "Kubernetes' own control loops, KWOK's readiness"
 	}
 	fmt.Fprintf(out, "\n%d tenants × %d nodes, %s change %s (%s, change grouping by %s)\n", res.Tenants, res.Nodes, o.change, how, stack, grouping)
+	reads := "the workload a release rests on, by name (--scoped-reads)"
+	if !o.scopedReads || !o.recheckReleases {
+		reads = "the whole tenant, consistent LISTs"
+	}
+	cores := "shared by every process"
+	if o.pin {
+		cores = "kube-apiserver and etcd on core " + apiServerCores + ", express-sequencer and the driver on core " + sequencerCores
+	}
+	fmt.Fprintf(out, "  the sequencer's fresh read: %s; cores: %s\n", reads, cores)
 	fmt.Fprintf(out, "  provisioning:            %s\n", res.Provision.Round(time.Millisecond))
 	fmt.Fprintf(out, "  upgrade:                 %s (the change applied to every node after %s)\n", res.Upgrade.Round(time.Millisecond), res.Applied.Round(time.Millisecond))
 	fmt.Fprintf(out, "  release latency p50:     %s\n", res.Percentile(50).Round(100*time.Microsecond))
@@ -630,6 +646,9 @@ const (
 	breakdownPrefix = "  of which "
 	conditionPrefix = breakdownPrefix + "condition "
 	conflictPrefix  = breakdownPrefix + "conflicting condition, "
+	// readsPrefix marks the reconciles that released or recorded, by the
+	// fresh read they were planned on: not writes, listed with them.
+	readsPrefix = breakdownPrefix + "(not writes) planned on a fresh read of the "
 )
 
 // settledWrites reads the sequencer's writes once they have stopped
@@ -685,7 +704,7 @@ var admissionSteps = []string{"release-guard/fresh_read", "release-guard/decide"
 
 // releaseSteps are the steps of express_sequencer_release_step_seconds in
 // the order they happen.
-var releaseSteps = []string{"queue", "plan", "fresh_read", "records", "release", "rest"}
+var releaseSteps = []string{"queue", "plan", "scoped_read", "fresh_read", "records", "release", "rest"}
 
 // The counters of Events the sequencer did not write.
 const (
@@ -716,6 +735,13 @@ func writes(url string) (map[string]int, error) {
 	}
 	for _, m := range families["express_sequencer_condition_conflicts_total"].GetMetric() {
 		out[conflictPrefix+label(m, "outcome")] += int(value(m))
+	}
+	for _, m := range families["express_sequencer_release_reads_total"].GetMetric() {
+		k := readsPrefix + label(m, "read")
+		if f := label(m, "fallback"); f != "none" {
+			k += ", read whole for " + f
+		}
+		out[k] += int(value(m))
 	}
 	for _, m := range families[stepHistogram].GetMetric() {
 		step := label(m, "step")

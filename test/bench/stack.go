@@ -100,6 +100,7 @@ func startStack(ctx context.Context, o options, out io.Writer) (st *stack, stop 
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-secure=false", "--health-probe-bind-address", "0",
 		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", strconv.Itoa(o.concurrency),
 		"--recheck-releases="+strconv.FormatBool(o.recheckReleases), "--audit="+strconv.FormatBool(!o.noAudit),
+		"--scoped-reads="+strconv.FormatBool(o.scopedReads),
 		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error",
 		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	if o.memoryLimit != "" {
@@ -125,6 +126,11 @@ func startStack(ctx context.Context, o options, out io.Writer) (st *stack, stop 
 			return nil, stop, err
 		}
 		stops = append(stops, stopCluster)
+		if o.pin {
+			if err := pinStack(st.seq.Process.Pid); err != nil {
+				return nil, stop, err
+			}
+		}
 		// Every pod of the nodes in one call, as a lost machine takes them:
 		// their StatefulSets recreate them.
 		st.evict = func(ctx context.Context, ns string, nodes ...string) error {
@@ -142,6 +148,11 @@ func startStack(ctx context.Context, o options, out io.Writer) (st *stack, stop 
 		return nil, stop, err
 	}
 	stops = append(stops, stopOp)
+	if o.pin {
+		if err := pinStack(st.seq.Process.Pid); err != nil {
+			return nil, stop, err
+		}
+	}
 	st.evict = func(ctx context.Context, ns string, nodes ...string) error { return op.Evict(ctx, st.c, ns, nodes...) }
 	return st, stop, nil
 }

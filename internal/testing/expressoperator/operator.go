@@ -110,12 +110,16 @@ type Breakage struct {
 	// gate of its own for this long (§4: recovery waits for nothing but
 	// the sequencer's gate).
 	RecreateDelay time.Duration
+	// NamesSetsOtherwise names the node's StatefulSet "<node>-set", not
+	// after the node (§2): a decision cannot read it by name.
+	NamesSetsOtherwise bool
 	// OrdersBy has the operator order the tenant's rollouts itself, as the
 	// Express operator does today from the old chart's allNodeConfig: it
 	// neither rolls nor provisions a node while a node its list names is
-	// not Ready on its own target. Not a breach of the contract — the gates
-	// still hold it — but the ordering audit mode compares the sequencer's
-	// with.
+	// not Ready on its own target. The ordering audit mode compares the
+	// sequencer's with; once a namespace enforces it breaks §1 (the gate is
+	// the only hold) wherever the orders differ, and can deadlock with the
+	// sequencer.
 	OrdersBy *Lists
 }
 
@@ -196,7 +200,7 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	if err := o.Client.Get(ctx, ref.NamespacedName, n); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err) // its StatefulSet goes with it (garbage collector)
 	}
-	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: n.GetName(), Namespace: n.GetNamespace()}}
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: o.setName(n), Namespace: n.GetNamespace()}}
 	err := o.Client.Get(ctx, client.ObjectKeyFromObject(set), set)
 	exists := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -395,7 +399,7 @@ func (o *Operator) waitsForItsList(ctx context.Context, n v2alpha1.Node, lists *
 			continue
 		}
 		set := &appsv1.StatefulSet{}
-		if err := o.Client.Get(ctx, name, set); apierrors.IsNotFound(err) {
+		if err := o.Client.Get(ctx, types.NamespacedName{Namespace: name.Namespace, Name: o.setName(p)}, set); apierrors.IsNotFound(err) {
 			return true, nil
 		} else if err != nil {
 			return false, err
@@ -447,6 +451,15 @@ func (o *Operator) reportAvailable(ctx context.Context, n v2alpha1.Node, set *ap
 }
 
 // statefulSet is the StatefulSet node n runs on at its current target.
+// setName is the name of node n's StatefulSet: the node's own, as the
+// contract asks, unless the operator is broken to name it otherwise.
+func (o *Operator) setName(n v2alpha1.Node) string {
+	if o.broken(n).NamesSetsOtherwise {
+		return n.GetName() + "-set"
+	}
+	return n.GetName()
+}
+
 func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
 	replicas := int32(1)
 	if o.Replicas != nil && o.Replicas(n) > 0 {
@@ -478,7 +491,7 @@ func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
 		gates = []corev1.PodSchedulingGate{{Name: WarmUpGate}}
 	}
 	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: n.GetName(), Namespace: n.GetNamespace(), Labels: selector},
+		ObjectMeta: metav1.ObjectMeta{Name: o.setName(n), Namespace: n.GetNamespace(), Labels: selector},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:       &replicas,
 			Selector:       &metav1.LabelSelector{MatchLabels: selector},

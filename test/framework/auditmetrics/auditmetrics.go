@@ -20,7 +20,11 @@ const (
 
 // Sum is the value of metric name summed over its labels (0 when it has
 // no series).
-func Sum(name string) (float64, error) {
+func Sum(name string) (float64, error) { return SumWhere(name, nil) }
+
+// SumWhere is the value of metric name summed over the series whose
+// labels include every label of match (0 when none has).
+func SumWhere(name string, match map[string]string) (float64, error) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		return 0, err
@@ -31,7 +35,16 @@ func Sum(name string) (float64, error) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			matches := true
+			for k, v := range match {
+				matches = matches && labels[k] == v
+			}
 			switch {
+			case !matches:
 			case m.GetCounter() != nil:
 				sum += m.GetCounter().GetValue()
 			case m.GetGauge() != nil:

@@ -1,9 +1,11 @@
 // Package audit proves the order auditor on Kubernetes' own control loops
 // (kube-controller-manager, kube-scheduler, KWOK) with express-sequencer's
-// webhooks, sequencer and auditor installed: it counts nothing where the
-// order held, and finds what it is for — an operator that ignores the
-// gates, a pod made by hand for a gated node's new target — naming the
-// node and the pod in its Event and condition.
+// webhooks, sequencer and auditor installed (the sequencer with
+// --scoped-reads): it counts nothing where the order held, and finds what
+// it is for — an operator that ignores the gates, a pod made by hand for a
+// gated node's new target — naming the node and the pod in its Event and
+// condition. Every row of DESIGN §4 holds across a switch of the
+// namespace's mode, both ways.
 package audit
 
 import (
@@ -28,6 +30,7 @@ import (
 
 var (
 	harness *controlplane.Harness
+	cluster *controlplane.Cluster
 	tenants tenant.Suite
 	// broken is how the operator breaks the contract in each namespace;
 	// readyAfter is how long its pods take to become Ready (200 ms by
@@ -56,12 +59,14 @@ func run(m *testing.M) (int, error) {
 		// A tenant's updates here land within milliseconds of each other.
 		o.Grouping.SettleTime = 300 * time.Millisecond
 		o.WouldHoldGrace = wouldHoldGrace
+		// The sequencer's scoped read (experimental, off by default) runs
+		// here, judged by the auditor and the suite's order checks.
+		o.ScopedReads = true
 	}); err != nil {
 		return 0, err
 	}
 	defer func() { _ = harness.Stop() }()
-	cluster, err := harness.StartCluster(2)
-	if err != nil {
+	if cluster, err = harness.StartCluster(2); err != nil {
 		return 0, err
 	}
 	defer func() { _ = cluster.Stop() }()

@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
@@ -210,28 +209,9 @@ func starts(ns string, mark time.Time) string {
 // include every label of match.
 func counter(t *testing.T, name string, match map[string]string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
+	n, err := auditmetrics.SumWhere(name, match)
 	require.NoError(t, err)
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			matches := true
-			for k, v := range match {
-				matches = matches && labels[k] == v
-			}
-			if matches {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
+	return n
 }
 
 // waitReleased waits until the sequencer's gate is gone from node k of ns

@@ -68,6 +68,7 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		{"an operator that rolls version changes only leaves a config-only change unrolled", expressoperator.Breakage{RollsOnVersionOnly: true}, "rolls-any-field"},
 		{"an operator that replaces the whole conditions list erases another writer's condition", expressoperator.Breakage{ReplacesConditions: true}, "conditions"},
 		{"an operator that partitions its StatefulSet never lets it record a rollout", expressoperator.Breakage{Partition: true}, "statefulset"},
+		{"an operator that names its StatefulSet otherwise keeps a decision from reading it by name", expressoperator.Breakage{NamesSetsOtherwise: true}, "statefulset"},
 		{"an operator that deletes the StatefulSet on up: false loses the record of what the node ran", expressoperator.Breakage{DeletesWhenDown: true}, "up-false"},
 		{"an operator that waits before its pods come back delays recovery", expressoperator.Breakage{RecreateDelay: 15 * time.Second}, "recreate-promptly"},
 		{"an operator that deletes crash-looping pods hides the failure", expressoperator.Breakage{MasksFailures: true}, "failing-pods"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,6 +81,21 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 	check("a node released and rolling out", health(rolling, "be"), want{argocd.Progressing, "Released: released for provisioning"})
 	waitReason(rolling, "be", v2alpha1.ReasonProgressDeadlineExceeded)
 	check("a node past its progress deadline", health(rolling, "be"), want{argocd.Degraded, "ProgressDeadlineExceeded: released but not Ready"})
+
+	// Audit mode: the sequencer says what enforcing would hold; nothing
+	// holds the node.
+	audited := tenant()
+	ns := &corev1.Namespace{}
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKey{Name: audited}, ns))
+	ns.Labels[v2alpha1.LabelSequencing] = v2alpha1.ModeAudit
+	require.NoError(t, harness.Client.Update(context.Background(), ns))
+	stick(audited, "be")
+	createTenant(t, audited, 2, nil)
+	waitReason(audited, "fe1", v2alpha1.ReasonWouldHold)
+	require.True(t, waitFor(20*time.Second, func() bool {
+		return strings.Contains(health(audited, "fe1").Message, "would hold acme-fe1: waiting for acme-be (Backend)")
+	}), "fe1 would wait for the backend once the changes have settled: %s", health(audited, "fe1").Message)
+	check("a node audit mode would hold", health(audited, "fe1"), want{argocd.Healthy, "audit mode, nothing holds it: WouldHold: would hold acme-fe1: waiting for acme-be"})
 
 	paused := tenant()
 	createTenant(t, paused, 3, nil)

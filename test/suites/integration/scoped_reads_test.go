@@ -1,0 +1,167 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+	"github.com/medallia/express-sequencer/internal/webhook"
+	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
+)
+
+// With --scoped-reads the sequencer plans a release on its cache and reads
+// fresh, by name, only the StatefulSets of the nodes the release rests on;
+// the consistent read of the whole tenant is the release guard's, as the
+// release is written. These tests give it a cache that lags on purpose.
+
+// scopedReconciler is a sequencer with --scoped-reads whose cache is c and
+// whose fresh reads come from fresh.
+func scopedReconciler(c *laggingCache, fresh client.Reader) *sequencer.Reconciler {
+	r := newLaggingReconciler(c)
+	r.Fresh, r.ScopedReads = fresh, true
+	r.Guard = sequencer.Guard{Configuration: webhook.ValidatingConfigurationName, Webhooks: webhook.ReleaseGuardWebhooks}
+	return r
+}
+
+// guardAndNamespace are the release guard's webhook configuration and
+// namespace ns, for a cache that also knows the guard is registered there.
+func guardAndNamespace(t *testing.T, ns string) []client.Object {
+	t.Helper()
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKey{Name: webhook.ValidatingConfigurationName}, cfg))
+	namespace := &corev1.Namespace{}
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKey{Name: ns}, namespace))
+	return []client.Object{cfg, namespace}
+}
+
+// The backend's StatefulSet is scaled to two pods as fe1 gets a change, and
+// no machine takes the new pod. The cache has not seen acme-be-1: it shows
+// the backend Ready on its one pod. The scoped read of the backend's
+// StatefulSet by name finds it wanting a pod it does not have: fe1 waits,
+// and nothing is written for the guard to refuse. With the StatefulSet
+// read from the cache instead — none there: the tenant is then read whole,
+// from the same cache — fe1 is released, and only the release guard
+// refuses it: what this test catches.
+func TestAScopedReadHoldsTheNextNodeOnAPodTheCacheHasNeverSeen(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	ctx := context.Background()
+	tenant := rollout.Tenant{Namespace: ns, ClusterName: "acme"}
+	before := podsOf(t, ns)
+	cordonAll(t)
+	scale(t, ns, "be", 2)
+	require.True(t, waitFor(10*time.Second, func() bool {
+		return harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-be-1"}, &corev1.Pod{}) == nil
+	}), "the StatefulSet creates acme-be-1, which no machine takes")
+	setVersion(t, ns, v2, "fe1")
+
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(append(append(before, machines(t)...), guardAndNamespace(t, ns)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
+	decisionReads := releaseReads(t, rollout.ReadDecision)
+	pastSettle()
+	_, err := scopedReconciler(cache, harness.Client).Reconcile(ctx, tenant)
+	require.NoError(t, err, "nothing for the release guard to refuse")
+	fe1 := read(t, ns, "fe1")
+	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the backend's second pod, whatever the cache says")
+	if c := condition(fe1); assert.NotNil(t, c) {
+		assert.Contains(t, c.Message, "acme-be", "the wait names the backend")
+	}
+	assert.Greater(t, releaseReads(t, rollout.ReadDecision), decisionReads,
+		"planned on the StatefulSets read by name")
+
+	_, err = scopedReconciler(cache, cache).Reconcile(ctx, tenant)
+	require.Error(t, err, "the check can fail: with the StatefulSet read from the cache, fe1 is released")
+	assert.Contains(t, err.Error(), "the release of acme-fe1 does not stand on the tenant as it is now: waiting for acme-be", "the release guard names the wait")
+	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "the stale release is refused")
+}
+
+// The backend crashes as fe1 gets a change, and the cache has not seen the
+// crash. The scoped read reads the backend's pods by name: crashed, not
+// Ready; fe1 waits, and nothing is written for the guard to refuse.
+func TestAScopedReadHoldsTheNextNodeOnACrashTheCacheHasNotSeen(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	ctx := context.Background()
+	before := podsOf(t, ns)
+	crash(t, ns, "be")
+	t.Cleanup(func() { mend(t, ns) })
+	setVersion(t, ns, v2, "fe1")
+
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(append(before, guardAndNamespace(t, ns)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
+	pastSettle()
+	_, err := scopedReconciler(cache, harness.Client).Reconcile(ctx, rollout.Tenant{Namespace: ns, ClusterName: "acme"})
+	require.NoError(t, err, "nothing for the release guard to refuse")
+	fe1 := read(t, ns, "fe1")
+	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the crashed backend, whatever the cache says")
+	if c := condition(fe1); assert.NotNil(t, c) {
+		assert.Contains(t, c.Message, "acme-be")
+	}
+}
+
+// The backend is brought back up (the webhook gates it) as fe1 gets a
+// change, and the cache still shows it down. The scoped read takes the
+// nodes themselves from the cache: it plans fe1's release on a backend
+// that is down, and the release guard, reading the whole tenant as the
+// release is written, refuses it — the read the release rests on is the
+// guard's. fe1 waits.
+func TestAReleaseAScopedReadPlansOnANodeChangeTheCacheHasNotSeenIsRefused(t *testing.T) {
+	ns, beDown := settledWithDown(t, 2, "be")
+	setUp(t, ns, true, "be")
+	setVersion(t, ns, v2, "fe1")
+
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(append(podsOf(t, ns), guardAndNamespace(t, ns)...), beDown, read(t, ns, "fe1"))...)
+	pastSettle()
+	_, err := scopedReconciler(cache, harness.Client).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
+	require.Error(t, err, "the release planned on the cache meets the release guard")
+	assert.Contains(t, err.Error(), "the release of acme-fe1 does not stand on the tenant as it is now: waiting for acme-be", "the guard refuses it, naming the wait")
+	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "fe1 waits for the backend brought back up")
+}
+
+// The same crash the cache has not seen, where the release guard is not
+// registered (its webhook configuration gone from the sequencer's view):
+// the sequencer does not rest on a guard it cannot see — it reads the
+// whole tenant itself, and fe1 waits without a release to refuse.
+func TestWhereNoReleaseGuardJudgesTheSequencerReadsTheWholeTenantItself(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	ctx := context.Background()
+	before := podsOf(t, ns)
+	crash(t, ns, "be")
+	t.Cleanup(func() { mend(t, ns) })
+	setVersion(t, ns, v2, "fe1")
+
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(before, read(t, ns, "be"), read(t, ns, "fe1"))...) // no webhook configuration
+	whole, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": rollout.ReadTenant, "fallback": "guard"})
+	require.NoError(t, err)
+	pastSettle()
+	_, err = scopedReconciler(cache, harness.Client).Reconcile(ctx, rollout.Tenant{Namespace: ns, ClusterName: "acme"})
+	require.NoError(t, err, "nothing for the guard to refuse: the sequencer read the tenant itself")
+	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "fe1 waits for the crashed backend")
+	after, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": rollout.ReadTenant, "fallback": "guard"})
+	require.NoError(t, err)
+	assert.Greater(t, after, whole, "counted as a read of the whole tenant for want of the guard")
+}
+
+// releaseReads is how many releases the sequencers of this process planned
+// on read.
+func releaseReads(t *testing.T, read string) float64 {
+	t.Helper()
+	n, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": read})
+	require.NoError(t, err)
+	return n
+}
