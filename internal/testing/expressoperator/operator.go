@@ -113,6 +113,9 @@ type Breakage struct {
 	// NamesSetsOtherwise names the node's StatefulSet "<node>-set", not
 	// after the node (§2): a decision cannot read it by name.
 	NamesSetsOtherwise bool
+	// Paused: the operator does nothing for the node for now (a test
+	// holds it still while it changes what it is testing).
+	Paused bool
 	// OrdersBy has the operator order the tenant's rollouts itself, as the
 	// Express operator does today from the old chart's allNodeConfig: it
 	// neither rolls nor provisions a node while a node its list names is
@@ -199,6 +202,9 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	n := v2alpha1.NewNode(ref.Kind)
 	if err := o.Client.Get(ctx, ref.NamespacedName, n); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err) // its StatefulSet goes with it (garbage collector)
+	}
+	if o.broken(n).Paused {
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: o.setName(n), Namespace: n.GetNamespace()}}
 	err := o.Client.Get(ctx, client.ObjectKeyFromObject(set), set)
