@@ -153,11 +153,7 @@ func TestEveryRowHoldsAcrossASwitchFromAuditToEnforce(t *testing.T) {
 					continue // started before the switch: adopted
 				}
 				after++
-				for _, prev := range row.order[:slices.Index(row.order, k)] {
-					ready := readyBefore(t, ns, prev, mark, start)
-					assert.False(t, ready.IsZero(), "%s started at %s, after the switch at %s, before %s was Ready on its target",
-						k, start.Format(time.StampMilli), switched.Format(time.StampMilli), prev)
-				}
+				startedInTurn(t, ns, row.order, k, mark, start, "after the switch at "+switched.Format(time.StampMilli))
 			}
 			assert.Positive(t, after, "a node started after the switch: the row was switched mid-rollout")
 			assert.Empty(t, gated(t, ns, rowTenant), "enforced and settled, nothing is gated")
@@ -191,10 +187,7 @@ func TestEveryRowHoldsAcrossASwitchFromEnforceToAudit(t *testing.T) {
 					continue // started after the switch: audit holds nothing
 				}
 				ordered++
-				for _, prev := range row.order[:slices.Index(row.order, k)] {
-					assert.False(t, readyBefore(t, ns, prev, mark, start).IsZero(), "%s started at %s, before the switch at %s, before %s was Ready on its target",
-						k, start.Format(time.StampMilli), switched.Format(time.StampMilli), prev)
-				}
+				startedInTurn(t, ns, row.order, k, mark, start, "before the switch at "+switched.Format(time.StampMilli))
 			}
 			assert.Positive(t, ordered, "a node started before the switch")
 			assert.Empty(t, gated(t, ns, rowTenant), "in audit nothing is gated")
@@ -241,6 +234,17 @@ func runAcrossTheSwitch(t *testing.T, ns string, row switchRow, mode string, tri
 	}
 	tenants.WaitSettled(t, ns, rowTenant, 3*time.Minute, nil)
 	return switched, mark
+}
+
+// startedInTurn asserts that node k of ns, which started at start (when:
+// how it stands to the switch), did so after each node before it in order
+// was Ready on its target since mark.
+func startedInTurn(t *testing.T, ns string, order []string, k string, mark, start time.Time, when string) {
+	t.Helper()
+	for _, prev := range order[:slices.Index(order, k)] {
+		assert.False(t, readyBefore(t, ns, prev, mark, start).IsZero(), "%s started at %s, %s, before %s was Ready on its target",
+			k, start.Format(time.StampMilli), when, prev)
+	}
 }
 
 // noViolation asserts that the auditor found no node of ns rolled out of

@@ -83,20 +83,9 @@ func scale(t *testing.T, ns, k string, n int32) {
 // view — tries to release fe1, and the API server's release guard refuses
 // it: the pass fails, which is what this test catches.
 func TestAPodTheCacheHasNeverSeenStillHoldsTheNextNode(t *testing.T) {
-	stop := startSequencer(t)
-	ns, _ := settledTenant(t, 2)
-	stop()
+	ns, before := backendShortOfAPod(t)
 	ctx := context.Background()
 	tenant := rollout.Tenant{Namespace: ns, ClusterName: "acme"}
-	before := podsOf(t, ns)
-	require.Len(t, before, 2, "one pod per node")
-
-	cordonAll(t)
-	scale(t, ns, "be", 2)
-	require.True(t, waitFor(10*time.Second, func() bool {
-		return harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-be-1"}, &corev1.Pod{}) == nil
-	}), "the StatefulSet creates acme-be-1, which no machine takes")
-	setVersion(t, ns, v2, "fe1")
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(append(before, machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
@@ -113,6 +102,27 @@ func TestAPodTheCacheHasNeverSeenStillHoldsTheNextNode(t *testing.T) {
 	require.Error(t, err, "the check can fail: from the cache alone, fe1 is released")
 	assert.Contains(t, err.Error(), "the release of acme-fe1 does not stand on the tenant as it is now: waiting for acme-be", "the release guard names the wait")
 	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "the stale release is refused")
+}
+
+// backendShortOfAPod is a settled two-node tenant, the sequencer stopped,
+// whose backend's StatefulSet is scaled to two pods that no machine can
+// take (acme-be-1 created, never Ready) as fe1 gets a change; it returns
+// the namespace and its pods from before the scale (a cache that never
+// held acme-be-1).
+func backendShortOfAPod(t *testing.T) (string, []client.Object) {
+	t.Helper()
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	before := podsOf(t, ns)
+	require.Len(t, before, 2, "one pod per node")
+	cordonAll(t)
+	scale(t, ns, "be", 2)
+	require.True(t, waitFor(10*time.Second, func() bool {
+		return harness.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "acme-be-1"}, &corev1.Pod{}) == nil
+	}), "the StatefulSet creates acme-be-1, which no machine takes")
+	setVersion(t, ns, v2, "fe1")
+	return ns, before
 }
 
 // staleReplica is a sequencer whose every read, fresh ones too, comes from

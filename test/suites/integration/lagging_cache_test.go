@@ -174,20 +174,35 @@ func TestAUserChangeTheCacheHasNotSeenStillHoldsRecoveringPods(t *testing.T) {
 // Ready, and the frontend free to go; the pass that would release it is
 // planned again from fresh reads: the backend recovers first.
 func TestACrashTheCacheHasNotSeenStillHoldsTheNextNode(t *testing.T) {
+	ns, before := crashedBackendWithAChange(t)
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(before, read(t, ns, "be"), read(t, ns, "fe1"))...)
+	pastSettle()
+	_, err := newLaggingReconciler(cache).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
+	require.NoError(t, err)
+	waitsForTheCrashedBackend(t, ns)
+}
+
+// crashedBackendWithAChange is a settled two-node tenant, the sequencer
+// stopped, whose backend has crashed as fe1 gets a change; it returns the
+// namespace and its pods as they were before the crash (a cache that has
+// not seen it).
+func crashedBackendWithAChange(t *testing.T) (string, []client.Object) {
+	t.Helper()
 	stop := startSequencer(t)
 	ns, _ := settledTenant(t, 2)
 	stop()
-	ctx := context.Background()
 	before := podsOf(t, ns)
 	crash(t, ns, "be")
 	t.Cleanup(func() { mend(t, ns) })
 	setVersion(t, ns, v2, "fe1")
+	return ns, before
+}
 
-	cache := &laggingCache{Client: harness.Client}
-	cache.reads = copyOf(t, append(before, read(t, ns, "be"), read(t, ns, "fe1"))...)
-	pastSettle()
-	_, err := newLaggingReconciler(cache).Reconcile(ctx, rollout.Tenant{Namespace: ns, ClusterName: "acme"})
-	require.NoError(t, err)
+// waitsForTheCrashedBackend asserts that fe1 of ns is still gated, its
+// condition naming the backend.
+func waitsForTheCrashedBackend(t *testing.T, ns string) {
+	t.Helper()
 	fe1 := read(t, ns, "fe1")
 	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the crashed backend, whatever the cache says")
 	if c := condition(fe1); assert.NotNil(t, c) {

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,18 +51,9 @@ func guardAndNamespace(t *testing.T, ns string) []client.Object {
 // from the same cache — fe1 is released, and only the release guard
 // refuses it: what this test catches.
 func TestAScopedReadHoldsTheNextNodeOnAPodTheCacheHasNeverSeen(t *testing.T) {
-	stop := startSequencer(t)
-	ns, _ := settledTenant(t, 2)
-	stop()
+	ns, before := backendShortOfAPod(t)
 	ctx := context.Background()
 	tenant := rollout.Tenant{Namespace: ns, ClusterName: "acme"}
-	before := podsOf(t, ns)
-	cordonAll(t)
-	scale(t, ns, "be", 2)
-	require.True(t, waitFor(10*time.Second, func() bool {
-		return harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-be-1"}, &corev1.Pod{}) == nil
-	}), "the StatefulSet creates acme-be-1, which no machine takes")
-	setVersion(t, ns, v2, "fe1")
 
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(append(append(before, machines(t)...), guardAndNamespace(t, ns)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
@@ -89,25 +79,13 @@ func TestAScopedReadHoldsTheNextNodeOnAPodTheCacheHasNeverSeen(t *testing.T) {
 // crash. The scoped read reads the backend's pods by name: crashed, not
 // Ready; fe1 waits, and nothing is written for the guard to refuse.
 func TestAScopedReadHoldsTheNextNodeOnACrashTheCacheHasNotSeen(t *testing.T) {
-	stop := startSequencer(t)
-	ns, _ := settledTenant(t, 2)
-	stop()
-	ctx := context.Background()
-	before := podsOf(t, ns)
-	crash(t, ns, "be")
-	t.Cleanup(func() { mend(t, ns) })
-	setVersion(t, ns, v2, "fe1")
-
+	ns, before := crashedBackendWithAChange(t)
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(append(before, guardAndNamespace(t, ns)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
 	pastSettle()
-	_, err := scopedReconciler(cache, harness.Client).Reconcile(ctx, rollout.Tenant{Namespace: ns, ClusterName: "acme"})
+	_, err := scopedReconciler(cache, harness.Client).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.NoError(t, err, "nothing for the release guard to refuse")
-	fe1 := read(t, ns, "fe1")
-	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the crashed backend, whatever the cache says")
-	if c := condition(fe1); assert.NotNil(t, c) {
-		assert.Contains(t, c.Message, "acme-be")
-	}
+	waitsForTheCrashedBackend(t, ns)
 }
 
 // The backend is brought back up (the webhook gates it) as fe1 gets a
@@ -135,15 +113,8 @@ func TestAReleaseAScopedReadPlansOnANodeChangeTheCacheHasNotSeenIsRefused(t *tes
 // the sequencer does not rest on a guard it cannot see — it reads the
 // whole tenant itself, and fe1 waits without a release to refuse.
 func TestWhereNoReleaseGuardJudgesTheSequencerReadsTheWholeTenantItself(t *testing.T) {
-	stop := startSequencer(t)
-	ns, _ := settledTenant(t, 2)
-	stop()
+	ns, before := crashedBackendWithAChange(t)
 	ctx := context.Background()
-	before := podsOf(t, ns)
-	crash(t, ns, "be")
-	t.Cleanup(func() { mend(t, ns) })
-	setVersion(t, ns, v2, "fe1")
-
 	cache := &laggingCache{Client: harness.Client}
 	cache.reads = copyOf(t, append(before, read(t, ns, "be"), read(t, ns, "fe1"))...) // no webhook configuration
 	whole, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": rollout.ReadTenant, "fallback": "guard"})
