@@ -78,15 +78,12 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 	if err := c.Get(ctx, client.ObjectKey{Name: cfg.Namespace}, &corev1.Namespace{}); err != nil {
 		return Report{}, fmt.Errorf("reading the scratch namespace %s (create it first): %w", cfg.Namespace, err)
 	}
-	withSequencer, err := sequencerInstalled(ctx, c, cfg)
+	mode, err := sequencerInstalled(ctx, c, cfg)
 	if err != nil {
 		return Report{}, err
 	}
 	report := newReport(cfg, time.Now())
-	report.Mode = ModeWithoutSequencer
-	if withSequencer {
-		report.Mode = ModeWithSequencer
-	}
+	report.Mode = mode
 	results := make([]ClauseResult, len(selected))
 	var g errgroup.Group
 	var progress sync.Mutex
@@ -97,7 +94,7 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 				cfg.Progress(cl.id, nil)
 				progress.Unlock()
 			}
-			results[i] = runClause(ctx, c, cfg, cl, withSequencer)
+			results[i] = runClause(ctx, c, cfg, cl, mode)
 			if cfg.Progress != nil {
 				progress.Lock()
 				cfg.Progress(cl.id, &results[i])
@@ -133,28 +130,38 @@ func selectClauses(ids []string) ([]clause, error) {
 	return out, nil
 }
 
-// sequencerInstalled reports whether express-sequencer's admission webhook
-// stamps the nodes of the namespace: a dry-run create comes back with a
-// target hash.
-func sequencerInstalled(ctx context.Context, c client.Client, cfg Config) (bool, error) {
+// sequencerInstalled says how express-sequencer's admission webhook treats
+// the nodes of the namespace: a dry-run create comes back with a target
+// hash where it is installed, and gated too where the namespace enforces.
+func sequencerInstalled(ctx context.Context, c client.Client, cfg Config) (string, error) {
 	p := &probe{c: c, cfg: cfg, ns: cfg.Namespace, name: "probe-be"}
 	u := p.newNode(cfg.Versions[0])
 	if err := c.Create(ctx, u, client.DryRunAll); err != nil {
-		return false, fmt.Errorf("creating a %s in %s (dry run): %w", u.GetKind(), cfg.Namespace, err)
+		return "", fmt.Errorf("creating a %s in %s (dry run): %w", u.GetKind(), cfg.Namespace, err)
 	}
-	return u.GetAnnotations()[v2alpha1.AnnotationTargetHash] != "", nil
+	switch {
+	case u.GetAnnotations()[v2alpha1.AnnotationTargetHash] == "":
+		return ModeWithoutSequencer, nil
+	case !slices.Contains(gates(u), v2alpha1.GateSequencer):
+		return ModeSequencerAudits, nil
+	}
+	return ModeWithSequencer, nil
 }
 
 // runClause runs one clause on a node of its own and cleans up after it.
-func runClause(ctx context.Context, c client.Client, cfg Config, cl clause, withSequencer bool) ClauseResult {
+func runClause(ctx context.Context, c client.Client, cfg Config, cl clause, mode string) ClauseResult {
 	start := time.Now()
 	r := ClauseResult{ID: cl.id, Section: cl.section, Description: cl.description}
 	finish := func(res Result, reason string) ClauseResult {
 		r.Result, r.Reason, r.Duration = res, reason, time.Since(start).Round(time.Millisecond).String()
 		return r
 	}
-	if cl.needsSequencer && !withSequencer {
+	switch {
+	case cl.needsSequencer && mode == ModeWithoutSequencer:
 		return finish(Skipped, "needs express-sequencer, which is not installed for this namespace (no target hash stamped on a dry-run create)")
+	case cl.needsSequencer && mode == ModeSequencerAudits:
+		return finish(Skipped, "needs express-sequencer enforcing, and this namespace is in audit mode (a dry-run create is stamped, not gated): run the kit in a namespace labelled "+
+			v2alpha1.LabelSequencing+"="+v2alpha1.ModeEnforce)
 	}
 	if cl.skip != nil {
 		if why := cl.skip(cfg); why != "" {

@@ -11,9 +11,10 @@
 //		conformance.Run(t, conformance.Config{RESTConfig: cfg, Namespace: "express-conformance"})
 //	}
 //
-// Each clause creates a one-node tenant of its own in the namespace (a
-// Backend named after the clause), drives changes to it and judges what the
-// operator does, by reading the node, its StatefulSets and its pods; every
+// Each clause creates a tenant of its own in the namespace (a Backend named
+// after the clause, and for gate-only-hold a Frontend beside it), drives
+// changes to it and judges what the operator does, by reading the node, its
+// StatefulSets and its pods; every
 // clause runs at the same time as the others and cleans up after itself.
 // A failure says what broke the rule and when: the object and the moment.
 // Check returns the same as a Report (YAML in the shape of Gateway API's

@@ -27,12 +27,19 @@ import (
 const holdGate = "conformance.express.medallia.com/hold"
 
 // probe is one clause's node: a Backend called <clause>-be, the only node
-// of tenant <clause>.
+// of tenant <clause> unless the clause makes a sibling.
 type probe struct {
 	c    client.Client
 	cfg  Config
 	ns   string
 	name string
+	// kind is the node's kind (a Backend when empty).
+	kind string
+	// tenant is the node's clusterName (its name without "-be" when empty).
+	tenant string
+	// rolloutID, when set, is the rollout-id every write of the node
+	// carries: nodes of one tenant changed together share one.
+	rolloutID string
 	// stamped: express-sequencer's admission webhook stamps the target
 	// hash; otherwise the kit writes it, as the webhook would.
 	stamped bool
@@ -43,7 +50,24 @@ type probe struct {
 }
 
 func (p *probe) gvk() schema.GroupVersionKind {
+	if p.kind != "" {
+		return p.cfg.GroupVersion.WithKind(p.kind)
+	}
 	return p.cfg.GroupVersion.WithKind(v2alpha1.KindBackend)
+}
+
+// sibling is a Frontend of p's tenant, called <tenant>-<key>.
+func (p *probe) sibling(key string) *probe {
+	tenant := p.tenantName()
+	return &probe{c: p.c, cfg: p.cfg, ns: p.ns, name: tenant + "-" + key, kind: v2alpha1.KindFrontend, tenant: tenant}
+}
+
+// tenantName is the clusterName of p's tenant.
+func (p *probe) tenantName() string {
+	if p.tenant != "" {
+		return p.tenant
+	}
+	return strings.TrimSuffix(p.name, "-be")
 }
 
 func (p *probe) key() client.ObjectKey { return client.ObjectKey{Namespace: p.ns, Name: p.name} }
@@ -60,7 +84,7 @@ func (p *probe) newNode(version string) *unstructured.Unstructured {
 	for k, v := range p.cfg.Spec {
 		spec[k] = v
 	}
-	tenant := strings.TrimSuffix(p.name, "-be")
+	tenant := p.tenantName()
 	spec["clusterConfig"] = map[string]any{"clusterName": tenant, "tenantID": "conformance", "tenantName": tenant}
 	spec["expressVersion"] = version
 	u.Object["spec"] = spec
@@ -94,6 +118,9 @@ func (p *probe) markChange(u *unstructured.Unstructured) {
 		ann = map[string]string{}
 	}
 	ann[v2alpha1.AnnotationRolloutID] = "conformance-" + strconv.Itoa(p.changes)
+	if p.rolloutID != "" {
+		ann[v2alpha1.AnnotationRolloutID] = p.rolloutID
+	}
 	u.SetAnnotations(ann)
 }
 

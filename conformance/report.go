@@ -62,6 +62,9 @@ type Report struct {
 const (
 	ModeWithSequencer    = "with express-sequencer"
 	ModeWithoutSequencer = "without express-sequencer"
+	// ModeSequencerAudits: express-sequencer stamps the namespace's nodes
+	// but gates none (audit mode); the clauses that need it are skipped.
+	ModeSequencerAudits = "with express-sequencer in audit mode"
 )
 
 // newReport starts the report of a run.

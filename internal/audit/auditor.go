@@ -309,6 +309,9 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 	}
 	rv := revision(p)
 	stored := rv
+	if !initial && !asCreated(p) {
+		unjudged.WithLabelValues(UnjudgedRelisted).Inc()
+	}
 	if initial || !asCreated(p) {
 		// Before the auditor's view, or seen first as a relist shows it
 		// (already changed since): its creation cannot be placed. It counts
@@ -419,7 +422,9 @@ func (a *Auditor) known(k NodeKey) uint64 {
 func (a *Auditor) settle(ctx context.Context) {
 	a.mu.Lock()
 	a.judge.PodsThrough = a.handled[streamPods]
+	blinded := a.judge.Blinded
 	found := a.judge.Settle(a.known)
+	unjudged.WithLabelValues(UnjudgedBlind).Add(float64(a.judge.Blinded - blinded))
 	waiting := a.judge.Waiting(a.known)
 	pendingPods.Set(float64(a.judge.Pending()))
 	now := a.Clock.Now()

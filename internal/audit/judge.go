@@ -78,6 +78,17 @@ const (
 	KindWouldHaveHeld = "would-have-held"
 )
 
+// Why a pod creation was not judged: the why label of
+// express_sequencer_audit_unjudged_pods_total.
+const (
+	// UnjudgedRelisted: first seen after a broken watch was listed again,
+	// already changed: its creation cannot be placed in the order.
+	UnjudgedRelisted = "relisted"
+	// UnjudgedBlind: created while its node was held, in revisions a broken
+	// watch may have hidden.
+	UnjudgedBlind = "blind"
+)
+
 // Finding is a rollout the auditor found out of order (or, in audit, one
 // enforcing would have held).
 type Finding struct {
@@ -134,6 +145,10 @@ type Judge struct {
 	open map[NodeKey]*Finding
 	// reported are the hold runs a would-have-held was found in, per node.
 	reported map[NodeKey]uint64
+	// Blinded counts the pods created while their node was held, in a span
+	// a broken watch may have hidden: not judged, for the node's state then
+	// is not known.
+	Blinded uint64
 }
 
 type nodeRev struct {
@@ -317,7 +332,11 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 // judge decides one pod creation.
 func (j *Judge) judge(p pendingPod) (Finding, bool) {
 	at, ok := j.nodeAt(p.pod.Node, p.rv)
-	if !ok || at.heldSince == 0 || j.inBlind(p.rv) {
+	if !ok || at.heldSince == 0 {
+		return Finding{}, false
+	}
+	if j.inBlind(p.rv) {
+		j.Blinded++
 		return Finding{}, false
 	}
 	ran := j.ranAt(p.pod.Node, at.heldSince)

@@ -200,6 +200,10 @@ func TestAPodCreatedWhereABrokenWatchMayHaveHiddenTheReleaseIsNotJudged(t *testi
 	pod(21, "acme-fe1-0", "v2", true)(j)
 	assert.Empty(t, j.Settle(everything))
 	assert.Zero(t, j.Pending())
+	assert.Equal(t, uint64(1), j.Blinded, "counted as not judged")
+	pod(30, "acme-fe1-1", "v2", true)(j)
+	require.Len(t, j.Settle(everything), 1, "past the blind span, judged")
+	assert.Equal(t, uint64(1), j.Blinded)
 }
 
 func TestATargetReleasedBeforeTheGateCountsAsRun(t *testing.T) {

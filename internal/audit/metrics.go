@@ -23,6 +23,11 @@ var (
 		Help: "Pod creations the auditor has not judged yet: their node's or StatefulSets' watch has not reached the pod's revision.",
 	})
 
+	unjudged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "express_sequencer_audit_unjudged_pods_total",
+		Help: "Pod creations the auditor could not judge, by why: relisted (first seen after a broken watch was listed again, already changed, so its creation cannot be placed in the order), blind (created while its node was held, in revisions a broken watch may have hidden). Not violations: what the auditor could not see.",
+	}, []string{"why"})
+
 	freshReads = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "express_sequencer_audit_fresh_reads_total",
 		Help: "Fresh reads the auditor made of a node and its namespace's StatefulSets, for a pod whose node's watches were quiet past the pod's revision.",
@@ -30,11 +35,14 @@ var (
 )
 
 // Collectors are every metric the auditor exports.
-var Collectors = []prometheus.Collector{violations, wouldHold, pendingPods, freshReads}
+var Collectors = []prometheus.Collector{violations, wouldHold, pendingPods, unjudged, freshReads}
 
 func init() {
 	metrics.Registry.MustRegister(Collectors...)
 	for _, kind := range []string{KindRolledWhileGated, KindPodWhileGated} {
 		violations.WithLabelValues(kind) // 0 until one is found: an alert's expression has a series to read
+	}
+	for _, why := range []string{UnjudgedRelisted, UnjudgedBlind} {
+		unjudged.WithLabelValues(why)
 	}
 }

@@ -51,13 +51,35 @@ const (
 	ReadTenant = "tenant"
 )
 
-// WhyWider is why PlanOnScoped read the whole tenant when the plan made on
-// the narrower read rested on nodes beyond those read.
-const WhyWider = "planned on it, the plan rests on nodes beyond those read"
+// Fallback is why a plan was made on the tenant read whole after a
+// narrower read was tried: Label is the fallback label of
+// express_sequencer_release_reads_total, Why the words for the log. The
+// zero Fallback is none: the narrower read was enough.
+type Fallback struct{ Label, Why string }
 
-// WhyNoCache is why PlanOnScoped read the whole tenant when there was no
-// cached snapshot to plan on.
-const WhyNoCache = "the cache could not be compared with the sequencer's own writes"
+// None reports whether f is no fallback.
+func (f Fallback) None() bool { return f.Label == "" }
+
+// The fallback labels.
+const (
+	// FallbackWider: planned on the narrower read, the plan rested on
+	// nodes beyond those read.
+	FallbackWider = "wider"
+	// FallbackCache: there was no cached snapshot to plan on.
+	FallbackCache = "cache"
+	// FallbackNaming: a node's workload could not be read by name (the
+	// contract's StatefulSet naming rule does not hold for it).
+	FallbackNaming = "naming"
+	// FallbackGuard: the release guard would not judge every release of
+	// the namespace, or the namespace is not enforced.
+	FallbackGuard = "guard"
+)
+
+// fallbackWider and fallbackCache are the fallbacks PlanOnScoped makes itself.
+var (
+	fallbackWider = Fallback{FallbackWider, "planned on it, the plan rests on nodes beyond those read"}
+	fallbackCache = Fallback{FallbackCache, "the cache could not be compared with the sequencer's own writes"}
+)
 
 // PlanOnScoped is PlanOnFreshest with a narrower read first, for a
 // sequencer whose every release is judged again on a fresh read of the
@@ -70,23 +92,23 @@ const WhyNoCache = "the cache could not be compared with the sequencer's own wri
 // on nodes beyond those read. It returns which read the plan was made on
 // and, for a tenant read in its stead, why the narrower read was not
 // enough.
-func PlanOnScoped(cached *Snapshot, readScoped func(scope []string) (*Snapshot, string, error), readFresh func() (*Snapshot, error)) (snap *Snapshot, decisions []Decision, read, why string, err error) {
+func PlanOnScoped(cached *Snapshot, readScoped func(scope []string) (*Snapshot, Fallback, error), readFresh func() (*Snapshot, error)) (snap *Snapshot, decisions []Decision, read string, why Fallback, err error) {
 	if cached != nil {
 		decisions = Plan(cached)
 		if !needsFreshReads(cached, decisions) {
-			return cached, decisions, ReadCache, "", nil
+			return cached, decisions, ReadCache, Fallback{}, nil
 		}
 		scope := ScopeOf(cached, decisions)
 		scoped, why, err := readScoped(scope)
 		if err != nil {
-			return nil, nil, ReadDecision, "", err
+			return nil, nil, ReadDecision, Fallback{}, err
 		}
-		if why == "" {
+		if why.None() {
 			decisions = Plan(scoped)
 			if Covers(scope, ScopeOf(scoped, decisions)) {
-				return scoped, decisions, ReadDecision, "", nil
+				return scoped, decisions, ReadDecision, Fallback{}, nil
 			}
-			why = WhyWider
+			why = fallbackWider
 		}
 		snap, err = readFresh()
 		if err != nil {
@@ -96,9 +118,9 @@ func PlanOnScoped(cached *Snapshot, readScoped func(scope []string) (*Snapshot, 
 	}
 	snap, err = readFresh()
 	if err != nil {
-		return nil, nil, ReadTenant, "", err
+		return nil, nil, ReadTenant, Fallback{}, err
 	}
-	return snap, Plan(snap), ReadTenant, WhyNoCache, nil
+	return snap, Plan(snap), ReadTenant, fallbackCache, nil
 }
 
 // Releasing reports whether the decision removes the node's gate.

@@ -83,9 +83,9 @@ func TestPlanningOnTheScopedRead(t *testing.T) {
 		s, _ := releasing(t, w, "fe2")
 		cached := w.cacheSnapshot()
 		var asked []string
-		_, decisions, read, why, err := PlanOnScoped(cached, func(scope []string) (*Snapshot, string, error) {
+		_, decisions, read, why, err := PlanOnScoped(cached, func(scope []string) (*Snapshot, Fallback, error) {
 			asked = scope
-			return cached.WithWorkloadOf(s, scope), "", nil
+			return cached.WithWorkloadOf(s, scope), Fallback{}, nil
 		}, fresh(s))
 		require.NoError(t, err)
 		assert.Equal(t, ReadDecision, read, why)
@@ -100,8 +100,8 @@ func TestPlanningOnTheScopedRead(t *testing.T) {
 		// The StatefulSet of fe1 wants a pod the cache has not seen.
 		read := *s
 		read.MissingPods = map[string]int{"t-fe1": 1}
-		_, decisions, how, why, err := PlanOnScoped(cached, func(scope []string) (*Snapshot, string, error) {
-			return cached.WithWorkloadOf(&read, scope), "", nil
+		_, decisions, how, why, err := PlanOnScoped(cached, func(scope []string) (*Snapshot, Fallback, error) {
+			return cached.WithWorkloadOf(&read, scope), Fallback{}, nil
 		}, fresh(s))
 		require.NoError(t, err)
 		assert.Equal(t, ReadDecision, how, why)
@@ -113,14 +113,13 @@ func TestPlanningOnTheScopedRead(t *testing.T) {
 	t.Run("a tenant whose StatefulSets are named otherwise is read whole", func(t *testing.T) {
 		w := settled(t)
 		s, _ := releasing(t, w, "fe2")
-		read, why := "", ""
-		var err error
-		_, _, read, why, err = PlanOnScoped(w.cacheSnapshot(), func([]string) (*Snapshot, string, error) {
-			return nil, "t-fe1 has no StatefulSet named after it", nil
+		naming := Fallback{FallbackNaming, "t-fe1 has no StatefulSet named after it"}
+		_, _, read, why, err := PlanOnScoped(w.cacheSnapshot(), func([]string) (*Snapshot, Fallback, error) {
+			return nil, naming, nil
 		}, fresh(s))
 		require.NoError(t, err)
 		assert.Equal(t, ReadTenant, read)
-		assert.Equal(t, "t-fe1 has no StatefulSet named after it", why)
+		assert.Equal(t, naming, why)
 	})
 
 	// GatherScoped lays fresh workload over cached nodes; a scoped plan can
@@ -131,7 +130,7 @@ func TestPlanningOnTheScopedRead(t *testing.T) {
 		w := settled(t)
 		s, _ := releasing(t, w, "fe2")
 		cached := w.cacheSnapshot()
-		_, decisions, read, why, err := PlanOnScoped(cached, func(scope []string) (*Snapshot, string, error) {
+		_, decisions, read, why, err := PlanOnScoped(cached, func(scope []string) (*Snapshot, Fallback, error) {
 			// What the scoped read finds: fe4 told to ignore its
 			// prerequisites since the cache saw it, and so released too.
 			scoped := cached.WithWorkloadOf(s, scope)
@@ -139,11 +138,11 @@ func TestPlanningOnTheScopedRead(t *testing.T) {
 			fe4 := scoped.Nodes["t-fe4"].DeepCopyObject().(v2alpha1.Node)
 			setAnnotation(fe4, v2alpha1.AnnotationIgnorePrerequisites, "true")
 			scoped.Nodes["t-fe4"] = fe4
-			return scoped, "", nil
+			return scoped, Fallback{}, nil
 		}, fresh(s))
 		require.NoError(t, err)
 		assert.Equal(t, ReadTenant, read)
-		assert.Equal(t, WhyWider, why)
+		assert.Equal(t, FallbackWider, why.Label)
 		assert.Equal(t, Plan(s), decisions, "planned on the tenant read whole")
 	})
 
@@ -151,9 +150,9 @@ func TestPlanningOnTheScopedRead(t *testing.T) {
 		w := newWorld(t, "t")
 		w.tenant(3, v1)
 		w.run(200)
-		_, _, read, _, err := PlanOnScoped(w.cacheSnapshot(), func([]string) (*Snapshot, string, error) {
+		_, _, read, _, err := PlanOnScoped(w.cacheSnapshot(), func([]string) (*Snapshot, Fallback, error) {
 			t.Fatal("read for a plan that releases nothing")
-			return nil, "", nil
+			return nil, Fallback{}, nil
 		}, func() (*Snapshot, error) {
 			t.Fatal("read for a plan that releases nothing")
 			return nil, nil

@@ -717,8 +717,8 @@ func (w *world) cacheSnapshot() *Snapshot {
 func (w *world) planScoped() []Decision {
 	cached := w.cacheSnapshot()
 	_, decisions, read, _, err := PlanOnScoped(cached,
-		func(scope []string) (*Snapshot, string, error) {
-			return cached.WithWorkloadOf(w.snapshot(), scope), "", nil
+		func(scope []string) (*Snapshot, Fallback, error) {
+			return cached.WithWorkloadOf(w.snapshot(), scope), Fallback{}, nil
 		},
 		func() (*Snapshot, error) { return w.snapshot(), nil })
 	require.NoError(w.t, err)

@@ -132,20 +132,20 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 		}
 		return snap, decisions, nil
 	}
-	readScoped := func(scope []string) (*rollout.Snapshot, string, error) {
+	readScoped := func(scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
 		watch.lap("plan")
 		if why, err := r.Guard.notJudging(ctx, r.Client, t.Namespace); why != "" || err != nil {
-			return nil, why, err
+			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: why}, err
 		}
 		// In audit the guard lets every release through: what the plan
 		// records there (carried into enforce by a switch) rests on the
 		// tenant read whole. The mode is read fresh: a cache that has not
 		// seen the namespace switched to audit is not enough.
 		if mode, err := ReadMode(ctx, r.Fresh, t.Namespace, r.DefaultMode); err != nil || mode != v2alpha1.ModeEnforce {
-			return nil, WhyNotGuarded + "the namespace is in audit mode", err
+			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: WhyNotGuarded + "the namespace is in audit mode"}, err
 		}
 		scoped, why, err := GatherScoped(ctx, cache, r.Fresh, raw, scope)
-		if why == "" && err == nil {
+		if why.None() && err == nil {
 			watch.lap("scoped_read")
 		}
 		return view(scoped), why, err
@@ -158,17 +158,8 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 	case rollout.ReadDecision:
 		releaseReads.WithLabelValues(read, "none").Inc()
 	case rollout.ReadTenant:
-		fallback := "naming"
-		switch {
-		case why == rollout.WhyWider:
-			fallback = "wider"
-		case why == rollout.WhyNoCache:
-			fallback = "cache"
-		case strings.HasPrefix(why, WhyNotGuarded):
-			fallback = "guard"
-		}
-		releaseReads.WithLabelValues(read, fallback).Inc()
-		log.FromContext(ctx).V(1).Info("Read the whole tenant to plan a release", "why", why)
+		releaseReads.WithLabelValues(read, why.Label).Inc()
+		log.FromContext(ctx).V(1).Info("Read the whole tenant to plan a release", "why", why.Why)
 		watch.lap("fresh_read")
 	default:
 		watch.lap("plan")

@@ -41,7 +41,7 @@ import (
 // StatefulSet makes another node's pods, or a pod of the node (fresh, or in
 // the cache) is not one of its ordinals: the tenant is then read whole. A
 // node with neither has no workload yet (not provisioned).
-func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollout.Snapshot, scope []string) (*rollout.Snapshot, string, error) {
+func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollout.Snapshot, scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
 	ns := cached.Tenant.Namespace
 	sets := make([]appsv1.StatefulSet, len(scope))
 	absent := make([]bool, len(scope)) // no StatefulSet: a node that never had pods, or the contract's fallback
@@ -64,10 +64,10 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, "", err
+		return nil, rollout.Fallback{}, err
 	}
 	if w := firstReason(why); w != "" {
-		return nil, w, nil
+		return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: w}, nil
 	}
 	// The ordinals to read: every one the StatefulSet has or wants, and
 	// every one the cache knows of (a pod being deleted above them).
@@ -79,11 +79,11 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 	for i, name := range scope {
 		var known corev1.PodList
 		if err := cache.List(ctx, &known, client.InNamespace(ns), client.MatchingFields{IndexPodNode: name}); err != nil {
-			return nil, "", fmt.Errorf("listing pods of %s/%s: %w", ns, name, err)
+			return nil, rollout.Fallback{}, fmt.Errorf("listing pods of %s/%s: %w", ns, name, err)
 		}
 		if absent[i] {
 			if len(known.Items) > 0 {
-				return nil, fmt.Sprintf("%s has pods but no StatefulSet named after it", name), nil
+				return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("%s has pods but no StatefulSet named after it", name)}, nil
 			}
 			continue // no workload: a node not provisioned yet
 		}
@@ -94,7 +94,7 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 		for _, p := range known.Items {
 			o, ok := ordinalOf(p.Name, name)
 			if !ok {
-				return nil, fmt.Sprintf("pod %s of %s is not one of StatefulSet %s's ordinals", p.Name, name, name), nil
+				return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s of %s is not one of StatefulSet %s's ordinals", p.Name, name, name)}, nil
 			}
 			ordinals[o] = true
 		}
@@ -124,10 +124,10 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 		})
 	}
 	if err := reads.Wait(); err != nil {
-		return nil, "", err
+		return nil, rollout.Fallback{}, err
 	}
 	if w := firstReason(foreign); w != "" {
-		return nil, w, nil
+		return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: w}, nil
 	}
 	var read []corev1.Pod
 	for j := range pods {
@@ -137,7 +137,7 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 	}
 	lost, err := lostMachines(ctx, fresh, read, false)
 	if err != nil {
-		return nil, "", err
+		return nil, rollout.Fallback{}, err
 	}
 	nodes := make([]v2alpha1.Node, 0, len(cached.Nodes))
 	for _, n := range cached.Nodes {
@@ -150,7 +150,7 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 		}
 	}
 	snap := rollout.SnapshotOf(rollout.Objects{Nodes: nodes, Pods: read, StatefulSets: existing, LostMachines: lost}, cached.Tenant, cached.Orders, cached.Now)
-	return cached.WithWorkloadOf(snap, scope), "", nil
+	return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
 }
 
 // firstReason is the first reason of why that is not empty.

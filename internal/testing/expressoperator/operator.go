@@ -124,6 +124,11 @@ type Breakage struct {
 	// the only hold) wherever the orders differ, and can deadlock with the
 	// sequencer.
 	OrdersBy *Lists
+	// OrdersByItsLists has the operator order by the node's own
+	// deploymentDependencies, pins included, as the Express operator does
+	// with the lists the old chart renders: it breaks §1 (the gate is the
+	// only hold) where the sequencer releases past a circular wait.
+	OrdersByItsLists bool
 }
 
 // Lists are an operator's own ordering table, by node key (be, fe1, …):
@@ -238,8 +243,8 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 		return reconcile.Result{}, nil // neither rolled out nor (re)provisioned
 	}
 	want := o.statefulSet(n)
-	if broken.OrdersBy != nil && !(exists && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels)) {
-		if waits, err := o.waitsForItsList(ctx, n, broken.OrdersBy, exists); err != nil || waits {
+	if (broken.OrdersBy != nil || broken.OrdersByItsLists) && !(exists && maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels)) {
+		if waits, err := o.waitsFor(ctx, n, listOf(n, broken, exists)); err != nil || waits {
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, err
 		}
 	}
@@ -379,23 +384,51 @@ func (o *Operator) warmUp(ctx context.Context, n v2alpha1.Node, delay time.Durat
 	return next, nil
 }
 
-// waitsForItsList reports whether node n's own list (upgrade when its
-// StatefulSet exists, provisioning otherwise) names a node of its tenant
-// that is up and not Ready on its target: its StatefulSet made for it, every
-// replica updated and Ready.
-func (o *Operator) waitsForItsList(ctx context.Context, n v2alpha1.Node, lists *Lists, upgrade bool) (bool, error) {
+// prerequisite is a node an operator ordering by its lists waits for: Ready
+// on version when it pins one, on its own target otherwise.
+type prerequisite struct{ name, kind, version string }
+
+// listOf is what node n waits for when the operator orders by lists: its
+// upgrade list when it exists already, its provisioning list otherwise.
+func listOf(n v2alpha1.Node, broken Breakage, upgrade bool) []prerequisite {
+	var out []prerequisite
+	if broken.OrdersByItsLists {
+		deps := n.NodeSpec().DeploymentDependencies
+		if deps == nil {
+			return nil
+		}
+		list := deps.ProvisioningPrerequisites
+		if upgrade {
+			list = deps.UpgradePrerequisites
+		}
+		for _, p := range list {
+			out = append(out, prerequisite{name: p.ExpressNode, kind: p.Kind, version: p.ExpressVersion})
+		}
+		return out
+	}
 	cluster := n.NodeSpec().ClusterConfig.ClusterName
 	key := strings.TrimPrefix(n.GetName(), cluster+"-")
-	list := lists.Provisioning[key]
+	keys := broken.OrdersBy.Provisioning[key]
 	if upgrade {
-		list = lists.Upgrade[key]
+		keys = broken.OrdersBy.Upgrade[key]
 	}
-	for _, k := range list {
-		name := types.NamespacedName{Namespace: n.GetNamespace(), Name: cluster + "-" + k}
-		var p v2alpha1.Node = &v2alpha1.Frontend{}
+	for _, k := range keys {
+		kind := v2alpha1.KindFrontend
 		if k == "be" {
-			p = &v2alpha1.Backend{}
+			kind = v2alpha1.KindBackend
 		}
+		out = append(out, prerequisite{name: cluster + "-" + k, kind: kind})
+	}
+	return out
+}
+
+// waitsFor reports whether node n must wait for one of list: a live node
+// that is not Ready, or not on the version it is pinned to (its own target
+// when unpinned). A node that does not exist, or is down, is not waited for.
+func (o *Operator) waitsFor(ctx context.Context, n v2alpha1.Node, list []prerequisite) (bool, error) {
+	for _, pr := range list {
+		name := types.NamespacedName{Namespace: n.GetNamespace(), Name: pr.name}
+		p := v2alpha1.NewNode(pr.kind)
 		if err := o.Client.Get(ctx, name, p); apierrors.IsNotFound(err) {
 			continue
 		} else if err != nil {
@@ -411,8 +444,11 @@ func (o *Operator) waitsForItsList(ctx context.Context, n v2alpha1.Node, lists *
 			return false, err
 		}
 		want := ptr.Deref(set.Spec.Replicas, 1)
-		ready := set.Spec.Template.Labels[v2alpha1.LabelTargetHash] == p.GetAnnotations()[v2alpha1.AnnotationTargetHash] &&
-			set.Status.ObservedGeneration == set.Generation && set.Status.UpdatedReplicas == want && set.Status.ReadyReplicas == want &&
+		onIt := set.Spec.Template.Labels[v2alpha1.LabelTargetHash] == p.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+		if pr.version != "" {
+			onIt = set.Spec.Template.Labels[v2alpha1.LabelExpressVersion] == pr.version
+		}
+		ready := onIt && set.Status.ObservedGeneration == set.Generation && set.Status.UpdatedReplicas == want && set.Status.ReadyReplicas == want &&
 			set.Status.CurrentRevision == set.Status.UpdateRevision
 		if !ready {
 			return true, nil

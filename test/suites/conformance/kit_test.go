@@ -7,7 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/conformance"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
@@ -36,8 +39,8 @@ func TestTheKitPassesAgainstAnOperatorThatHonoursTheContract(t *testing.T) {
 }
 
 // The same where express-sequencer's webhooks leave the namespace alone:
-// the kit stamps the target hash itself, every clause but the one that
-// needs the sequencer passes, and that one is skipped saying why.
+// the kit stamps the target hash itself, every clause but the two that
+// need the sequencer passes, and those are skipped saying why.
 func TestTheKitRunsWithoutExpressSequencer(t *testing.T) {
 	report := conformance.Run(t, conformance.Config{
 		RESTConfig: harness.Config, Namespace: namespace(t, expressoperator.Breakage{}, withoutSequencer),
@@ -46,11 +49,36 @@ func TestTheKitRunsWithoutExpressSequencer(t *testing.T) {
 	assert.Equal(t, conformance.ModeWithoutSequencer, report.Mode)
 	for _, c := range report.Clauses {
 		want := conformance.Passed
-		if c.ID == "sequencer-release" {
+		if c.ID == "sequencer-release" || c.ID == "gate-only-hold" {
 			want = conformance.Skipped
 			assert.Contains(t, c.Reason, "needs express-sequencer")
 		}
 		assert.Equal(t, want, c.Result, "%s: %s", c.ID, c.Reason)
+	}
+}
+
+// In a namespace express-sequencer audits, its webhook stamps the nodes and
+// gates none: the report says so, the clauses that need no gate of the
+// sequencer's run, and those that need it enforcing are skipped, saying how
+// to run them.
+func TestTheKitInAnAuditedNamespaceSkipsWhatNeedsEnforcing(t *testing.T) {
+	ns := namespace(t, expressoperator.Breakage{})
+	var n corev1.Namespace
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKey{Name: ns}, &n))
+	n.Labels[v2alpha1.LabelSequencing] = v2alpha1.ModeAudit
+	require.NoError(t, harness.Client.Update(context.Background(), &n))
+	report := conformance.Run(t, conformance.Config{
+		RESTConfig: harness.Config, Namespace: ns, HoldWindow: 3 * time.Second, UnactedField: unacted,
+		Clauses: []string{"rolls-labelled", "gate-only-hold", "sequencer-release"},
+	})
+	assert.Equal(t, conformance.ModeSequencerAudits, report.Mode)
+	for _, c := range report.Clauses {
+		if c.ID == "rolls-labelled" {
+			assert.Equal(t, conformance.Passed, c.Result, c.Reason)
+			continue
+		}
+		assert.Equal(t, conformance.Skipped, c.Result, c.ID)
+		assert.Contains(t, c.Reason, "audit mode", c.ID)
 	}
 }
 
@@ -72,6 +100,7 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		{"an operator that deletes the StatefulSet on up: false loses the record of what the node ran", expressoperator.Breakage{DeletesWhenDown: true}, "up-false"},
 		{"an operator that waits before its pods come back delays recovery", expressoperator.Breakage{RecreateDelay: 15 * time.Second}, "recreate-promptly"},
 		{"an operator that deletes crash-looping pods hides the failure", expressoperator.Breakage{MasksFailures: true}, "failing-pods"},
+		{"an operator that also waits for the node's own lists deadlocks with the sequencer where it breaks a circular wait", expressoperator.Breakage{OrdersByItsLists: true}, "gate-only-hold"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
