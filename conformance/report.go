@@ -50,8 +50,9 @@ type Report struct {
 	Date            string         `json:"date"`
 	Implementation  Implementation `json:"implementation"`
 	ContractVersion string         `json:"contractVersion"`
-	// Mode says whether express-sequencer was installed: with it, its
-	// webhook stamped the target hash and gated each change.
+	// Mode says whether express-sequencer was installed, and enforcing:
+	// enforcing, its webhook stamped the target hash and gated each change;
+	// auditing, it stamped the hash and gated nothing.
 	Mode      string         `json:"mode"`
 	Namespace string         `json:"namespace"`
 	Summary   Summary        `json:"summary"`

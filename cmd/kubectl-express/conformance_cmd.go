@@ -25,13 +25,15 @@ func newConformanceCommand(e *env) *cobra.Command {
 		Long: `Check the Express operator running in the cluster against the contract
 express-sequencer's ordering rests on (docs/express-operator-contract.md).
 
-Each clause creates a one-node tenant of its own in the scratch namespace
-(a Backend named after the clause), drives changes to it and judges what the
-operator does by reading the node, its StatefulSets and its pods; the
-clauses run at the same time, and each deletes its node when done (--keep
-leaves them). With express-sequencer installed for the namespace its
-webhook stamps and gates each change; without it the kit stamps the target
-hash itself, and the clause that needs the sequencer is skipped.
+Each clause creates a tenant of its own in the scratch namespace (a Backend
+named after the clause; gate-only-hold adds a Frontend), drives changes to
+it and judges what the operator does by reading the nodes, their
+StatefulSets and their pods; the clauses run at the same time, and each
+deletes its nodes when done (--keep leaves them). With express-sequencer
+installed for the namespace its webhook stamps and gates each change;
+without it the kit stamps the target hash itself, and the clauses that need
+the sequencer (gate-only-hold, sequencer-release) are skipped, as they are in
+a namespace express-sequencer audits (express.medallia.com/sequencing=audit).
 
 Clauses:
 ` + clauseHelp() + `

@@ -201,7 +201,10 @@ func TestAPodCreatedWhereABrokenWatchMayHaveHiddenTheReleaseIsNotJudged(t *testi
 	assert.Empty(t, j.Settle(everything))
 	assert.Zero(t, j.Pending())
 	assert.Equal(t, uint64(1), j.Blinded, "counted as not judged")
-	pod(30, "acme-fe1-1", "v2", true)(j)
+	// Past the span, the relist's view counts: gated at 25 for v3, a pod
+	// made for v3 at 30 is judged.
+	node(25, true, "v3")(j)
+	pod(30, "acme-fe1-1", "v3", true)(j)
 	require.Len(t, j.Settle(everything), 1, "past the blind span, judged")
 	assert.Equal(t, uint64(1), j.Blinded)
 }

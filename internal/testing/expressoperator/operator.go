@@ -125,7 +125,8 @@ type Breakage struct {
 	// sequencer.
 	OrdersBy *Lists
 	// OrdersByItsLists has the operator order by the node's own
-	// deploymentDependencies, pins included, as the Express operator does
+	// deploymentDependencies, version pins included (revision pins and
+	// pod conditions are not read), as the Express operator does
 	// with the lists the old chart renders: it breaks §1 (the gate is the
 	// only hold) where the sequencer releases past a circular wait.
 	OrdersByItsLists bool
@@ -429,6 +430,9 @@ func (o *Operator) waitsFor(ctx context.Context, n v2alpha1.Node, list []prerequ
 	for _, pr := range list {
 		name := types.NamespacedName{Namespace: n.GetNamespace(), Name: pr.name}
 		p := v2alpha1.NewNode(pr.kind)
+		if p == nil {
+			return false, fmt.Errorf("%s names %s of kind %q, neither Backend nor Frontend", n.GetName(), pr.name, pr.kind)
+		}
 		if err := o.Client.Get(ctx, name, p); apierrors.IsNotFound(err) {
 			continue
 		} else if err != nil {
