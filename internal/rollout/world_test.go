@@ -3,7 +3,6 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/stretchr/testify/require"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -18,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/stretchr/testify/require"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"

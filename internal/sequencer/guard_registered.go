@@ -31,7 +31,7 @@ type Guard struct {
 const WhyNotGuarded = "the release guard does not judge every release here: "
 
 // notJudging returns why the guard's webhooks, as registered now (read
-// through r, the cache), would not judge every release the sequencer
+// through r, the API server itself), would not judge every release the sequencer
 // writes in namespace ns; "" when they would: each is registered, fails
 // closed, judges updates of its resource, selects every object, and its
 // namespaceSelector selects ns.

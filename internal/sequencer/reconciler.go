@@ -134,7 +134,9 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 	}
 	readScoped := func(scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
 		watch.lap("plan")
-		if why, err := r.Guard.notJudging(ctx, r.Client, t.Namespace); why != "" || err != nil {
+		// Read fresh: a cache that has not seen the guard deregistered, or
+		// the namespace relabelled out of its selector, is not enough.
+		if why, err := r.Guard.notJudging(ctx, r.Fresh, t.Namespace); why != "" || err != nil {
 			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: why}, err
 		}
 		// In audit the guard lets every release through: what the plan

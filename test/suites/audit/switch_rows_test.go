@@ -145,16 +145,8 @@ func TestEveryRowHoldsAcrossASwitchFromAuditToEnforce(t *testing.T) {
 			t.Parallel()
 			ns := namespace(t, expressoperator.Breakage{OrdersBy: oldLists(rowTenant)}, inAudit)
 			switched, mark := runAcrossTheSwitch(t, ns, row, v2alpha1.ModeEnforce, row.toEnforce)
-			var after int
-			for _, k := range row.order {
-				start := firstStart(ns, k, mark)
-				require.False(t, start.IsZero(), "%s rolled in the row", k)
-				if !start.After(switched) {
-					continue // started before the switch: adopted
-				}
-				after++
-				startedInTurn(t, ns, row.order, k, mark, start, "after the switch at "+switched.Format(time.StampMilli))
-			}
+			// Those that started before the switch were adopted.
+			after := enforcedStartsInTurn(t, ns, row, switched, mark, true)
 			assert.Positive(t, after, "a node started after the switch: the row was switched mid-rollout")
 			assert.Empty(t, gated(t, ns, rowTenant), "enforced and settled, nothing is gated")
 			noViolation(t, ns)
@@ -180,15 +172,9 @@ func TestEveryRowHoldsAcrossASwitchFromEnforceToAudit(t *testing.T) {
 			t.Parallel()
 			ns := namespace(t, expressoperator.Breakage{}, nil)
 			switched, mark := runAcrossTheSwitch(t, ns, row, v2alpha1.ModeAudit, row.toAudit)
-			var ordered int
-			for _, k := range row.order {
-				start := firstStart(ns, k, mark)
-				if start.IsZero() || start.After(switched) {
-					continue // started after the switch: audit holds nothing
-				}
-				ordered++
-				startedInTurn(t, ns, row.order, k, mark, start, "before the switch at "+switched.Format(time.StampMilli))
-			}
+			// Those that started after the switch did so in audit, which
+			// holds nothing.
+			ordered := enforcedStartsInTurn(t, ns, row, switched, mark, false)
 			assert.Positive(t, ordered, "a node started before the switch")
 			assert.Empty(t, gated(t, ns, rowTenant), "in audit nothing is gated")
 			noViolation(t, ns)
@@ -198,6 +184,32 @@ func TestEveryRowHoldsAcrossASwitchFromEnforceToAudit(t *testing.T) {
 		judged(t)
 		assert.Equal(t, before, counted(t, auditmetrics.Violations), "a gate express-sequencer lifted is no violation")
 	})
+}
+
+// enforcedStartsInTurn checks that each node of row that started while ns
+// enforced — after the switch when enforcedAfter, before it otherwise —
+// started after each node before it in the row's order was Ready, and
+// returns how many did. Switched to enforce, every node of the row must
+// have rolled.
+func enforcedStartsInTurn(t *testing.T, ns string, row switchRow, switched, mark time.Time, enforcedAfter bool) int {
+	t.Helper()
+	when := "before"
+	if enforcedAfter {
+		when = "after"
+	}
+	var n int
+	for _, k := range row.order {
+		start := firstStart(ns, k, mark)
+		if enforcedAfter {
+			require.False(t, start.IsZero(), "%s rolled in the row", k)
+		}
+		if start.IsZero() || start.After(switched) != enforcedAfter {
+			continue
+		}
+		n++
+		startedInTurn(t, ns, row.order, k, mark, start, when+" the switch at "+switched.Format(time.StampMilli))
+	}
+	return n
 }
 
 // runAcrossTheSwitch runs row in ns, switching it to mode once the nodes of

@@ -32,7 +32,8 @@ func scopedReconciler(c *laggingCache, fresh client.Reader) *sequencer.Reconcile
 }
 
 // guardAndNamespace are the release guard's webhook configuration and
-// namespace ns, for a cache that also knows the guard is registered there.
+// namespace ns, for a cache that knows what the API server has (the
+// sequencer reads the guard's registration fresh, not from it).
 func guardAndNamespace(t *testing.T, ns string) []client.Object {
 	t.Helper()
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
@@ -109,18 +110,21 @@ func TestAReleaseAScopedReadPlansOnANodeChangeTheCacheHasNotSeenIsRefused(t *tes
 }
 
 // The same crash the cache has not seen, where the release guard is not
-// registered (its webhook configuration gone from the sequencer's view):
-// the sequencer does not rest on a guard it cannot see — it reads the
-// whole tenant itself, and fe1 waits without a release to refuse.
+// registered (the sequencer is told of a webhook configuration the API
+// server does not have): the sequencer does not rest on a guard it cannot
+// see — it reads the whole tenant itself, and fe1 waits without a release
+// to refuse.
 func TestWhereNoReleaseGuardJudgesTheSequencerReadsTheWholeTenantItself(t *testing.T) {
 	ns, before := crashedBackendWithAChange(t)
 	ctx := context.Background()
 	cache := &laggingCache{Client: harness.Client}
-	cache.reads = copyOf(t, append(before, read(t, ns, "be"), read(t, ns, "fe1"))...) // no webhook configuration
+	cache.reads = copyOf(t, append(before, read(t, ns, "be"), read(t, ns, "fe1"))...)
 	whole, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": rollout.ReadTenant, "fallback": "guard"})
 	require.NoError(t, err)
 	pastSettle()
-	_, err = scopedReconciler(cache, harness.Client).Reconcile(ctx, rollout.Tenant{Namespace: ns, ClusterName: "acme"})
+	r := scopedReconciler(cache, harness.Client)
+	r.Guard.Configuration = "express-sequencer-no-such-guard"
+	_, err = r.Reconcile(ctx, rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.NoError(t, err, "nothing for the guard to refuse: the sequencer read the tenant itself")
 	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "fe1 waits for the crashed backend")
 	after, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": rollout.ReadTenant, "fallback": "guard"})
