@@ -241,6 +241,20 @@ const (
 // holds it.
 const ReasonWouldHold = "WouldHold"
 
+// Annotations of a pod in audit mode: the hold enforcing would have put on
+// a recovering node's new pod, and its end. Nothing holds the pod; the
+// order auditor reads them to report a recovery enforcing would have held.
+const (
+	// AnnotationWouldHoldPod is written by the pod admission webhook, in
+	// audit mode, on a new pod it would have created scheduling-gated: what
+	// the pod would have waited for.
+	AnnotationWouldHoldPod = "express.medallia.com/would-hold"
+	// AnnotationWouldReleaseAt is written by the sequencer, in audit mode,
+	// on a pod carrying AnnotationWouldHoldPod, when its plan would have
+	// removed the scheduling gate (RFC 3339, UTC, nanoseconds).
+	AnnotationWouldReleaseAt = "express.medallia.com/would-release-at"
+)
+
 // ConditionOrderKept is the order auditor's condition, written only when it
 // finds a rollout that did not keep the order (status False): a node rolled
 // while gated (ReasonOrderViolation), or, in audit mode, a node whose new

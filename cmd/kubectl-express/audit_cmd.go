@@ -68,6 +68,9 @@ type auditFinding struct {
 	Wait string `json:"wait,omitempty"`
 	// WaitingFor is the prerequisite it waited for, as the sequencer named it.
 	WaitingFor string `json:"waitingFor,omitempty"`
+	// Recovery: a would-have-held of a recovering node's new pod, which
+	// enforcing would have created scheduling-gated, not of a rollout.
+	Recovery bool `json:"recovery,omitempty"`
 	Message    string `json:"message"`
 	// From says where it was read: an Event, or the node's OrderKept
 	// condition (its last finding, kept after Events expire).
@@ -219,7 +222,8 @@ func readAudit(ctx context.Context, c client.Reader, ns string, from time.Time) 
 				}
 			}
 			at.NodeRollouts += rollouts
-			at.InOrder += max(0, rollouts-len(found))
+			// A recovery is no rollout: its finding takes none from those in order.
+			at.InOrder += max(0, rollouts-len(found)+countRecoveries(found))
 			at.Findings = append(at.Findings, found...)
 		}
 		slices.SortFunc(at.Findings, func(a, b auditFinding) int { return a.At.Compare(b.At) })
@@ -236,6 +240,17 @@ func readAudit(ctx context.Context, c client.Reader, ns string, from time.Time) 
 		}
 	}
 	return r, nil
+}
+
+// countRecoveries counts the findings of recoveries.
+func countRecoveries(found []auditFinding) int {
+	n := 0
+	for _, f := range found {
+		if f.Recovery {
+			n++
+		}
+	}
+	return n
 }
 
 // tenantNodes are one tenant's nodes.
@@ -282,7 +297,8 @@ func readTenants(ctx context.Context, c client.Reader, ns string) ([]tenantNodes
 }
 
 var (
-	heldFor    = regexp.MustCompile(`would have held it for (\S+) more`)
+	heldFor    = regexp.MustCompile(`would have held it (?:scheduling-gated )?for (\S+) more`)
+	recovered  = regexp.MustCompile(`^\S+ recovered: its new pod `)
 	waitingFor = regexp.MustCompile(`waiting for (\S+ \((?:Backend|Frontend)\))`)
 )
 
@@ -295,6 +311,7 @@ func findingOf(node, reason string, at time.Time, message, from string) auditFin
 	if m := waitingFor.FindStringSubmatch(message); m != nil {
 		f.WaitingFor = m[1]
 	}
+	f.Recovery = recovered.MatchString(message)
 	return f
 }
 

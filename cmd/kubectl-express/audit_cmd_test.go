@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/audit"
 	"github.com/medallia/express-sequencer/internal/golden"
 )
 
@@ -31,6 +32,19 @@ func TestAFindingIsReadOutOfTheAuditorsWords(t *testing.T) {
 		"Event")
 	assert.Equal(t, "12s", f.Wait)
 	assert.Equal(t, "acme-fe2 (Frontend)", f.WaitingFor)
+}
+
+func TestARecoveryIsReadOutOfTheAuditorsWords(t *testing.T) {
+	at := time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC)
+	msg := audit.Describe(audit.Finding{Kind: audit.KindWouldHaveHeld, Recovery: true, Node: audit.NodeKey{Namespace: "acme", Name: "acme-fe4"},
+		Pod: "acme-fe4-0", Started: at.Add(-9 * time.Second), ReleasedAt: at, HeldFor: 9 * time.Second,
+		Waiting: "recovering: new pods held scheduling-gated; waiting for acme-fe2 (Frontend) to be Ready"})
+	f := findingOf("acme-fe4", v2alpha1.ReasonWouldHaveHeld, at, msg, "Event")
+	assert.True(t, f.Recovery, msg)
+	assert.Equal(t, "9s", f.Wait)
+	assert.Equal(t, "acme-fe2 (Frontend)", f.WaitingFor)
+	assert.False(t, findingOf("acme-fe3", v2alpha1.ReasonWouldHaveHeld, at, "acme-fe3's target 5c1e09aa7f3b started (pod acme-fe3-0, created 2026-11-28T02:59:48Z) while express-sequencer would have held it for 12s more", "Event").Recovery,
+		"a rollout is no recovery")
 }
 
 // The audit report's layout at a fixed moment: a table per tenant, the

@@ -63,9 +63,10 @@ type Auditor struct {
 	// revision of the last event its handler has processed: a watch's own
 	// progress (LastSyncResourceVersion) runs ahead of its handlers.
 	handled map[string]uint64
-	// broken are the streams whose watch failed, with the revision handled
-	// then: until their next event, what happened after it may be missing.
-	broken map[string]uint64
+	// broken are the streams whose watch failed: until the informer has
+	// listed again, what happened after the revision handled then may be
+	// missing.
+	broken map[string]brokenWatch
 
 	nodeInformers map[string]toolscache.SharedIndexInformer
 	podInformer   toolscache.SharedIndexInformer
@@ -103,7 +104,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 	a.judge.Grace = a.WouldHoldGrace
 	a.kinds, a.setRVs = map[NodeKey]string{}, map[NodeKey]map[string]uint64{}
 	a.confirmedNode, a.confirmSet, a.waitingSince = map[NodeKey]uint64{}, map[NodeKey]uint64{}, map[NodeKey]time.Time{}
-	a.handled, a.broken = map[string]uint64{}, map[string]uint64{}
+	a.handled, a.broken = map[string]uint64{}, map[string]brokenWatch{}
 
 	pods := informers.NewSharedInformerFactoryWithOptions(a.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = v2alpha1.LabelNode
@@ -176,7 +177,7 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 		if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
 			a.mu.Lock()
 			if _, ok := a.broken[stream]; !ok {
-				a.broken[stream] = a.handled[stream]
+				a.broken[stream] = brokenWatch{from: a.handled[stream], synced: lastSync(inf)}
 			}
 			a.mu.Unlock()
 			toolscache.DefaultWatchErrorHandler(ctx, r, err)
@@ -198,6 +199,7 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 	}
 	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    a.onPodAdded,
+		UpdateFunc: func(_, o any) { a.onPodUpdated(o) },
 		DeleteFunc: func(o any) { a.onPodDeleted(o, podInformer) },
 	}); err != nil {
 		return err
@@ -216,14 +218,24 @@ const (
 	streamSets = "statefulsets"
 )
 
+// brokenWatch is a stream whose watch failed: the revision its handler had
+// processed then, and the revision its informer had synced through.
+type brokenWatch struct{ from, synced uint64 }
+
 // seen records that stream's handler processed an event at revision rv
-// (not a tombstone's guess). After a broken watch, the revisions between
-// the last one handled before it and what the watch has delivered now may
-// be missing: the judge judges no pod created among them. Called locked.
-func (a *Auditor) seen(stream string, rv uint64, inf toolscache.SharedIndexInformer) {
-	if from, ok := a.broken[stream]; ok {
-		delete(a.broken, stream)
-		a.judge.Blind(from, max(rv, lastSync(inf)))
+// (not a tombstone's guess), its informer synced through revision synced.
+// After a broken watch, the revisions between the last one handled before
+// it and the list that mends it may be missing: the judge judges no pod
+// created among them. A list's objects come in no order of revision, and
+// the informer takes the list's revision as synced only once it has queued
+// them all: until synced moves, the blind span grows with each object.
+// Called locked.
+func (a *Auditor) seen(stream string, rv, synced uint64) {
+	if b, ok := a.broken[stream]; ok {
+		a.judge.Blind(b.from, max(rv, synced))
+		if synced != b.synced {
+			delete(a.broken, stream)
+		}
 	}
 	a.handled[stream] = max(a.handled[stream], rv)
 }
@@ -269,7 +281,7 @@ func (a *Auditor) onNode(kind string, o any, deleted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !tombstone {
-		a.seen(kind, rv, a.nodeInformers[kind])
+		a.seen(kind, rv, lastSync(a.nodeInformers[kind]))
 	}
 	a.kinds[k] = kind
 	a.judge.Node(rv, k, seen)
@@ -319,14 +331,35 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 		rv = 0
 	}
 	seen := PodSeen{Node: NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, Name: p.Name,
-		Target: TargetKey(p.Labels), Created: p.CreationTimestamp.Time}
+		Target: TargetKey(p.Labels), Created: p.CreationTimestamp.Time, WouldHold: p.Annotations[v2alpha1.AnnotationWouldHoldPod]}
 	if c := metav1.GetControllerOf(p); c != nil && c.Kind == "StatefulSet" {
 		seen.FromSet = true
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.seen(streamPods, stored, a.podInformer)
+	a.seen(streamPods, stored, lastSync(a.podInformer))
 	a.judge.PodCreated(rv, seen)
+	a.podLetGo(p)
+}
+
+// onPodUpdated records, of a pod enforcing would have held, the moment the
+// plan would have let it go.
+func (a *Auditor) onPodUpdated(o any) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seen(streamPods, revision(p), lastSync(a.podInformer))
+	a.podLetGo(p)
+}
+
+// podLetGo passes a pod's would-release-at to the judge. Called locked.
+func (a *Auditor) podLetGo(p *corev1.Pod) {
+	if at, err := time.Parse(time.RFC3339Nano, p.Annotations[v2alpha1.AnnotationWouldReleaseAt]); err == nil {
+		a.judge.PodLetGo(NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, p.Name, at)
+	}
 }
 
 // asCreated reports whether a pod is as it was created: neither the
@@ -357,7 +390,7 @@ func (a *Auditor) onPodDeleted(o any, inf toolscache.SharedIndexInformer) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !tombstone {
-		a.seen(streamPods, rv, inf)
+		a.seen(streamPods, rv, lastSync(inf))
 	}
 	a.judge.PodDeleted(rv, NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, p.Name)
 }
@@ -380,7 +413,7 @@ func (a *Auditor) onSet(o any, initial, deleted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !tombstone {
-		a.seen(streamSets, rv, a.setInformer)
+		a.seen(streamSets, rv, lastSync(a.setInformer))
 	}
 	if a.setRVs[k] == nil {
 		a.setRVs[k] = map[string]uint64{}
@@ -554,6 +587,14 @@ func stripPod(o any) (any, error) {
 	}
 	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 		Labels: p.Labels, OwnerReferences: p.OwnerReferences, CreationTimestamp: p.CreationTimestamp}}
+	for _, k := range []string{v2alpha1.AnnotationWouldHoldPod, v2alpha1.AnnotationWouldReleaseAt} {
+		if v, ok := p.Annotations[k]; ok {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+		}
+	}
 	out.Status.Phase, out.Status.StartTime = p.Status.Phase, p.Status.StartTime
 	for _, c := range p.Status.Conditions {
 		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Reason: c.Reason})

@@ -48,6 +48,10 @@ type PodSeen struct {
 	Target string
 	// FromSet: the pod's controller is a StatefulSet.
 	FromSet bool
+	// WouldHold is, in audit mode, what the pod webhook said the pod would
+	// have waited for, scheduling-gated, had the namespace enforced (its
+	// would-hold annotation); empty when it would have started at once.
+	WouldHold string
 	// Created is its creationTimestamp: for messages and durations only,
 	// never for the order.
 	Created time.Time
@@ -116,6 +120,10 @@ type Finding struct {
 	HeldFor time.Duration
 	// ReleasedAt is when the plan let the node go, for a would-have-held.
 	ReleasedAt time.Time
+	// Recovery: a would-have-held of a recovering node's new pod, which
+	// enforcing would have created scheduling-gated (Pod is that pod), not
+	// of a new target.
+	Recovery bool
 }
 
 // Judge tells, from what the API server stored and in the order it stored
@@ -143,6 +151,9 @@ type Judge struct {
 	pending []pendingPod
 	// open are would-have-helds waiting for the plan to let their node go.
 	open map[NodeKey]*Finding
+	// openPods are would-have-helds of recoveries, waiting for the plan to
+	// let their pod go: one per node at a time.
+	openPods map[NodeKey]*Finding
 	// reported are the hold runs a would-have-held was found in, per node.
 	reported map[NodeKey]uint64
 	// Blinded counts the pods created while their node was held, in a span
@@ -164,6 +175,9 @@ type nodeLog struct{ revs []nodeRev }
 type podLife struct {
 	name, target     string
 	created, deleted uint64 // 0: before the auditor's view / not deleted
+	// letGo is, for a pod enforcing would have held, when the plan would
+	// have let it go (zero while it has not).
+	letGo time.Time
 }
 
 type setRev struct {
@@ -180,7 +194,7 @@ type pendingPod struct {
 // NewJudge returns a judge that has seen nothing.
 func NewJudge() *Judge {
 	return &Judge{nodes: map[NodeKey]*nodeLog{}, pods: map[NodeKey][]podLife{}, sets: map[NodeKey]map[string][]setRev{},
-		open: map[NodeKey]*Finding{}, reported: map[NodeKey]uint64{}}
+		open: map[NodeKey]*Finding{}, openPods: map[NodeKey]*Finding{}, reported: map[NodeKey]uint64{}}
 }
 
 // Node records node k as stored at revision rv. Revisions of one node come
@@ -200,6 +214,11 @@ func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
 		since = last.heldSince
 		if last.seen.UID != seen.UID || last.seen.Audit != seen.Audit || last.seen.Target != seen.Target {
 			since = 0 // another object, mode or target: a new hold
+		}
+		if j.blindBetween(last.rv, rv) {
+			// Versions between them may be missing: the hold may have ended
+			// and begun again for what ran since. It counts from here.
+			since = 0
 		}
 	}
 	if !seen.Held || seen.Gone {
@@ -235,6 +254,16 @@ func (j *Judge) PodCreated(rv uint64, p PodSeen) {
 	}
 }
 
+// PodLetGo records that the plan would have let pod name of node k go at
+// time at (its would-release-at annotation); the first time counts.
+func (j *Judge) PodLetGo(k NodeKey, name string, at time.Time) {
+	for i, l := range j.pods[k] {
+		if l.name == name && l.deleted == 0 && l.letGo.IsZero() {
+			j.pods[k][i].letGo = at
+		}
+	}
+}
+
 // PodDeleted records that pod name of node k was deleted at revision rv.
 func (j *Judge) PodDeleted(rv uint64, k NodeKey, name string) {
 	for i, l := range j.pods[k] {
@@ -266,6 +295,12 @@ func (j *Judge) Blind(from, to uint64) {
 	if to > from {
 		j.blind = append(j.blind, [2]uint64{from, to})
 	}
+}
+
+// blindBetween reports whether revisions between from and to may be
+// missing.
+func (j *Judge) blindBetween(from, to uint64) bool {
+	return slices.ContainsFunc(j.blind, func(b [2]uint64) bool { return b[0] < to && b[1] > from })
 }
 
 func (j *Judge) inBlind(rv uint64) bool {
@@ -308,9 +343,12 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 			continue
 		}
 		if f, ok := j.judge(p); ok {
-			if f.Kind == KindWouldHaveHeld {
+			switch {
+			case f.Recovery:
+				j.openPods[f.Node] = &f
+			case f.Kind == KindWouldHaveHeld:
 				j.open[f.Node] = &f
-			} else {
+			default:
 				out = append(out, f)
 			}
 		}
@@ -325,6 +363,15 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 			out = append(out, done)
 		}
 	}
+	for k, f := range j.openPods {
+		if done, ok := j.podLetGo(k, f); ok {
+			delete(j.openPods, k)
+			if !done.ReleasedAt.IsZero() && done.HeldFor < j.Grace {
+				continue
+			}
+			out = append(out, done)
+		}
+	}
 	j.prune()
 	return out
 }
@@ -332,8 +379,11 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 // judge decides one pod creation.
 func (j *Judge) judge(p pendingPod) (Finding, bool) {
 	at, ok := j.nodeAt(p.pod.Node, p.rv)
-	if !ok || at.heldSince == 0 {
+	if !ok {
 		return Finding{}, false
+	}
+	if at.heldSince == 0 {
+		return j.recovery(p, at)
 	}
 	if j.inBlind(p.rv) {
 		j.Blinded++
@@ -364,6 +414,44 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 		f.Kind = KindPodWhileGated
 	}
 	return f, true
+}
+
+// recovery decides a pod created while its node was not held: in audit
+// mode, one the pod webhook would have created scheduling-gated starts a
+// would-have-held of the recovery, finished when the plan would have let
+// the pod go (podLetGo). One per node at a time: its first such pod.
+func (j *Judge) recovery(p pendingPod, at nodeRev) (Finding, bool) {
+	if p.pod.WouldHold == "" || !at.seen.Audit || at.seen.Gone || j.openPods[p.pod.Node] != nil {
+		return Finding{}, false
+	}
+	if j.inBlind(p.rv) {
+		j.Blinded++
+		return Finding{}, false
+	}
+	return Finding{Kind: KindWouldHaveHeld, Recovery: true, Node: p.pod.Node, NodeKind: at.seen.Kind, Pod: p.pod.Name, Target: p.pod.Target,
+		CreatedAt: p.rv, Started: p.pod.Created, Waiting: p.pod.WouldHold}, true
+}
+
+// podLetGo finishes the would-have-held of a recovery f once its pod is let
+// go by the plan, or deleted before it was.
+func (j *Judge) podLetGo(k NodeKey, f *Finding) (Finding, bool) {
+	i := slices.IndexFunc(j.pods[k], func(l podLife) bool { return l.name == f.Pod && l.created == f.CreatedAt })
+	if i < 0 {
+		return *f, true // forgotten with its node
+	}
+	l := j.pods[k][i]
+	done := *f
+	switch {
+	case !l.letGo.IsZero():
+		done.ReleasedAt = l.letGo
+		if d := l.letGo.Sub(f.Started); d > 0 {
+			done.HeldFor = d
+		}
+		return done, true
+	case l.deleted != 0:
+		return done, true
+	}
+	return Finding{}, false
 }
 
 // letGo finishes would-have-held f once the node's log shows its hold

@@ -236,3 +236,96 @@ func TestAPodThatArrivesLateIsJudgedOnTheNodeAsItWasThen(t *testing.T) {
 	require.Len(t, found, 1, "made while gated (15–20), judged though the node's versions moved on")
 	assert.Equal(t, uint64(15), found[0].HeldAt)
 }
+
+func TestAHoldSeenOnBothSidesOfABlindSpanCountsFromAfterIt(t *testing.T) {
+	j := NewJudge()
+	node(10, false, "v1")(j)
+	set(11, "v1")(j)
+	node(12, true, "v2")(j)
+	// The watch of Frontends broke after 12. Unseen: fe1 released for v2
+	// (15), rolled (16, 18), reverted to v1 and gated (20), changed to v2
+	// again and gated (25). The list shows it as of 25: held for v2, as
+	// at 12.
+	j.Blind(12, 25)
+	set(16, "v2")(j)
+	podGone(17, "acme-fe1-0")(j)
+	pod(18, "acme-fe1-0", "v2", true)(j)
+	node(25, true, "v2")(j)
+	assert.Empty(t, j.Settle(everything), "the pod of 18 is in the blind span")
+	// A crash: the StatefulSet makes up the lost pod of v2, which the node
+	// ran before the hold seen at 25.
+	podGone(30, "acme-fe1-0")(j)
+	pod(31, "acme-fe1-0", "v2", true)(j)
+	assert.Empty(t, j.Settle(everything), "what the node ran when the hold seen after the span began")
+}
+
+func wouldHeldPod(rv uint64, name string) step {
+	return func(j *Judge) {
+		j.PodCreated(rv, PodSeen{Node: fe1, Name: name, Target: "v1", FromSet: true, Created: at(0),
+			WouldHold: "recovering: new pods held scheduling-gated; waiting for acme-be (Backend) to be Ready"})
+	}
+}
+
+func letGo(name string, s int) step { return func(j *Judge) { j.PodLetGo(fe1, name, at(s)) } }
+
+func TestARecoveryEnforcingWouldHaveHeld(t *testing.T) {
+	released := at(-60)
+	for name, tc := range map[string]struct {
+		steps   []step
+		want    bool
+		heldFor time.Duration
+	}{
+		"a new pod the webhook would have gated, let go 8 s later, is a would-have-held": {
+			steps: []step{auditNode(10, false, "v1", released), podGone(20, "acme-fe1-0"), wouldHeldPod(21, "acme-fe1-0"), letGo("acme-fe1-0", 8)},
+			want:  true, heldFor: 8 * time.Second,
+		},
+		"one let go within the grace is not": {
+			steps: []step{auditNode(10, false, "v1", released), podGone(20, "acme-fe1-0"), wouldHeldPod(21, "acme-fe1-0"), letGo("acme-fe1-0", 2)},
+		},
+		"one deleted before the plan let it go is, for as long as it lasted": {
+			steps: []step{auditNode(10, false, "v1", released), podGone(20, "acme-fe1-0"), wouldHeldPod(21, "acme-fe1-0"), podGone(30, "acme-fe1-0")},
+			want:  true,
+		},
+		"a new pod the webhook would have let start is not": {
+			steps: []step{auditNode(10, false, "v1", released), podGone(20, "acme-fe1-0"), pod(21, "acme-fe1-0", "v1", true), podGone(30, "acme-fe1-0")},
+		},
+		"in enforce mode a pod noted as would-hold is no recovery finding": {
+			steps: []step{node(10, false, "v1"), podGone(20, "acme-fe1-0"), wouldHeldPod(21, "acme-fe1-0"), letGo("acme-fe1-0", 8)},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := NewJudge()
+			j.Grace = 5 * time.Second
+			var found []Finding
+			for _, s := range tc.steps {
+				s(j)
+				found = append(found, j.Settle(everything)...)
+			}
+			if !tc.want {
+				assert.Empty(t, found)
+				return
+			}
+			require.Len(t, found, 1)
+			assert.Equal(t, KindWouldHaveHeld, found[0].Kind)
+			assert.True(t, found[0].Recovery)
+			assert.Equal(t, "acme-fe1-0", found[0].Pod)
+			assert.Equal(t, tc.heldFor, found[0].HeldFor)
+			assert.Contains(t, Describe(found[0]), "acme-fe1 recovered: its new pod acme-fe1-0")
+			assert.Contains(t, Describe(found[0]), "waiting for acme-be (Backend) to be Ready")
+		})
+	}
+}
+
+func TestARecoveryIsReportedOncePerNodeWhileItsFirstPodIsHeld(t *testing.T) {
+	j := NewJudge()
+	auditNode(10, false, "v1", at(-60))(j)
+	wouldHeldPod(21, "acme-fe1-0")(j)
+	wouldHeldPod(22, "acme-fe1-1")(j)
+	assert.Empty(t, j.Settle(everything), "open while the plan has not let the pod go")
+	letGo("acme-fe1-0", 9)(j)
+	letGo("acme-fe1-1", 9)(j)
+	found := j.Settle(everything)
+	require.Len(t, found, 1)
+	assert.Equal(t, "acme-fe1-0", found[0].Pod)
+	assert.Equal(t, 9*time.Second, found[0].HeldFor)
+}

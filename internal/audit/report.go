@@ -64,15 +64,22 @@ func Describe(f Finding) string {
 		}
 		ran = strings.Join(short, ", ")
 	}
-	switch f.Kind {
-	case KindWouldHaveHeld:
+	switch {
+	case f.Recovery:
+		held := "while it lasted: its pod was deleted before the plan would have let it go"
+		if !f.ReleasedAt.IsZero() {
+			held = fmt.Sprintf("for %s more, until %s", f.HeldFor.Round(time.Second), f.ReleasedAt.UTC().Format(time.RFC3339))
+		}
+		return fmt.Sprintf("%s recovered: its new pod %s (created %s) started at once, where express-sequencer would have held it scheduling-gated %s; it would have waited: %s",
+			f.Node.Name, f.Pod, f.Started.UTC().Format(time.RFC3339), held, waiting(f.Waiting))
+	case f.Kind == KindWouldHaveHeld:
 		held := "until its target changed again"
 		if !f.ReleasedAt.IsZero() {
 			held = fmt.Sprintf("for %s more, until %s", f.HeldFor.Round(time.Second), f.ReleasedAt.UTC().Format(time.RFC3339))
 		}
 		return fmt.Sprintf("%s's target %s started (pod %s, created %s) while express-sequencer would have held it %s; it would have waited: %s",
 			f.Node.Name, Short(f.Target), f.Pod, f.Started.UTC().Format(time.RFC3339), held, waiting(f.Waiting))
-	case KindPodWhileGated:
+	case f.Kind == KindPodWhileGated:
 		return fmt.Sprintf("pod %s, of no StatefulSet, was created for target %s (revision %d) while %s was gated (since revision %d), running %s: made by hand or outside the operator contract; it was waiting: %s",
 			f.Pod, Short(f.Target), f.CreatedAt, f.Node.Name, f.HeldAt, ran, waiting(f.Waiting))
 	default:

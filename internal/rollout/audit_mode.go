@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,25 @@ func AuditView(s *Snapshot) *Snapshot {
 		}
 		out.Nodes[name] = n
 	}
+	// A pod the pod webhook would have created scheduling-gated carries the
+	// gate too, until the plan says it would let it go.
+	out.Pods = make(map[string][]Pod, len(s.Pods))
+	out.VirtualPods = map[string]bool{}
+	for name, pods := range s.Pods {
+		if !slices.ContainsFunc(pods, func(p Pod) bool { return p.WouldHold && !p.HeldBySequencer() }) {
+			out.Pods[name] = pods
+			continue
+		}
+		held := make([]Pod, len(pods))
+		for i, p := range pods {
+			if p.WouldHold && !p.HeldBySequencer() {
+				p.Gates = append(slices.Clip(p.Gates), v2alpha1.GateSequencer)
+				out.VirtualPods[p.Name] = true
+			}
+			held[i] = p
+		}
+		out.Pods[name] = held
+	}
 	return &out
 }
 
@@ -40,6 +60,10 @@ func AuditView(s *Snapshot) *Snapshot {
 func AuditDecisions(s *Snapshot, decisions []Decision) []Decision {
 	out := make([]Decision, len(decisions))
 	for i, d := range decisions {
+		d.PodsWouldRelease = slices.DeleteFunc(slices.Clone(d.PodsToRelease), func(pod string) bool { return !s.VirtualPods[pod] })
+		if len(d.PodsToRelease) > 0 && d.Event != nil {
+			d.Event.Message = strings.Replace(d.Event.Message, "("+podsReleasedNote, "(audit: enforcing would now remove the scheduling gate from", 1)
+		}
 		d.PodsToRelease = nil
 		name := d.Node
 		if n := s.Nodes[d.Node]; n != nil {

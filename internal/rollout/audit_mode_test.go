@@ -1,11 +1,13 @@
 package rollout
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -85,3 +87,46 @@ func TestAfterAuditEnforceAdoptsWhatRollsAndGatesWhatDoesNot(t *testing.T) {
 	adopt, _ = Unheld(s)
 	assert.Empty(t, adopt, "no adoption on version labels alone")
 }
+
+// In audit mode a crashed node's new pods start at once. A pod the pod
+// webhook would have created scheduling-gated (WouldHold) is held in the
+// plan's view, and the plan says when it would let it go, recorded on the
+// pod: no pod is let go, as none is held.
+func TestAuditModeSaysWhenItWouldLetARecoveringNodesPodGo(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(100)
+	be, fe1 := w.name("be"), w.name("fe1")
+	crashed := func(beReady bool) *Snapshot {
+		s := asAuditLeftIt(w.snapshot())
+		s.Pods = maps.Clone(s.Pods)
+		bePods := slices.Clone(s.Pods[be])
+		for i := range bePods {
+			bePods[i].Conditions = map[string]string{string(corev1.PodReady): map[bool]string{true: "True", false: "False"}[beReady]}
+		}
+		s.Pods[be] = bePods
+		fePods := slices.Clone(s.Pods[fe1])
+		require.NotEmpty(t, fePods)
+		fePods[0].Conditions = map[string]string{string(corev1.PodReady): "False"}
+		fePods[0].WouldHold = true
+		s.Pods[fe1] = fePods
+		return s
+	}
+
+	view := AuditView(crashed(false))
+	assert.True(t, view.Pods[fe1][0].HeldBySequencer(), "held in the plan's view")
+	d := decisionOf(t, AuditDecisions(view, Plan(view)), fe1)
+	assert.Equal(t, v2alpha1.ReasonWouldHold, d.Condition.Reason)
+	assert.Contains(t, d.Condition.Message, "would hold new pods of acme-fe1: recovering: new pods held scheduling-gated; waiting for acme-be")
+	assert.Empty(t, d.PodsWouldRelease, "not while acme-be is not Ready")
+
+	view = AuditView(crashed(true))
+	d = decisionOf(t, AuditDecisions(view, Plan(view)), fe1)
+	assert.Equal(t, []string{fePodName(view, fe1)}, d.PodsWouldRelease, "acme-be Ready: the plan would let the pod go")
+	assert.Empty(t, d.PodsToRelease, "and lets none go")
+	if assert.NotNil(t, d.Event) {
+		assert.Contains(t, d.Event.Message, "(audit: enforcing would now remove the scheduling gate from "+fePodName(view, fe1)+")")
+	}
+}
+
+func fePodName(s *Snapshot, node string) string { return s.Pods[node][0].Name }

@@ -34,6 +34,10 @@ type Decision struct {
 	// PodsToRelease are the node's pods whose sequencer scheduling gate is
 	// removed.
 	PodsToRelease []string
+	// PodsWouldRelease are, in audit mode, the node's pods enforcing would
+	// have held (AnnotationWouldHoldPod) whose gate the plan would remove
+	// now: AnnotationWouldReleaseAt records it on each.
+	PodsWouldRelease []string
 	// Condition is the PrerequisitesReady condition the node must show
 	// (type, status, reason, message, observedGeneration).
 	Condition metav1.Condition
@@ -61,7 +65,7 @@ type Event struct {
 
 // Changed reports whether applying the decision changes the node or its pods.
 func (d Decision) Changed(n v2alpha1.Node) bool {
-	if d.Gated != Gated(n) || len(d.PodsToRelease) > 0 {
+	if d.Gated != Gated(n) || len(d.PodsToRelease) > 0 || len(d.PodsWouldRelease) > 0 {
 		return true
 	}
 	if d.KeepCondition {
@@ -701,6 +705,9 @@ func describeMet(met []string) string {
 	return strings.Join(met, ", ") + " ready"
 }
 
+// podsReleasedNote opens what an Event adds about the pods let go.
+const podsReleasedNote = "scheduling gate removed from"
+
 func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 	if d.KeepCondition {
 		return nil
@@ -730,7 +737,7 @@ func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 	}
 	msg := d.Condition.Message
 	if len(d.PodsToRelease) > 0 {
-		msg = fmt.Sprintf("%s (scheduling gate removed from %s)", msg, strings.Join(d.PodsToRelease, ", "))
+		msg = fmt.Sprintf("%s (%s %s)", msg, podsReleasedNote, strings.Join(d.PodsToRelease, ", "))
 	}
 	return &Event{Type: typ, Reason: d.Condition.Reason, Message: msg}
 }

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
@@ -23,8 +24,9 @@ func (t Tenant) String() string { return t.Namespace + "/" + t.ClusterName }
 
 // Pod is what the sequencer needs of one pod of a node.
 type Pod struct {
-	// Name of the pod.
+	// Name of the pod, and its UID.
 	Name string
+	UID  types.UID
 	// Conditions maps each pod condition type to its status.
 	Conditions map[string]string
 	// Version and Revision are the pod's express-version and
@@ -45,6 +47,10 @@ type Pod struct {
 	// is not Ready without failing (starting, a readiness blip, restarted
 	// in place once) is expected to become Ready by itself.
 	Failing bool
+	// WouldHold: in audit mode, the pod webhook would have created it
+	// scheduling-gated and the plan has not yet said it would let it go
+	// (AnnotationWouldHoldPod without AnnotationWouldReleaseAt).
+	WouldHold bool
 }
 
 // failingWaits are the reasons a container waits that it does not leave by
@@ -86,6 +92,7 @@ func (p Pod) HeldBySequencer() bool { return slices.Contains(p.Gates, v2alpha1.G
 func PodOf(p *corev1.Pod) Pod {
 	out := Pod{
 		Name:       p.Name,
+		UID:        p.UID,
 		Conditions: make(map[string]string, len(p.Status.Conditions)),
 		Version:    p.Labels[v2alpha1.LabelExpressVersion],
 		Revision:   p.Labels[v2alpha1.LabelDeploymentRevision],
@@ -93,6 +100,7 @@ func PodOf(p *corev1.Pod) Pod {
 		Owners:     p.OwnerReferences,
 		Created:    p.CreationTimestamp,
 		Failing:    FailingPod(p),
+		WouldHold:  p.Annotations[v2alpha1.AnnotationWouldHoldPod] != "" && p.Annotations[v2alpha1.AnnotationWouldReleaseAt] == "",
 	}
 	for _, g := range p.Spec.SchedulingGates {
 		out.Gates = append(out.Gates, g.Name)
@@ -145,6 +153,10 @@ type Snapshot struct {
 	// Virtual are, in audit mode (AuditView), the nodes whose gate exists
 	// in this snapshot only: the hold enforcing would have.
 	Virtual map[string]bool
+	// VirtualPods are, in audit mode, the pods (by name) whose sequencer
+	// scheduling gate exists in this snapshot only: those the pod webhook
+	// would have created gated (Pod.WouldHold).
+	VirtualPods map[string]bool
 }
 
 // Grouping holds the change-grouping settings (DESIGN §4).

@@ -79,8 +79,8 @@ func (r *Reconciler) switchMode(ctx context.Context, snap *rollout.Snapshot, aud
 	}
 	for _, pods := range snap.Pods {
 		for _, p := range pods {
-			if !p.HeldBySequencer() {
-				continue
+			if !p.HeldBySequencer() || snap.VirtualPods[p.Name] {
+				continue // a gate of the plan's view only
 			}
 			patch, err := podGatePatch(p)
 			if err != nil {

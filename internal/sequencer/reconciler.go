@@ -198,7 +198,7 @@ func stripPod(obj any) (any, error) {
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
+			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, Annotations: wouldHoldAnnotations(p),
 			// Whether the pod belongs to its node as it is now, not to an
 			// earlier node of the same name (rollout.CurrentPods).
 			CreationTimestamp: p.CreationTimestamp, OwnerReferences: p.OwnerReferences,
@@ -206,6 +206,21 @@ func stripPod(obj any) (any, error) {
 		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates},
 		Status: corev1.PodStatus{Conditions: conds, Phase: p.Status.Phase, ContainerStatuses: failingContainers(p)},
 	}, nil
+}
+
+// wouldHoldAnnotations keeps, of a pod's annotations, the two of audit
+// mode's hold (rollout.Pod.WouldHold); nil when it has neither.
+func wouldHoldAnnotations(p *corev1.Pod) map[string]string {
+	var out map[string]string
+	for _, k := range []string{v2alpha1.AnnotationWouldHoldPod, v2alpha1.AnnotationWouldReleaseAt} {
+		if v, ok := p.Annotations[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // failingContainers keeps, of a pod's container statuses, the state of one
@@ -525,6 +540,10 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 		reconcileErrors.WithLabelValues("pod").Inc()
 		return err
 	}
+	if err := r.markPodsWouldRelease(ctx, snap, d); err != nil {
+		reconcileErrors.WithLabelValues("pod").Inc()
+		return err
+	}
 	d.Condition.ObservedGeneration = n.GetGeneration()
 	if d.KeepCondition {
 		return nil
@@ -582,6 +601,38 @@ func (r *Reconciler) releasePods(ctx context.Context, snap *rollout.Snapshot, d 
 		r.own.remember(snap.Tenant, pod)
 		podReleases.Inc()
 		log.FromContext(ctx).Info("Released pod", "node", d.Node, "pod", name)
+	}
+	return errors.Join(errs...)
+}
+
+// markPodsWouldRelease records, in audit mode, on each pod the pod webhook
+// would have held, that the plan would let it go now
+// (AnnotationWouldReleaseAt): the end of the hold the order auditor
+// reports. A pod already marked keeps its first mark.
+func (r *Reconciler) markPodsWouldRelease(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision) error {
+	var errs []error
+	at := r.Clock.Now().UTC().Format(time.RFC3339Nano)
+	for _, name := range d.PodsWouldRelease {
+		i := slices.IndexFunc(snap.Pods[d.Node], func(p rollout.Pod) bool { return p.Name == name })
+		if i < 0 {
+			continue
+		}
+		// Tested against the pod planned on: a pod made again under its
+		// name since is not marked for it.
+		patch, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": "/metadata/uid", "value": snap.Pods[d.Node][i].UID},
+			{"op": "add", "path": AnnotationPath(v2alpha1.AnnotationWouldReleaseAt), "value": at},
+		})
+		if err != nil {
+			return err
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: snap.Tenant.Namespace}}
+		apiWrites.WithLabelValues("patch", "pods").Inc()
+		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(v2alpha1.FieldManager)); client.IgnoreNotFound(err) != nil && !apierrors.IsInvalid(err) { // gone, or made again since
+			errs = append(errs, fmt.Errorf("recording that enforcing would let pod %s go: %w", name, err))
+			continue
+		}
+		r.own.remember(snap.Tenant, pod)
 	}
 	return errors.Join(errs...)
 }
@@ -671,15 +722,15 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": released})
 		} else {
 			if hash != "" {
-				ops = append(ops, map[string]any{"op": "test", "path": annotationPath(v2alpha1.AnnotationTargetHash), "value": hash})
+				ops = append(ops, map[string]any{"op": "test", "path": AnnotationPath(v2alpha1.AnnotationTargetHash), "value": hash})
 			}
 			for _, key := range rollout.SequencerOnly {
 				_, had := n.GetAnnotations()[key]
 				switch value, ok := released[key]; {
 				case ok:
-					ops = append(ops, map[string]any{"op": "add", "path": annotationPath(key), "value": value})
+					ops = append(ops, map[string]any{"op": "add", "path": AnnotationPath(key), "value": value})
 				case had: // an earlier release's record: this one relied on no converged rollout
-					ops = append(ops, map[string]any{"op": "remove", "path": annotationPath(key)})
+					ops = append(ops, map[string]any{"op": "remove", "path": AnnotationPath(key)})
 				}
 			}
 		}
@@ -691,8 +742,8 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 	return client.RawPatch(types.JSONPatchType, data), nil
 }
 
-// annotationPath is the JSON pointer of an annotation.
-func annotationPath(key string) string {
+// AnnotationPath is the JSON pointer of an annotation.
+func AnnotationPath(key string) string {
 	return "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
 }
 

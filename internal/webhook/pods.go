@@ -63,11 +63,13 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
 	defer cancel()
 	started := time.Now()
-	if mode, err := sequencer.ReadMode(read, g.Reader, req.Namespace, g.DefaultMode); err == nil && mode == v2alpha1.ModeAudit {
-		return admission.Allowed("")
-	}
+	mode, err := sequencer.ReadMode(read, g.Reader, req.Namespace, g.DefaultMode)
+	audit := err == nil && mode == v2alpha1.ModeAudit
 	snap, err := sequencer.GatherFreshFor(read, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("pods", "fresh_read", time.Since(started))
+	if audit {
+		return g.wouldHold(pod, snap, err)
+	}
 	if err != nil && read.Err() != nil {
 		// Say it before the API server's own deadline cuts the call short
 		// with no word of why.
@@ -104,4 +106,23 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		op = jsonpatch.NewOperation("add", "/spec/schedulingGates", []corev1.PodSchedulingGate{{Name: v2alpha1.GateSequencer}})
 	}
 	return admission.Patched("", op)
+}
+
+// wouldHold admits a pod in audit mode: nothing holds it, but a pod
+// enforcing would have created scheduling-gated is annotated with what it
+// would have waited for (AnnotationWouldHoldPod), for the order auditor to
+// report the recovery enforcing would have held. A read that failed holds
+// nothing and notes nothing.
+func (g *PodGate) wouldHold(pod corev1.Pod, snap *rollout.Snapshot, readErr error) admission.Response {
+	if readErr != nil || snap == nil {
+		return admission.Allowed("")
+	}
+	ok, why := rollout.PodsMayStart(snap, pod.Labels[v2alpha1.LabelNode])
+	if ok {
+		return admission.Allowed("")
+	}
+	if len(pod.Annotations) == 0 {
+		return admission.Patched("", jsonpatch.NewOperation("add", "/metadata/annotations", map[string]string{v2alpha1.AnnotationWouldHoldPod: why}))
+	}
+	return admission.Patched("", jsonpatch.NewOperation("add", sequencer.AnnotationPath(v2alpha1.AnnotationWouldHoldPod), why))
 }

@@ -64,6 +64,36 @@ func TestAPodOfANodeWhosePredecessorsAreNotReadyIsCreatedSchedulingGated(t *test
 	})
 }
 
+func TestInAuditAPodIsNeverGatedButNotedWithWhatEnforcingWouldHaveHeldItFor(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	ns := namespace(t)
+	labelled := &corev1.Namespace{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: ns}, labelled))
+	labelled.Labels = map[string]string{v2alpha1.LabelSequencing: v2alpha1.ModeAudit}
+	require.NoError(t, c.Update(ctx, labelled))
+	for _, n := range seedTenant(ns)[:2] { // acme-be and acme-fe1, no pods yet
+		require.NoError(t, c.Create(ctx, n))
+	}
+
+	fe1 := pod(ns, "acme-fe1-0", map[string]string{v2alpha1.LabelNode: "acme-fe1"})
+	fe1.Annotations = map[string]string{"example.com/kept": "as it was"}
+	require.NoError(t, c.Create(ctx, fe1))
+	assert.Empty(t, gates(fe1), "audit holds no pod")
+	assert.Equal(t, "as it was", fe1.Annotations["example.com/kept"])
+	assert.Contains(t, fe1.Annotations[v2alpha1.AnnotationWouldHoldPod], "waiting for acme-be (Backend) to be Ready",
+		"what enforcing would have held it for")
+
+	bare := pod(ns, "acme-fe1-1", map[string]string{v2alpha1.LabelNode: "acme-fe1"})
+	require.NoError(t, c.Create(ctx, bare))
+	assert.Empty(t, gates(bare))
+	assert.Contains(t, bare.Annotations[v2alpha1.AnnotationWouldHoldPod], "waiting for acme-be", "noted on a pod with no annotations too")
+
+	be := pod(ns, "acme-be-0", map[string]string{v2alpha1.LabelNode: "acme-be"})
+	require.NoError(t, c.Create(ctx, be))
+	assert.NotContains(t, be.Annotations, v2alpha1.AnnotationWouldHoldPod, "the backend would have started at once")
+}
+
 func TestAPodNamingNoNodeIsAdmittedUnchangedWithAWarning(t *testing.T) {
 	ctx := context.Background()
 	wc, w := warningClient(t)

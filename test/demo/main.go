@@ -219,7 +219,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	tl.say("Every order was the expected one.")
 	// The order auditor judged the same rollouts from the API server's
 	// order alone, without the planner: it must agree.
-	if err := auditmetrics.NoViolations(time.Minute); err != nil {
+	if err := auditmetrics.NoViolations(ctx, d.c, time.Minute); err != nil {
 		return err
 	}
 	tl.say("The order auditor, judging the same rollouts without the planner, counted no violation.")

@@ -5,10 +5,17 @@
 package auditmetrics
 
 import (
+	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // Names of the auditor's metrics.
@@ -77,8 +84,9 @@ func WaitJudged(timeout time.Duration) error {
 }
 
 // NoViolations waits until the auditor has judged everything and returns
-// an error naming the count if it counted any violation.
-func NoViolations(timeout time.Duration) error {
+// an error naming the count, and what its OrderViolation Events say, if it
+// counted any violation.
+func NoViolations(ctx context.Context, c client.Reader, timeout time.Duration) error {
 	if err := WaitJudged(timeout); err != nil {
 		return err
 	}
@@ -87,7 +95,29 @@ func NoViolations(timeout time.Duration) error {
 		return err
 	}
 	if n > 0 {
-		return fmt.Errorf("the order auditor counted %v order violations where the order held (%s); its Warning Events of reason OrderViolation name them", n, Violations)
+		return fmt.Errorf("the order auditor counted %v order violations where the order held (%s); its Warning Events say:\n%s", n, Violations, violationNotes(ctx, c))
 	}
 	return nil
+}
+
+// violationNotes are the OrderViolation Events in the cluster, one per
+// line, oldest first: what the auditor saw start before what.
+func violationNotes(ctx context.Context, c client.Reader) string {
+	var list eventsv1.EventList
+	if err := c.List(ctx, &list); err != nil {
+		return "  (listing the Events failed: " + err.Error() + ")"
+	}
+	var lines []string
+	for _, e := range list.Items {
+		if e.Reason != v2alpha1.ReasonOrderViolation {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("  %s %s/%s: %s", e.CreationTimestamp.UTC().Format(time.RFC3339),
+			e.Regarding.Namespace, e.Regarding.Name, e.Note))
+	}
+	if len(lines) == 0 {
+		return "  (no OrderViolation Event is left)"
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
@@ -71,4 +73,39 @@ func TestInAuditTheOldListsCrashRowsShowWhereEnforcingWouldHold(t *testing.T) {
 			assert.NotEmpty(t, warnings(t, ns, v2alpha1.ReasonWouldHaveHeld))
 		})
 	}
+}
+
+// The fourth row, fe2 and fe4 crashed, is a recovery: in audit nothing
+// holds a pod, and their StatefulSets bring both back at once, where
+// enforcing brings fe2 back first (fe4 provisions after fe2). The pod
+// webhook notes on fe4's new pod what enforcing would have held it for,
+// the sequencer when its plan would have let it go, and the auditor
+// reports the recovery as would-have-held; fe2 shows nothing.
+func TestInAuditTwoFrontendsCrashedShowWhereEnforcingWouldHoldTheRecovery(t *testing.T) {
+	const readyIn = 4 * time.Second // fe2's new pod: the hold fe4 would have had, twice the grace
+	ns := namespace(t, expressoperator.Breakage{OrdersBy: oldLists(5)}, inAudit)
+	readyAfter.Store(ns, readyIn)
+	tenants.Create(t, ns, 5, v1, nil)
+	tenants.WaitSettled(t, ns, 5, 2*time.Minute, nil)
+	ctx := context.Background()
+	fe2, fe4 := tenant.ClusterName+"-fe2", tenant.ClusterName+"-fe4"
+	require.NoError(t, cluster.Crash(ctx, ns, fe2, fe4))
+	require.NoError(t, cluster.Mend(ctx, ns))
+	tenants.WaitSettled(t, ns, 5, 3*time.Minute, nil)
+	judged(t)
+
+	cond := waitOrderKept(t, ns, "fe4", "fe4's new pod started while enforcing would have held it")
+	assert.Equal(t, v2alpha1.ReasonWouldHaveHeld, cond.Reason)
+	assert.Contains(t, cond.Message, fe4+" recovered: its new pod "+fe4+"-0")
+	assert.Contains(t, cond.Message, "would have held it scheduling-gated for")
+	assert.Contains(t, cond.Message, "waiting for "+fe2+" (Frontend)")
+	t.Logf("fe4: %s", cond.Message)
+	assert.Nil(t, orderKept(t, ns, "fe2"), "fe2 came back when enforcing would have let it")
+
+	var pod corev1.Pod
+	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fe4 + "-0"}, &pod))
+	assert.Empty(t, pod.Spec.SchedulingGates, "audit holds no pod")
+	assert.Contains(t, pod.Annotations[v2alpha1.AnnotationWouldHoldPod], "waiting for "+fe2)
+	assert.NotEmpty(t, pod.Annotations[v2alpha1.AnnotationWouldReleaseAt], "the plan said when it would let it go")
+	noViolation(t, ns)
 }

@@ -96,7 +96,7 @@ func run(m *testing.M) (int, error) {
 	if code == 0 {
 		// Every rollout of the suite kept the order: the auditor, which
 		// judges what the cluster did without the planner, must agree.
-		if err := auditmetrics.NoViolations(time.Minute); err != nil {
+		if err := auditmetrics.NoViolations(context.Background(), harness.Client, time.Minute); err != nil {
 			return 1, err
 		}
 	}
