@@ -70,8 +70,8 @@ type auditFinding struct {
 	WaitingFor string `json:"waitingFor,omitempty"`
 	// Recovery: a would-have-held of a recovering node's new pod, which
 	// enforcing would have created scheduling-gated, not of a rollout.
-	Recovery bool `json:"recovery,omitempty"`
-	Message    string `json:"message"`
+	Recovery bool   `json:"recovery,omitempty"`
+	Message  string `json:"message"`
 	// From says where it was read: an Event, or the node's OrderKept
 	// condition (its last finding, kept after Events expire).
 	From string `json:"from"`
