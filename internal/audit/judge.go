@@ -292,9 +292,14 @@ func (j *Judge) Set(rv uint64, s SetSeen) {
 // judge was fed (a watch broke and was listed again): a pod created among
 // them is not judged, for the node's state then is not known.
 func (j *Judge) Blind(from, to uint64) {
-	if to > from {
-		j.blind = append(j.blind, [2]uint64{from, to})
+	if to <= from {
+		return
 	}
+	if n := len(j.blind); n > 0 && j.blind[n-1][0] == from {
+		j.blind[n-1][1] = max(j.blind[n-1][1], to) // the same break, grown as its list comes in
+		return
+	}
+	j.blind = append(j.blind, [2]uint64{from, to})
 }
 
 // blindBetween reports whether revisions between from and to may be

@@ -8,9 +8,13 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // Guard names the release guard's webhooks: a scoped read (GatherScoped)
@@ -24,6 +28,25 @@ type Guard struct {
 	// Webhooks are its webhooks that judge a release, by the resource whose
 	// writes they judge (backends, frontends, pods).
 	Webhooks map[string]string
+	// Pods is how its pod webhook selects the pod updates it judges, as
+	// shipped: a registration that selects fewer leaves a pod release
+	// unjudged.
+	Pods PodSelection
+}
+
+// PodSelection is the objectSelector and matchConditions of the release
+// guard's pod webhook.
+type PodSelection struct {
+	ObjectSelector  *metav1.LabelSelector
+	MatchConditions []admissionregistrationv1.MatchCondition
+}
+
+// guardedResources are the API group and version of each resource whose
+// releases the guard judges.
+var guardedResources = map[string]schema.GroupVersion{
+	"backends":  v2alpha1.GroupVersion,
+	"frontends": v2alpha1.GroupVersion,
+	"pods":      corev1.SchemeGroupVersion,
 }
 
 // WhyNotGuarded starts the reason a scoped read gives for a namespace whose
@@ -61,7 +84,7 @@ func (g Guard) notJudging(ctx context.Context, r client.Reader, ns string) (stri
 		if i < 0 {
 			return WhyNotGuarded + fmt.Sprintf("%s has no webhook %s", g.Configuration, name), nil
 		}
-		if why := judgesEvery(cfg.Webhooks[i], resource, namespace.Labels); why != "" {
+		if why := judgesEvery(cfg.Webhooks[i], resource, namespace.Labels, g.Pods); why != "" {
 			return WhyNotGuarded + fmt.Sprintf("webhook %s of %s %s", name, g.Configuration, why), nil
 		}
 	}
@@ -69,23 +92,24 @@ func (g Guard) notJudging(ctx context.Context, r client.Reader, ns string) (stri
 }
 
 // judgesEvery returns why webhook w would leave an update of resource in a
-// namespace labelled nsLabels unjudged, "" when it judges every one (a
-// pod's objectSelector, which selects Express pods, is the guard's own).
-func judgesEvery(w admissionregistrationv1.ValidatingWebhook, resource string, nsLabels map[string]string) string {
+// namespace labelled nsLabels unjudged, "" when it judges every one. A pod
+// webhook may select pods as the guard's own does (pods), no fewer.
+func judgesEvery(w admissionregistrationv1.ValidatingWebhook, resource string, nsLabels map[string]string, pods PodSelection) string {
 	if w.FailurePolicy != nil && *w.FailurePolicy != admissionregistrationv1.Fail {
 		return "lets writes through when it cannot be reached (failurePolicy " + string(*w.FailurePolicy) + ")"
 	}
-	if !slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
-		return slices.ContainsFunc(r.Operations, func(op admissionregistrationv1.OperationType) bool {
-			return op == admissionregistrationv1.Update || op == admissionregistrationv1.OperationAll
-		}) && slices.ContainsFunc(r.Resources, func(res string) bool { return res == resource || res == "*" })
-	}) {
-		return "does not judge updates of " + resource
+	gv := guardedResources[resource]
+	if !slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool { return covers(r, gv, resource) }) {
+		return fmt.Sprintf("does not judge updates of %s (%s)", resource, gv)
 	}
-	if resource != "pods" && len(w.MatchConditions) > 0 {
+	var own PodSelection
+	if resource == "pods" {
+		own = pods
+	}
+	if len(w.MatchConditions) > 0 && !equality.Semantic.DeepEqual(w.MatchConditions, own.MatchConditions) {
 		return "judges only some writes (matchConditions)"
 	}
-	if resource != "pods" && w.ObjectSelector != nil && (len(w.ObjectSelector.MatchLabels) > 0 || len(w.ObjectSelector.MatchExpressions) > 0) {
+	if !selectsAll(w.ObjectSelector) && !equality.Semantic.DeepEqual(w.ObjectSelector, own.ObjectSelector) {
 		return "selects only some objects (objectSelector)"
 	}
 	if w.NamespaceSelector != nil {
@@ -95,4 +119,21 @@ func judgesEvery(w admissionregistrationv1.ValidatingWebhook, resource string, n
 		}
 	}
 	return ""
+}
+
+// covers reports whether rule r sends every update of resource, of API
+// group and version gv, in a namespace.
+func covers(r admissionregistrationv1.RuleWithOperations, gv schema.GroupVersion, resource string) bool {
+	anyOf := func(list []string, want ...string) bool {
+		return slices.ContainsFunc(list, func(s string) bool { return slices.Contains(want, s) })
+	}
+	return slices.ContainsFunc(r.Operations, func(op admissionregistrationv1.OperationType) bool {
+		return op == admissionregistrationv1.Update || op == admissionregistrationv1.OperationAll
+	}) && anyOf(r.Resources, resource, "*", "*/*") && anyOf(r.APIGroups, gv.Group, "*") && anyOf(r.APIVersions, gv.Version, "*") &&
+		(r.Scope == nil || *r.Scope == admissionregistrationv1.AllScopes || *r.Scope == admissionregistrationv1.NamespacedScope)
+}
+
+// selectsAll reports whether an object selector selects every object.
+func selectsAll(sel *metav1.LabelSelector) bool {
+	return sel == nil || len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0
 }

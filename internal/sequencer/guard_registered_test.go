@@ -10,12 +10,20 @@ import (
 )
 
 func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
-	updates := func(resource string) []admissionregistrationv1.RuleWithOperations {
-		return []admissionregistrationv1.RuleWithOperations{{
+	rule := func(resource, group, version string) admissionregistrationv1.RuleWithOperations {
+		return admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule:       admissionregistrationv1.Rule{Resources: []string{resource}},
-		}}
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}},
+		}
 	}
+	updates := func(resource string) []admissionregistrationv1.RuleWithOperations {
+		if resource == "pods" {
+			return []admissionregistrationv1.RuleWithOperations{rule(resource, "", "v1")}
+		}
+		return []admissionregistrationv1.RuleWithOperations{rule(resource, "express.medallia.com", "v2alpha1")}
+	}
+	expressPods := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "express.medallia.com/node", Operator: metav1.LabelSelectorOpExists}}}
+	heldPods := []admissionregistrationv1.MatchCondition{{Name: "held-by-the-sequencer", Expression: "true"}}
 	prod := map[string]string{"team": "payments"}
 	for name, c := range map[string]struct {
 		webhook  admissionregistrationv1.ValidatingWebhook
@@ -34,12 +42,28 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule:       admissionregistrationv1.Rule{Resources: []string{"backends"}},
 			}}}, resource: "backends",
-			why: "does not judge updates of backends",
+			why: "does not judge updates of backends (express.medallia.com/v2alpha1)",
+		},
+		"a webhook on another API group does not": {
+			webhook: admissionregistrationv1.ValidatingWebhook{Rules: []admissionregistrationv1.RuleWithOperations{rule("frontends", "example.com", "v2alpha1")}}, resource: "frontends",
+			why: "does not judge updates of frontends (express.medallia.com/v2alpha1)",
+		},
+		"a webhook on another version does not": {
+			webhook: admissionregistrationv1.ValidatingWebhook{Rules: []admissionregistrationv1.RuleWithOperations{rule("frontends", "express.medallia.com", "v3")}}, resource: "frontends",
+			why: "does not judge updates of frontends (express.medallia.com/v2alpha1)",
+		},
+		"a webhook on cluster-scoped objects only does not": {
+			webhook: admissionregistrationv1.ValidatingWebhook{Rules: func() []admissionregistrationv1.RuleWithOperations {
+				r := updates("pods")
+				r[0].Scope = ptr.To(admissionregistrationv1.ClusterScope)
+				return r
+			}()}, resource: "pods",
+			why: "does not judge updates of pods (v1)",
 		},
 		"a webhook for every operation and resource judges them": {
 			webhook: admissionregistrationv1.ValidatingWebhook{Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
-				Rule:       admissionregistrationv1.Rule{Resources: []string{"*"}},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}},
 			}}}, resource: "backends",
 		},
 		"a webhook on some nodes only does not": {
@@ -51,10 +75,21 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 			resource: "backends", why: "judges only some writes (matchConditions)",
 		},
 		"the pod webhook's own selection of Express pods is the guard's": {
-			webhook: admissionregistrationv1.ValidatingWebhook{Rules: updates("pods"),
-				ObjectSelector:  &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "express.medallia.com/node", Operator: metav1.LabelSelectorOpExists}}},
-				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "held-by-the-sequencer", Expression: "true"}}},
+			webhook:  admissionregistrationv1.ValidatingWebhook{Rules: updates("pods"), ObjectSelector: expressPods, MatchConditions: heldPods},
 			resource: "pods",
+		},
+		"a pod webhook that selects fewer pods does not": {
+			webhook:  admissionregistrationv1.ValidatingWebhook{Rules: updates("pods"), ObjectSelector: &metav1.LabelSelector{MatchLabels: prod}, MatchConditions: heldPods},
+			resource: "pods", why: "selects only some objects (objectSelector)",
+		},
+		"a pod webhook with a condition of its own does not": {
+			webhook: admissionregistrationv1.ValidatingWebhook{Rules: updates("pods"), ObjectSelector: expressPods,
+				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "held-by-the-sequencer", Expression: "false"}}},
+			resource: "pods", why: "judges only some writes (matchConditions)",
+		},
+		"the guard's selection of pods is not a node webhook's": {
+			webhook:  admissionregistrationv1.ValidatingWebhook{Rules: updates("frontends"), ObjectSelector: expressPods},
+			resource: "frontends", why: "selects only some objects (objectSelector)",
 		},
 		"a webhook that selects the namespace judges it": {
 			webhook:  admissionregistrationv1.ValidatingWebhook{Rules: updates("frontends"), NamespaceSelector: &metav1.LabelSelector{MatchLabels: prod}},
@@ -66,7 +101,7 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, c.why, judgesEvery(c.webhook, c.resource, prod))
+			assert.Equal(t, c.why, judgesEvery(c.webhook, c.resource, prod, PodSelection{ObjectSelector: expressPods, MatchConditions: heldPods}))
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/scheme"
+	"github.com/medallia/express-sequencer/internal/webhook"
 )
 
 // The pod admission webhook (DESIGN v2 §4b).
@@ -172,4 +174,18 @@ func TestAPodBoundToAMachineWhileItsNodeMayNotStartIsRefusedNamingWhatItWaitsFor
 	assert.Contains(t, err.Error(), "spec.nodeName")
 	assert.Contains(t, err.Error(), "acme-fe1", "the refusal names the node that is held")
 	assert.Contains(t, err.Error(), "acme-be", "and the prerequisite it waits for")
+}
+
+// The sequencer counts on the release guard's pod webhook selecting pod
+// updates as ReleaseGuardPods says, no fewer: the registration generated
+// from the marker says the same.
+func TestTheReleaseGuardsPodSelectionIsWhatItsMarkerRegisters(t *testing.T) {
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Name: webhook.ValidatingConfigurationName}, cfg))
+	i := slices.IndexFunc(cfg.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+		return w.Name == webhook.ReleaseGuardWebhooks["pods"]
+	})
+	require.GreaterOrEqual(t, i, 0)
+	assert.Equal(t, webhook.ReleaseGuardPods.ObjectSelector, cfg.Webhooks[i].ObjectSelector)
+	assert.Equal(t, webhook.ReleaseGuardPods.MatchConditions, cfg.Webhooks[i].MatchConditions)
 }

@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -10,6 +12,7 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/rollout"
+	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 // Paths the webhooks are served at; they match the markers below and so the
@@ -30,6 +33,15 @@ var ReleaseGuardWebhooks = map[string]string{
 	"backends":  "vbackend.express.medallia.com",
 	"frontends": "vfrontend.express.medallia.com",
 	"pods":      "vpod.express.medallia.com",
+}
+
+// ReleaseGuardPods is how the release guard's pod webhook selects the pod
+// updates it judges: Express pods held by the sequencer (the objectSelector
+// and matchConditions of its marker below; a test holds the two together).
+var ReleaseGuardPods = sequencer.PodSelection{
+	ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: v2alpha1.LabelNode, Operator: metav1.LabelSelectorOpExists}}},
+	MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "held-by-the-sequencer",
+		Expression: "has(oldObject.spec.schedulingGates) && oldObject.spec.schedulingGates.exists(g, g.name == '" + v2alpha1.GateSequencer + "')"}},
 }
 
 // Names of the generated webhook configurations, as in config/webhook.

@@ -115,7 +115,7 @@ func main() {
 	flag.StringVar(&o.change, "change", "version", "What the upgrade changes on every node: version (expressVersion) or config (configChangeset only).")
 	flag.BoolVar(&o.rolloutID, "rollout-id", true, "Nodes carry a rollout-id per change, as the tenant chart renders it; false leaves change grouping to --settle-time.")
 	flag.IntVar(&o.crash, "crash", 0, "After the upgrade, delete every pod of the first N tenants at once and measure their recovery through the pod gates.")
-	flag.StringVar(&o.memProfile, "memprofile", "", "Write the sequencer's heap profile, taken at the end of the upgrade, to this file.")
+	flag.StringVar(&o.memProfile, "memprofile", "", "Write the sequencer's heap profile at the upgrade's largest live heap (sampled every 3 s) to this file.")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "Write CPU profiles of the sequencer and of kube-apiserver, taken over the first -cpu-seconds of the upgrade, into this directory (sequencer.pprof, kube-apiserver.pprof).")
 	flag.IntVar(&o.cpuSeconds, "cpu-seconds", 30, "How long -cpuprofile profiles.")
 	flag.BoolVar(&o.statefulSets, "statefulsets", true, "Every pod is owned by its node's StatefulSet (one replica), as the Express operator's are: the sequencer's fresh reads then read each node's StatefulSet too. false creates bare pods.")
@@ -386,6 +386,12 @@ func measure(o options, out io.Writer) (Result, error) {
 	}
 	rec.mu.Unlock()
 	start = time.Now()
+	var peak *heapPeak
+	sampling, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	if o.memProfile != "" {
+		peak = watchHeapPeak(sampling, st.pprofURL+"/debug/pprof/heap", 3*time.Second)
+	}
 	profiled := make(chan error, 1)
 	if o.cpuProfile != "" {
 		go func() {
@@ -413,6 +419,7 @@ func measure(o options, out io.Writer) (Result, error) {
 		return res, err
 	}
 	res.Upgrade = time.Since(start)
+	stopSampling()
 	if err := <-profiled; err != nil {
 		return res, err
 	}
@@ -423,8 +430,8 @@ func measure(o options, out io.Writer) (Result, error) {
 	if res.FleetView, err = measureFleetView(ctx, st.cfg, c, o.tenants); err != nil {
 		return res, err
 	}
-	if o.memProfile != "" {
-		if err := saveHeapProfile(st.pprofURL+"/debug/pprof/heap", o.memProfile); err != nil {
+	if peak != nil {
+		if err := peak.save(o.memProfile, out); err != nil {
 			return res, err
 		}
 	}

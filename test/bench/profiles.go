@@ -14,16 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// saveHeapProfile writes the sequencer's heap profile, read from url, to file.
-func saveHeapProfile(url, file string) error {
-	resp, err := http.Get(url) //nolint:noctx // a local endpoint, read once
-	if err != nil {
-		return fmt.Errorf("reading the sequencer's heap profile: %w", err)
-	}
-	defer resp.Body.Close()
-	return writeFile(file, resp.Body)
-}
-
 // saveCPUProfiles profiles the sequencer (its pprof endpoint at sequencer)
 // and kube-apiserver (its /debug/pprof, through the admin config) over the
 // same seconds, and writes sequencer.pprof and kube-apiserver.pprof into

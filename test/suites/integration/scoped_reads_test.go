@@ -27,7 +27,7 @@ import (
 func scopedReconciler(c *laggingCache, fresh client.Reader) *sequencer.Reconciler {
 	r := newLaggingReconciler(c)
 	r.Fresh, r.ScopedReads = fresh, true
-	r.Guard = sequencer.Guard{Configuration: webhook.ValidatingConfigurationName, Webhooks: webhook.ReleaseGuardWebhooks}
+	r.Guard = sequencer.Guard{Configuration: webhook.ValidatingConfigurationName, Webhooks: webhook.ReleaseGuardWebhooks, Pods: webhook.ReleaseGuardPods}
 	return r
 }
 
