@@ -438,7 +438,8 @@ func (j *Judge) recovery(p pendingPod, at nodeRev) (Finding, bool) {
 }
 
 // podLetGo finishes the would-have-held of a recovery f once its pod is let
-// go by the plan, or deleted before it was.
+// go by the plan; or, its end not to be recorded, once the pod is deleted or
+// its node leaves audit mode first.
 func (j *Judge) podLetGo(k NodeKey, f *Finding) (Finding, bool) {
 	i := slices.IndexFunc(j.pods[k], func(l podLife) bool { return l.name == f.Pod && l.created == f.CreatedAt })
 	if i < 0 {
@@ -455,6 +456,11 @@ func (j *Judge) podLetGo(k NodeKey, f *Finding) (Finding, bool) {
 		return done, true
 	case l.deleted != 0:
 		return done, true
+	}
+	if n := j.nodes[k]; n != nil && len(n.revs) > 0 {
+		if last := n.revs[len(n.revs)-1]; !last.seen.Audit || last.seen.Gone {
+			return done, true
+		}
 	}
 	return Finding{}, false
 }

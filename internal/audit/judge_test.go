@@ -286,6 +286,10 @@ func TestARecoveryEnforcingWouldHaveHeld(t *testing.T) {
 			steps: []step{auditNode(10, false, "v1", released), podGone(20, "acme-fe1-0"), wouldHeldPod(21, "acme-fe1-0"), podGone(30, "acme-fe1-0")},
 			want:  true,
 		},
+		"one whose namespace left audit before the plan let it go is, for as long as it lasted": {
+			steps: []step{auditNode(10, false, "v1", at(-60)), podGone(20, "acme-fe1-0"), wouldHeldPod(21, "acme-fe1-0"), node(30, false, "v1")},
+			want:  true,
+		},
 		"a new pod the webhook would have let start is not": {
 			steps: []step{auditNode(10, false, "v1", released), podGone(20, "acme-fe1-0"), pod(21, "acme-fe1-0", "v1", true), podGone(30, "acme-fe1-0")},
 		},

@@ -66,7 +66,7 @@ func Describe(f Finding) string {
 	}
 	switch {
 	case f.Recovery:
-		held := "while it lasted: its pod was deleted before the plan would have let it go"
+		held := "for as long as it lasted (the pod was deleted, or the namespace left audit, before the plan would have let it go)"
 		if !f.ReleasedAt.IsZero() {
 			held = fmt.Sprintf("for %s more, until %s", f.HeldFor.Round(time.Second), f.ReleasedAt.UTC().Format(time.RFC3339))
 		}
