@@ -231,7 +231,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 			Client: mgr.GetClient(), Fresh: fresh, Orders: orders, Clock: o.Clock, ProgressDeadline: o.ProgressDeadline, Grouping: o.Grouping,
 			Recorder: events, DefaultMode: o.DefaultMode,
 			ScopedReads: o.ScopedReads && o.RecheckReleases && o.Webhooks,
-			Guard:       sequencer.Guard{Configuration: o.ValidatingName, Webhooks: expresswebhook.ReleaseGuardWebhooks, Pods: expresswebhook.ReleaseGuardPods},
+			Guard:       sequencer.Guard{Configuration: o.ValidatingName, Webhooks: expresswebhook.ReleaseGuardWebhooks, Pods: expresswebhook.ReleaseGuardPods, Paths: expresswebhook.ReleaseGuardPaths},
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
 			return nil, fmt.Errorf("setting up the sequencer: %w", err)

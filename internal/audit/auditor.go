@@ -15,9 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -63,10 +62,11 @@ type Auditor struct {
 	// revision of the last event its handler has processed: a watch's own
 	// progress (LastSyncResourceVersion) runs ahead of its handlers.
 	handled map[string]uint64
-	// broken are the streams whose watch failed: until the informer has
-	// listed again, what happened after the revision handled then may be
-	// missing.
-	broken map[string]brokenWatch
+	// listedOnce are the streams whose first list is done: a later list
+	// mends a broken watch (relistWatcher).
+	listedOnce map[string]bool
+	// informers are the streams' informers, by stream.
+	informers map[string]toolscache.SharedIndexInformer
 
 	nodeInformers map[string]toolscache.SharedIndexInformer
 	podInformer   toolscache.SharedIndexInformer
@@ -104,42 +104,20 @@ func (a *Auditor) Start(ctx context.Context) error {
 	a.judge.Grace = a.WouldHoldGrace
 	a.kinds, a.setRVs = map[NodeKey]string{}, map[NodeKey]map[string]uint64{}
 	a.confirmedNode, a.confirmSet, a.waitingSince = map[NodeKey]uint64{}, map[NodeKey]uint64{}, map[NodeKey]time.Time{}
-	a.handled, a.broken = map[string]uint64{}, map[string]brokenWatch{}
-
-	pods := informers.NewSharedInformerFactoryWithOptions(a.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = v2alpha1.LabelNode
-	}))
-	others := informers.NewSharedInformerFactory(a.cs, 0)
-	nodes := dynamicinformer.NewDynamicSharedInformerFactory(a.dyn, 0)
-
-	a.podInformer = pods.Core().V1().Pods().Informer()
-	podInformer := a.podInformer
-	a.setInformer = others.Apps().V1().StatefulSets().Informer()
-	a.nsInformer = others.Core().V1().Namespaces().Informer()
-	a.nodeInformers = map[string]toolscache.SharedIndexInformer{}
-	for kind, gvr := range NodeResources {
-		a.nodeInformers[kind] = nodes.ForResource(gvr).Informer()
-	}
-	if err := a.wire(podInformer); err != nil {
+	a.handled, a.listedOnce = map[string]uint64{}, map[string]bool{}
+	a.makeInformers()
+	if err := a.wire(a.podInformer); err != nil {
 		return err
 	}
 	// Namespaces first: a node's mode is read off them as its events come.
-	others.Start(ctx.Done())
-	for typ, ok := range others.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("the auditor's watch of %v did not sync", typ)
+	for _, group := range [][]string{{streamNamespaces, streamSets}, {streamPods, v2alpha1.KindBackend, v2alpha1.KindFrontend}} {
+		synced := make([]toolscache.InformerSynced, 0, len(group))
+		for _, stream := range group {
+			go a.informers[stream].RunWithContext(ctx)
+			synced = append(synced, a.informers[stream].HasSynced)
 		}
-	}
-	pods.Start(ctx.Done())
-	nodes.Start(ctx.Done())
-	for gvr, ok := range nodes.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("the auditor's watch of %s did not sync", gvr.Resource)
-		}
-	}
-	for typ, ok := range pods.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("the auditor's watch of %v did not sync", typ)
+		if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+			return fmt.Errorf("the auditor's watches of %v did not sync", group)
 		}
 	}
 	a.Log.Info("Auditing rollouts", "default mode", a.DefaultMode)
@@ -152,6 +130,45 @@ func (a *Auditor) Start(ctx context.Context) error {
 		case <-tick.C():
 			a.settle(ctx)
 		}
+	}
+}
+
+// makeInformers makes the informers of the auditor's streams, each listing
+// and watching through a relistWatcher.
+func (a *Auditor) makeInformers() {
+	opts := func(o metav1.ListOptions, labelSelector string) metav1.ListOptions {
+		o.LabelSelector = labelSelector
+		return o
+	}
+	make1 := func(stream string, example runtime.Object, list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+		watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) toolscache.SharedIndexInformer {
+		inf := toolscache.NewSharedIndexInformer(newRelistWatcher(stream, list, watchFn, a.listed), example, 0, toolscache.Indexers{})
+		a.informers[stream] = inf
+		return inf
+	}
+	a.informers = map[string]toolscache.SharedIndexInformer{}
+	pods := a.cs.CoreV1().Pods(metav1.NamespaceAll)
+	a.podInformer = make1(streamPods, &corev1.Pod{},
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return pods.List(ctx, opts(o, v2alpha1.LabelNode))
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return pods.Watch(ctx, opts(o, v2alpha1.LabelNode))
+		})
+	sets := a.cs.AppsV1().StatefulSets(metav1.NamespaceAll)
+	a.setInformer = make1(streamSets, &appsv1.StatefulSet{},
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return sets.List(ctx, o) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return sets.Watch(ctx, o) })
+	namespaces := a.cs.CoreV1().Namespaces()
+	a.nsInformer = make1(streamNamespaces, &corev1.Namespace{},
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return namespaces.List(ctx, o) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return namespaces.Watch(ctx, o) })
+	a.nodeInformers = map[string]toolscache.SharedIndexInformer{}
+	for kind, gvr := range NodeResources {
+		nodes := a.dyn.Resource(gvr).Namespace(metav1.NamespaceAll)
+		a.nodeInformers[kind] = make1(kind, &unstructured.Unstructured{},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return nodes.List(ctx, o) },
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return nodes.Watch(ctx, o) })
 	}
 }
 
@@ -169,22 +186,6 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 			return err
 		}
 	}
-	streams := map[string]toolscache.SharedIndexInformer{streamPods: podInformer, streamSets: a.setInformer}
-	for kind, inf := range a.nodeInformers {
-		streams[kind] = inf
-	}
-	for stream, inf := range streams {
-		if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
-			a.mu.Lock()
-			if _, ok := a.broken[stream]; !ok {
-				a.broken[stream] = brokenWatch{from: a.handled[stream], synced: lastSync(inf)}
-			}
-			a.mu.Unlock()
-			toolscache.DefaultWatchErrorHandler(ctx, r, err)
-		}); err != nil {
-			return err
-		}
-	}
 	for kind, inf := range a.nodeInformers {
 		if err := inf.SetTransform(stripNode); err != nil {
 			return err
@@ -199,7 +200,7 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 	}
 	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    a.onPodAdded,
-		UpdateFunc: func(_, o any) { a.onPodUpdated(o) },
+		UpdateFunc: a.onPodUpdated,
 		DeleteFunc: func(o any) { a.onPodDeleted(o, podInformer) },
 	}); err != nil {
 		return err
@@ -214,43 +215,33 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 
 // Streams of events besides the node kinds.
 const (
-	streamPods = "pods"
-	streamSets = "statefulsets"
+	streamPods       = "pods"
+	streamSets       = "statefulsets"
+	streamNamespaces = "namespaces"
 )
 
-// brokenWatch is a stream whose watch failed: the revision its handler had
-// processed then, and the revision its informer had synced through.
-type brokenWatch struct{ from, synced uint64 }
-
 // seen records that stream's handler processed an event at revision rv
-// (not a tombstone's guess), its informer synced through revision synced.
-// After a broken watch, the revisions between the last one handled before
-// it and the list that mends it may be missing: the judge judges no pod
-// created among them. A list's objects come in no order of revision, and
-// the informer takes the list's revision as synced only once it has queued
-// them all: until synced moves, the blind span grows with each object.
-// Called locked.
-func (a *Auditor) seen(stream string, rv, synced uint64) {
-	if b, ok := a.broken[stream]; ok {
-		a.judge.Blind(b.from, max(rv, synced))
-		if synced != b.synced {
-			delete(a.broken, stream)
-		}
-	}
+// (not a tombstone's guess). Called locked.
+func (a *Auditor) seen(stream string, rv uint64) {
 	a.handled[stream] = max(a.handled[stream], rv)
 }
 
 // revision is an object's resource version as a number: etcd's revision,
 // which orders every write of the cluster.
-func revision(o metav1.Object) uint64 {
-	rv, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
-	return rv
+func revision(o metav1.Object) uint64 { return parseRevision(o.GetResourceVersion()) }
+
+// parseRevision reads a resource version as a number (0 for none).
+func parseRevision(rv string) uint64 {
+	n, _ := strconv.ParseUint(rv, 10, 64)
+	return n
 }
 
 // lastSync is the revision an informer's watch has delivered everything up to.
 func lastSync(inf toolscache.SharedIndexInformer) uint64 {
-	rv, _ := strconv.ParseUint(inf.LastSyncResourceVersion(), 10, 64)
-	return rv
+	if inf == nil {
+		return 0
+	}
+	return parseRevision(inf.LastSyncResourceVersion())
 }
 
 func unwrap(o any) any {
@@ -281,7 +272,7 @@ func (a *Auditor) onNode(kind string, o any, deleted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !tombstone {
-		a.seen(kind, rv, lastSync(a.nodeInformers[kind]))
+		a.seen(kind, rv)
 	}
 	a.kinds[k] = kind
 	a.judge.Node(rv, k, seen)
@@ -330,35 +321,42 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 		// as running, and is not judged.
 		rv = 0
 	}
-	seen := PodSeen{Node: NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, Name: p.Name,
+	seen := PodSeen{Node: NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, Name: p.Name, UID: string(p.UID),
 		Target: TargetKey(p.Labels), Created: p.CreationTimestamp.Time, WouldHold: p.Annotations[v2alpha1.AnnotationWouldHoldPod]}
 	if c := metav1.GetControllerOf(p); c != nil && c.Kind == "StatefulSet" {
 		seen.FromSet = true
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.seen(streamPods, stored, lastSync(a.podInformer))
+	a.seen(streamPods, stored)
 	a.judge.PodCreated(rv, seen)
 	a.podLetGo(p)
 }
 
 // onPodUpdated records, of a pod enforcing would have held, the moment the
-// plan would have let it go.
-func (a *Auditor) onPodUpdated(o any) {
+// plan would have let it go. A pod of another UID under the same name (a
+// list after a broken watch shows it so) is the old one deleted and a new
+// one seen first.
+func (a *Auditor) onPodUpdated(old, o any) {
 	p, ok := o.(*corev1.Pod)
 	if !ok {
 		return
 	}
+	if was, ok := old.(*corev1.Pod); ok && was.UID != p.UID {
+		a.onPodDeleted(toolscache.DeletedFinalStateUnknown{Key: p.Namespace + "/" + p.Name, Obj: was}, a.podInformer)
+		a.onPodAdded(p, false)
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.seen(streamPods, revision(p), lastSync(a.podInformer))
+	a.seen(streamPods, revision(p))
 	a.podLetGo(p)
 }
 
 // podLetGo passes a pod's would-release-at to the judge. Called locked.
 func (a *Auditor) podLetGo(p *corev1.Pod) {
 	if at, err := time.Parse(time.RFC3339Nano, p.Annotations[v2alpha1.AnnotationWouldReleaseAt]); err == nil {
-		a.judge.PodLetGo(NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, p.Name, at)
+		a.judge.PodLetGo(NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, p.Name, string(p.UID), at)
 	}
 }
 
@@ -390,7 +388,7 @@ func (a *Auditor) onPodDeleted(o any, inf toolscache.SharedIndexInformer) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !tombstone {
-		a.seen(streamPods, rv, lastSync(inf))
+		a.seen(streamPods, rv)
 	}
 	a.judge.PodDeleted(rv, NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, p.Name)
 }
@@ -413,7 +411,7 @@ func (a *Auditor) onSet(o any, initial, deleted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !tombstone {
-		a.seen(streamSets, rv, lastSync(a.setInformer))
+		a.seen(streamSets, rv)
 	}
 	if a.setRVs[k] == nil {
 		a.setRVs[k] = map[string]uint64{}
@@ -455,6 +453,7 @@ func (a *Auditor) known(k NodeKey) uint64 {
 func (a *Auditor) settle(ctx context.Context) {
 	a.mu.Lock()
 	a.judge.PodsThrough = a.handled[streamPods]
+	a.judge.CloseBlind(func(stream string) uint64 { return a.handled[stream] })
 	blinded := a.judge.Blinded
 	found := a.judge.Settle(a.known)
 	unjudged.WithLabelValues(UnjudgedBlind).Add(float64(a.judge.Blinded - blinded))
@@ -586,7 +585,7 @@ func stripPod(o any) (any, error) {
 		return o, nil
 	}
 	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		Labels: p.Labels, OwnerReferences: p.OwnerReferences, CreationTimestamp: p.CreationTimestamp}}
+		Labels: auditedLabels(p.Labels), OwnerReferences: controllerOnly(p.OwnerReferences), CreationTimestamp: p.CreationTimestamp}}
 	for _, k := range []string{v2alpha1.AnnotationWouldHoldPod, v2alpha1.AnnotationWouldReleaseAt} {
 		if v, ok := p.Annotations[k]; ok {
 			if out.Annotations == nil {
@@ -608,9 +607,35 @@ func stripSet(o any) (any, error) {
 		return o, nil
 	}
 	out := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
-		OwnerReferences: s.OwnerReferences}}
-	out.Spec.Template.Labels = s.Spec.Template.Labels
+		OwnerReferences: controllerOnly(s.OwnerReferences)}}
+	out.Spec.Template.Labels = auditedLabels(s.Spec.Template.Labels)
 	return out, nil
+}
+
+// auditedLabels keeps, of a pod's (or pod template's) labels, those the
+// auditor reads: the node's, and what it was made for (TargetKey). The
+// watch of StatefulSets holds every one of the cluster.
+func auditedLabels(labels map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{v2alpha1.LabelNode, v2alpha1.LabelTargetHash, v2alpha1.LabelExpressVersion, v2alpha1.LabelDeploymentRevision} {
+		if v, ok := labels[k]; ok {
+			if out == nil {
+				out = make(map[string]string, 4)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// controllerOnly keeps, of owner references, the controller's.
+func controllerOnly(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	for _, r := range refs {
+		if r.Controller != nil && *r.Controller {
+			return []metav1.OwnerReference{{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID, Controller: r.Controller}}
+		}
+	}
+	return nil
 }
 
 func stripNamespace(o any) (any, error) {

@@ -43,6 +43,7 @@ type NodeSeen struct {
 type PodSeen struct {
 	Node NodeKey
 	Name string
+	UID  string
 	// Target is what the pod was made for: its target-hash label, or its
 	// version and revision labels (TargetKey).
 	Target string
@@ -142,9 +143,9 @@ type Judge struct {
 	// through: a pod created before it may still arrive, and the node
 	// versions it would be judged on are kept.
 	PodsThrough uint64
-	// blind are spans of revisions (from, to] a broken watch may have
-	// hidden: no pod created in one is judged.
-	blind   [][2]uint64
+	// blind are spans of revisions a broken watch may have hidden: no pod
+	// created in one is judged.
+	blind   []blindSpan
 	nodes   map[NodeKey]*nodeLog
 	pods    map[NodeKey][]podLife
 	sets    map[NodeKey]map[string][]setRev
@@ -162,6 +163,16 @@ type Judge struct {
 	Blinded uint64
 }
 
+// blindSpan is the revisions (from, to] a broken watch of stream may have
+// hidden, mended by a list at revision to. It is done once the stream's
+// handler has processed an event past to: every object of the list before
+// it.
+type blindSpan struct {
+	stream   string
+	from, to uint64
+	done     bool
+}
+
 type nodeRev struct {
 	rv   uint64
 	seen NodeSeen
@@ -173,7 +184,7 @@ type nodeRev struct {
 type nodeLog struct{ revs []nodeRev }
 
 type podLife struct {
-	name, target     string
+	name, uid, target string
 	created, deleted uint64 // 0: before the auditor's view / not deleted
 	// letGo is, for a pod enforcing would have held, when the plan would
 	// have let it go (zero while it has not).
@@ -248,17 +259,17 @@ func (j *Judge) PodCreated(rv uint64, p PodSeen) {
 	if slices.ContainsFunc(lives, func(l podLife) bool { return l.name == p.Name && l.deleted == 0 }) {
 		return
 	}
-	j.pods[p.Node] = append(lives, podLife{name: p.Name, target: p.Target, created: rv})
+	j.pods[p.Node] = append(lives, podLife{name: p.Name, uid: p.UID, target: p.Target, created: rv})
 	if rv > 0 {
 		j.pending = append(j.pending, pendingPod{rv: rv, pod: p})
 	}
 }
 
-// PodLetGo records that the plan would have let pod name of node k go at
-// time at (its would-release-at annotation); the first time counts.
-func (j *Judge) PodLetGo(k NodeKey, name string, at time.Time) {
+// PodLetGo records that the plan would have let pod name (uid) of node k
+// go at time at (its would-release-at annotation); the first time counts.
+func (j *Judge) PodLetGo(k NodeKey, name, uid string, at time.Time) {
 	for i, l := range j.pods[k] {
-		if l.name == name && l.deleted == 0 && l.letGo.IsZero() {
+		if l.name == name && l.uid == uid && l.deleted == 0 && l.letGo.IsZero() {
 			j.pods[k][i].letGo = at
 		}
 	}
@@ -288,33 +299,36 @@ func (j *Judge) Set(rv uint64, s SetSeen) {
 	bySet[s.Name] = append(revs, setRev{rv: rv, target: s.Target, gone: s.Gone})
 }
 
-// Blind records that revisions (from, to] may be missing from what the
-// judge was fed (a watch broke and was listed again): a pod created among
-// them is not judged, for the node's state then is not known.
-func (j *Judge) Blind(from, to uint64) {
-	if to <= from {
-		return
+// Blind records that revisions (from, to] of stream may be missing from
+// what the judge was fed (its watch broke and a list at revision to mends
+// it): a pod created among them is not judged, for the node's state then
+// is not known, and a node's hold seen on both sides of them counts from
+// after them.
+func (j *Judge) Blind(stream string, from, to uint64) {
+	if to > from {
+		j.blind = append(j.blind, blindSpan{stream: stream, from: from, to: to})
 	}
-	if n := len(j.blind); n > 0 && j.blind[n-1][0] == from {
-		j.blind[n-1][1] = max(j.blind[n-1][1], to) // the same break, grown as its list comes in
-		return
+}
+
+// CloseBlind marks done the blind spans whose stream's handler has
+// processed an event past them (handled): the list that mends each has
+// been fed whole. Only a span done may be forgotten.
+func (j *Judge) CloseBlind(handled func(stream string) uint64) {
+	for i := range j.blind {
+		if !j.blind[i].done && handled(j.blind[i].stream) > j.blind[i].to {
+			j.blind[i].done = true
+		}
 	}
-	j.blind = append(j.blind, [2]uint64{from, to})
 }
 
 // blindBetween reports whether revisions between from and to may be
 // missing.
 func (j *Judge) blindBetween(from, to uint64) bool {
-	return slices.ContainsFunc(j.blind, func(b [2]uint64) bool { return b[0] < to && b[1] > from })
+	return slices.ContainsFunc(j.blind, func(b blindSpan) bool { return b.from < to && b.to > from })
 }
 
 func (j *Judge) inBlind(rv uint64) bool {
-	for _, b := range j.blind {
-		if rv > b[0] && rv <= b[1] {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(j.blind, func(b blindSpan) bool { return rv > b.from && rv <= b.to })
 }
 
 // Pending is how many pod creations wait to be judged.
@@ -346,6 +360,16 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 		if known(p.pod.Node) < p.rv {
 			rest = append(rest, p)
 			continue
+		}
+		if f := j.openPods[p.pod.Node]; f != nil {
+			// A recovery's pod deleted before this one was made ends its
+			// finding first, however the judgements fell in time.
+			if done, ok := j.podLetGo(p.pod.Node, f); ok && j.deletedBy(p.pod.Node, f, p.rv) {
+				delete(j.openPods, p.pod.Node)
+				if done.ReleasedAt.IsZero() || done.HeldFor >= j.Grace {
+					out = append(out, done)
+				}
+			}
 		}
 		if f, ok := j.judge(p); ok {
 			switch {
@@ -465,6 +489,13 @@ func (j *Judge) podLetGo(k NodeKey, f *Finding) (Finding, bool) {
 	return Finding{}, false
 }
 
+// deletedBy reports whether the pod of recovery f was deleted at or before
+// revision rv.
+func (j *Judge) deletedBy(k NodeKey, f *Finding, rv uint64) bool {
+	i := slices.IndexFunc(j.pods[k], func(l podLife) bool { return l.name == f.Pod && l.created == f.CreatedAt })
+	return i >= 0 && j.pods[k][i].deleted != 0 && j.pods[k][i].deleted <= rv
+}
+
 // letGo finishes would-have-held f once the node's log shows its hold
 // ended: how long enforcing would have held it. A node's versions come in
 // order, so the first that ends the hold is the end, whatever the other
@@ -559,7 +590,7 @@ func (j *Judge) prune() {
 	}
 	blind := j.blind[:0]
 	for _, b := range j.blind {
-		if b[1] >= j.PodsThrough || slices.ContainsFunc(j.pending, func(p pendingPod) bool { return p.rv <= b[1] }) {
+		if !b.done || b.to >= j.PodsThrough || slices.ContainsFunc(j.pending, func(p pendingPod) bool { return p.rv <= b.to }) {
 			blind = append(blind, b)
 		}
 	}

@@ -196,7 +196,7 @@ func TestAPodCreatedWhereABrokenWatchMayHaveHiddenTheReleaseIsNotJudged(t *testi
 	node(15, true, "v2")(j)
 	// The watch broke after revision 15; the release at 20 was never
 	// delivered, the relist shows the node as of 22.
-	j.Blind(15, 22)
+	j.Blind("Frontend", 15, 22)
 	pod(21, "acme-fe1-0", "v2", true)(j)
 	assert.Empty(t, j.Settle(everything))
 	assert.Zero(t, j.Pending())
@@ -246,7 +246,7 @@ func TestAHoldSeenOnBothSidesOfABlindSpanCountsFromAfterIt(t *testing.T) {
 	// (15), rolled (16, 18), reverted to v1 and gated (20), changed to v2
 	// again and gated (25). The list shows it as of 25: held for v2, as
 	// at 12.
-	j.Blind(12, 25)
+	j.Blind("Frontend", 12, 25)
 	set(16, "v2")(j)
 	podGone(17, "acme-fe1-0")(j)
 	pod(18, "acme-fe1-0", "v2", true)(j)
@@ -266,7 +266,7 @@ func wouldHeldPod(rv uint64, name string) step {
 	}
 }
 
-func letGo(name string, s int) step { return func(j *Judge) { j.PodLetGo(fe1, name, at(s)) } }
+func letGo(name string, s int) step { return func(j *Judge) { j.PodLetGo(fe1, name, "", at(s)) } }
 
 func TestARecoveryEnforcingWouldHaveHeld(t *testing.T) {
 	released := at(-60)
@@ -332,4 +332,28 @@ func TestARecoveryIsReportedOncePerNodeWhileItsFirstPodIsHeld(t *testing.T) {
 	require.Len(t, found, 1)
 	assert.Equal(t, "acme-fe1-0", found[0].Pod)
 	assert.Equal(t, 9*time.Second, found[0].HeldFor)
+}
+
+func TestARecoveryWhosePodIsMadeAgainIsReportedAlikeHoweverTheJudgementsFall(t *testing.T) {
+	for _, settleBetween := range []bool{true, false} {
+		j := NewJudge()
+		j.Grace = 5 * time.Second
+		var found []Finding
+		settle := func() { found = append(found, j.Settle(everything)...) }
+		auditNode(10, false, "v1", at(-60))(j)
+		wouldHeldPod(21, "acme-fe1-0")(j)
+		settle()
+		podGone(25, "acme-fe1-0")(j)
+		if settleBetween {
+			settle()
+		}
+		j.PodCreated(26, PodSeen{Node: fe1, Name: "acme-fe1-0", UID: "second", Target: "v1", FromSet: true, Created: at(1), WouldHold: "waiting for acme-be"})
+		settle()
+		j.PodLetGo(fe1, "acme-fe1-0", "second", at(31))
+		settle()
+		require.Len(t, found, 2, "settled in between: %v", settleBetween)
+		assert.Zero(t, found[0].HeldFor, "the first pod's, for as long as it lasted")
+		assert.Equal(t, uint64(26), found[1].CreatedAt)
+		assert.Equal(t, 30*time.Second, found[1].HeldFor, "the second pod's, until the plan let it go")
+	}
 }

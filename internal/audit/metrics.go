@@ -28,6 +28,11 @@ var (
 		Help: "Pod creations the auditor could not judge, by why: relisted (first seen after a broken watch was listed again, already changed, so its creation cannot be placed in the order), blind (created while its node was held, in revisions a broken watch may have hidden). Not violations: what the auditor could not see.",
 	}, []string{"why"})
 
+	relists = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "express_sequencer_audit_relists_total",
+		Help: "Lists the auditor's watches made again after their first, by stream (pods, statefulsets, namespaces, Backend, Frontend): each mends a broken watch (a kube-apiserver restarted, a connection lost past the watch cache), and pods created in the revisions it may have hidden are not judged (express_sequencer_audit_unjudged_pods_total{why=\"blind\"}).",
+	}, []string{"stream"})
+
 	freshReads = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "express_sequencer_audit_fresh_reads_total",
 		Help: "Fresh reads the auditor made of a node and its namespace's StatefulSets, for a pod whose node's watches were quiet past the pod's revision.",
@@ -35,7 +40,7 @@ var (
 )
 
 // Collectors are every metric the auditor exports.
-var Collectors = []prometheus.Collector{violations, wouldHold, pendingPods, unjudged, freshReads}
+var Collectors = []prometheus.Collector{violations, wouldHold, pendingPods, unjudged, relists, freshReads}
 
 func init() {
 	metrics.Registry.MustRegister(Collectors...)

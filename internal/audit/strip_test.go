@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,4 +48,32 @@ func TestTheAuditorKeepsOfANodeWhatItReadsAndNothingElse(t *testing.T) {
 	assert.Empty(t, back.Spec.ExpressVersion, "the spec beyond gates and up is dropped")
 	require.Len(t, back.Status.Conditions, 1)
 	assert.Equal(t, "waiting for acme-be (Backend) to be Ready", meta.FindStatusCondition(back.Status.Conditions, v2alpha1.ConditionPrerequisitesReady).Message)
+}
+
+func TestTheAuditorKeepsOfPodsAndStatefulSetsWhatItReads(t *testing.T) {
+	yes := true
+	labels := map[string]string{v2alpha1.LabelNode: "acme-fe1", v2alpha1.LabelTargetHash: "v2", v2alpha1.LabelExpressVersion: "express-e689.154",
+		"controller-revision-hash": "acme-fe1-5d8", "statefulset.kubernetes.io/pod-name": "acme-fe1-0"}
+	owners := []metav1.OwnerReference{{Kind: "Other", Name: "x"}, {Kind: "StatefulSet", Name: "acme-fe1", UID: "s1", Controller: &yes}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1-0", Namespace: "acme", Labels: labels, OwnerReferences: owners,
+		Annotations: map[string]string{v2alpha1.AnnotationWouldHoldPod: "waiting for acme-be", "other": "x"}}}
+	out, err := stripPod(p)
+	require.NoError(t, err)
+	pod := out.(*corev1.Pod)
+	want := map[string]string{v2alpha1.LabelNode: "acme-fe1", v2alpha1.LabelTargetHash: "v2", v2alpha1.LabelExpressVersion: "express-e689.154"}
+	assert.Equal(t, want, pod.Labels)
+	assert.Equal(t, "v2", TargetKey(pod.Labels))
+	assert.Equal(t, map[string]string{v2alpha1.AnnotationWouldHoldPod: "waiting for acme-be"}, pod.Annotations)
+	if c := metav1.GetControllerOf(pod); assert.NotNil(t, c) {
+		assert.Equal(t, "acme-fe1", c.Name)
+	}
+	assert.Len(t, pod.OwnerReferences, 1, "the controller only")
+
+	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Namespace: "acme", OwnerReferences: owners}}
+	s.Spec.Template.Labels = labels
+	out, err = stripSet(s)
+	require.NoError(t, err)
+	set := out.(*appsv1.StatefulSet)
+	assert.Equal(t, want, set.Spec.Template.Labels)
+	assert.Equal(t, "acme-fe1", nodeOfSet(set))
 }

@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -32,6 +33,9 @@ type Guard struct {
 	// shipped: a registration that selects fewer leaves a pod release
 	// unjudged.
 	Pods PodSelection
+	// Paths are the paths the guard serves each webhook at, by resource: a
+	// registration that sends the reviews elsewhere is no guard's.
+	Paths map[string]string
 }
 
 // PodSelection is the objectSelector and matchConditions of the release
@@ -84,7 +88,11 @@ func (g Guard) notJudging(ctx context.Context, r client.Reader, ns string) (stri
 		if i < 0 {
 			return WhyNotGuarded + fmt.Sprintf("%s has no webhook %s", g.Configuration, name), nil
 		}
-		if why := judgesEvery(cfg.Webhooks[i], resource, namespace.Labels, g.Pods); why != "" {
+		why := judgesEvery(cfg.Webhooks[i], resource, namespace.Labels, g.Pods)
+		if path := pathOf(cfg.Webhooks[i].ClientConfig); why == "" && g.Paths[resource] != "" && path != g.Paths[resource] {
+			why = fmt.Sprintf("sends its reviews to %q, not to the guard's %s", path, g.Paths[resource])
+		}
+		if why != "" {
 			return WhyNotGuarded + fmt.Sprintf("webhook %s of %s %s", name, g.Configuration, why), nil
 		}
 	}
@@ -116,6 +124,19 @@ func judgesEvery(w admissionregistrationv1.ValidatingWebhook, resource string, n
 		sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
 		if err != nil || !sel.Matches(labels.Set(nsLabels)) {
 			return "does not select the namespace (namespaceSelector)"
+		}
+	}
+	return ""
+}
+
+// pathOf is the path a webhook's reviews are sent to.
+func pathOf(c admissionregistrationv1.WebhookClientConfig) string {
+	switch {
+	case c.Service != nil && c.Service.Path != nil:
+		return *c.Service.Path
+	case c.URL != nil:
+		if u, err := url.Parse(*c.URL); err == nil {
+			return u.Path
 		}
 	}
 	return ""

@@ -105,3 +105,10 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 		})
 	}
 }
+
+func TestAWebhooksReviewsGoToThePathOfItsServiceOrURL(t *testing.T) {
+	assert.Equal(t, "/validate-v1-pod", pathOf(admissionregistrationv1.WebhookClientConfig{
+		Service: &admissionregistrationv1.ServiceReference{Name: "webhook-service", Namespace: "system", Path: ptr.To("/validate-v1-pod")}}))
+	assert.Equal(t, "/validate-v1-pod", pathOf(admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:9443/validate-v1-pod")}))
+	assert.Empty(t, pathOf(admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Name: "elsewhere"}}))
+}

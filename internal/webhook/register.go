@@ -35,6 +35,10 @@ var ReleaseGuardWebhooks = map[string]string{
 	"pods":      "vpod.express.medallia.com",
 }
 
+// ReleaseGuardPaths are the paths the release guard's webhooks are served
+// at, by the resource whose updates each judges.
+var ReleaseGuardPaths = map[string]string{"backends": ValidateBackendPath, "frontends": ValidateFrontendPath, "pods": ValidatePodPath}
+
 // ReleaseGuardPods is how the release guard's pod webhook selects the pod
 // updates it judges: Express pods held by the sequencer (the objectSelector
 // and matchConditions of its marker below; a test holds the two together).

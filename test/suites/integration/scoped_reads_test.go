@@ -27,7 +27,7 @@ import (
 func scopedReconciler(c *laggingCache, fresh client.Reader) *sequencer.Reconciler {
 	r := newLaggingReconciler(c)
 	r.Fresh, r.ScopedReads = fresh, true
-	r.Guard = sequencer.Guard{Configuration: webhook.ValidatingConfigurationName, Webhooks: webhook.ReleaseGuardWebhooks, Pods: webhook.ReleaseGuardPods}
+	r.Guard = sequencer.Guard{Configuration: webhook.ValidatingConfigurationName, Webhooks: webhook.ReleaseGuardWebhooks, Pods: webhook.ReleaseGuardPods, Paths: webhook.ReleaseGuardPaths}
 	return r
 }
 
