@@ -161,8 +161,12 @@ func (a *Auditor) makeInformers() {
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return sets.Watch(ctx, o) })
 	namespaces := a.cs.CoreV1().Namespaces()
 	a.nsInformer = make1(streamNamespaces, &corev1.Namespace{},
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return namespaces.List(ctx, o) },
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return namespaces.Watch(ctx, o) })
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return namespaces.List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return namespaces.Watch(ctx, o)
+		})
 	a.nodeInformers = map[string]toolscache.SharedIndexInformer{}
 	for kind, gvr := range NodeResources {
 		nodes := a.dyn.Resource(gvr).Namespace(metav1.NamespaceAll)

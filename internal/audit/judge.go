@@ -185,7 +185,7 @@ type nodeLog struct{ revs []nodeRev }
 
 type podLife struct {
 	name, uid, target string
-	created, deleted uint64 // 0: before the auditor's view / not deleted
+	created, deleted  uint64 // 0: before the auditor's view / not deleted
 	// letGo is, for a pod enforcing would have held, when the plan would
 	// have let it go (zero while it has not).
 	letGo time.Time
