@@ -89,8 +89,10 @@ rollouts its nodes record, how many kept the order, each violation (a pod
 created while its node was gated, for a target it did not run: the Express
 operator rolled a gated node, or a pod was made by hand), and, in audit
 mode, each would-have-held — a node whose new target started while the
-sequencer would still have held it — with how long enforcing would have
-held it and the prerequisite it would have waited for. It is the report
+sequencer would still have held it, or a recovering node whose new pod
+started that enforcing would have created scheduling-gated ("recovered",
+recovery: true in -o json) — with how long enforcing would have held it and
+the prerequisite it would have waited for. It is the report
 to read before switching a namespace from audit to enforce
 (docs/operations.md, "Audit first").
 
