@@ -63,8 +63,11 @@ type Auditor struct {
 	// progress (LastSyncResourceVersion) runs ahead of its handlers.
 	handled map[string]uint64
 	// listedOnce are the streams whose first list is done: a later list
-	// mends a broken watch (relistWatcher).
+	// mends a broken watch (relistWatcher). listRV is each stream's last
+	// list's revision: an object a list found gone (a tombstone) was
+	// deleted before it.
 	listedOnce map[string]bool
+	listRV     map[string]uint64
 	// informers are the streams' informers, by stream.
 	informers map[string]toolscache.SharedIndexInformer
 
@@ -104,7 +107,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 	a.judge.Grace = a.WouldHoldGrace
 	a.kinds, a.setRVs = map[NodeKey]string{}, map[NodeKey]map[string]uint64{}
 	a.confirmedNode, a.confirmSet, a.waitingSince = map[NodeKey]uint64{}, map[NodeKey]uint64{}, map[NodeKey]time.Time{}
-	a.handled, a.listedOnce = map[string]uint64{}, map[string]bool{}
+	a.handled, a.listedOnce, a.listRV = map[string]uint64{}, map[string]bool{}, map[string]uint64{}
 	a.makeInformers()
 	if err := a.wire(a.podInformer); err != nil {
 		return err
@@ -268,14 +271,13 @@ func (a *Auditor) onNode(kind string, o any, deleted bool) {
 	}
 	k := NodeKey{Namespace: n.GetNamespace(), Name: n.GetName()}
 	rv := revision(n)
-	if tombstone {
-		rv = lastSync(a.nodeInformers[kind]) // deleted at or before it
-	}
 	seen := a.nodeSeen(n)
 	seen.Gone = deleted
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !tombstone {
+	if tombstone {
+		rv = a.listRV[kind] // deleted before the list that found it gone
+	} else {
 		a.seen(kind, rv)
 	}
 	a.kinds[k] = kind
@@ -386,12 +388,11 @@ func (a *Auditor) onPodDeleted(o any, inf toolscache.SharedIndexInformer) {
 		return
 	}
 	rv := revision(p)
-	if tombstone {
-		rv = lastSync(inf)
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !tombstone {
+	if tombstone {
+		rv = a.listRV[streamPods] // deleted before the list that found it gone
+	} else {
 		a.seen(streamPods, rv)
 	}
 	a.judge.PodDeleted(rv, NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, p.Name)
@@ -409,12 +410,11 @@ func (a *Auditor) onSet(o any, initial, deleted bool) {
 	}
 	k := NodeKey{Namespace: s.Namespace, Name: name}
 	rv := revision(s)
-	if tombstone {
-		rv = lastSync(a.setInformer)
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !tombstone {
+	if tombstone {
+		rv = a.listRV[streamSets] // deleted before the list that found it gone
+	} else {
 		a.seen(streamSets, rv)
 	}
 	if a.setRVs[k] == nil {

@@ -450,11 +450,14 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 // would-have-held of the recovery, finished when the plan would have let
 // the pod go (podLetGo). One per node at a time: its first such pod.
 func (j *Judge) recovery(p pendingPod, at nodeRev) (Finding, bool) {
-	if p.pod.WouldHold == "" || !at.seen.Audit || at.seen.Gone || j.openPods[p.pod.Node] != nil {
+	if p.pod.WouldHold == "" || !at.seen.Audit || at.seen.Gone {
 		return Finding{}, false
 	}
 	if j.inBlind(p.rv) {
 		j.Blinded++
+		return Finding{}, false
+	}
+	if j.openPods[p.pod.Node] != nil {
 		return Finding{}, false
 	}
 	return Finding{Kind: KindWouldHaveHeld, Recovery: true, Node: p.pod.Node, NodeKind: at.seen.Kind, Pod: p.pod.Name, Target: p.pod.Target,

@@ -357,3 +357,20 @@ func TestARecoveryWhosePodIsMadeAgainIsReportedAlikeHoweverTheJudgementsFall(t *
 		assert.Equal(t, 30*time.Second, found[1].HeldFor, "the second pod's, until the plan let it go")
 	}
 }
+
+func TestARecoveryWhosePodAListFoundGoneEndsBeforeTheNextPod(t *testing.T) {
+	j := NewJudge()
+	j.Grace = 5 * time.Second
+	var found []Finding
+	settle := func() { found = append(found, j.Settle(everything)...) }
+	auditNode(10, false, "v1", at(-60))(j)
+	wouldHeldPod(21, "acme-fe1-0")(j)
+	settle()
+	j.Blind(streamPods, 22, 30)
+	podGone(30, "acme-fe1-0")(j) // deleted at 25, found gone by the list at 30: dated 30
+	j.PodCreated(35, PodSeen{Node: fe1, Name: "acme-fe1-0", UID: "second", Target: "v1", FromSet: true, Created: at(1), WouldHold: "waiting for acme-be"})
+	settle()
+	j.PodLetGo(fe1, "acme-fe1-0", "second", at(31))
+	settle()
+	assert.Len(t, found, 2, "the second pod, made at 35 after the list, is its own recovery")
+}

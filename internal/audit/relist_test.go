@@ -11,7 +11,7 @@ import (
 // relisting is an auditor whose streams have each been listed once, as at
 // the start, with fe1 gated for v2 at 10 and its StatefulSet on v1.
 func relisting() (*Auditor, func(rv uint64, k NodeKey, held bool)) {
-	a := &Auditor{judge: NewJudge(), handled: map[string]uint64{}, listedOnce: map[string]bool{}}
+	a := &Auditor{judge: NewJudge(), handled: map[string]uint64{}, listedOnce: map[string]bool{}, listRV: map[string]uint64{}}
 	for _, s := range []string{v2alpha1.KindFrontend, streamPods, streamSets} {
 		a.relisted(s, 0, 1)
 	}

@@ -63,7 +63,10 @@ func (a *Auditor) listed(stream string, rv uint64) {
 // relisted records a list of stream at revision rv, its informer synced
 // through revision synced before it. Called locked.
 func (a *Auditor) relisted(stream string, synced, rv uint64) {
-	if !a.listedOnce[stream] {
+	a.listRV[stream] = rv
+	if !a.listedOnce[stream] || stream == streamNamespaces {
+		// The view's beginning; or namespaces, whose labels are read as
+		// they are now, not judged by revision.
 		a.listedOnce[stream] = true
 		return
 	}
