@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -119,6 +120,10 @@ type Options struct {
 	// this before the sequencer's plan let it go is not reported as
 	// would-have-held (the sequencer's reaction time).
 	WouldHoldGrace time.Duration
+	// AuditorTransport, when set, wraps the order auditor's connection to
+	// the API server (the fault tests break its watches); nil in a
+	// deployment.
+	AuditorTransport func(http.RoundTripper) http.RoundTripper
 
 	// Clock drives certificate renewal; the real clock unless a test sets it.
 	Clock clock.Clock
@@ -237,8 +242,12 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 			return nil, fmt.Errorf("setting up the sequencer: %w", err)
 		}
 		if o.Audit {
+			cfg := rest.CopyConfig(mgr.GetConfig())
+			if o.AuditorTransport != nil {
+				cfg.Wrap(o.AuditorTransport)
+			}
 			if err := mgr.Add(&audit.Auditor{
-				Config: mgr.GetConfig(), Conditions: audit.Conditions{Client: mgr.GetClient(), Clock: o.Clock}, Recorder: events,
+				Config: cfg, Conditions: audit.Conditions{Client: mgr.GetClient(), Clock: o.Clock}, Recorder: events,
 				DefaultMode: o.DefaultMode, ConfirmAfter: auditConfirmAfter, WouldHoldGrace: o.WouldHoldGrace, Clock: clock.RealClock{}, Log: o.Log.WithName("auditor"),
 			}); err != nil {
 				return nil, err

@@ -3,8 +3,12 @@ package controlplane
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -30,6 +34,40 @@ func (cp *ControlPlane) StallEtcd() (resume func() error, err error) {
 		return nil, fmt.Errorf("stopping etcd (pid %d): %w", pid, err)
 	}
 	return func() error { return syscall.Kill(pid, syscall.SIGCONT) }, nil
+}
+
+// MoveEtcdRevision writes a key of no API resource straight to etcd
+// (through its JSON gateway), as a write through another kube-apiserver
+// does: etcd's revision moves on, so a kube-apiserver started after it
+// fills its watch cache from a later revision, and every watch resumed
+// from an earlier one is told 410 Gone — its informer lists again.
+func (cp *ControlPlane) MoveEtcdRevision(ctx context.Context) error {
+	etcd := cp.Env.ControlPlane.Etcd
+	if etcd == nil || etcd.URL == nil {
+		return errors.New("the control plane has no etcd running")
+	}
+	body, err := json.Marshal(map[string]string{
+		"key":   base64.StdEncoding.EncodeToString([]byte("/express-sequencer-test/revision")),
+		"value": base64.StdEncoding.EncodeToString([]byte(time.Now().String())),
+	})
+	if err != nil {
+		return err
+	}
+	u := url.URL{Scheme: etcd.URL.Scheme, Host: etcd.URL.Host, Path: "/v3/kv/put"}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("writing to etcd: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		out, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("writing to etcd: %s: %s", resp.Status, out)
+	}
+	return nil
 }
 
 // etcdPID finds the control plane's etcd among the machine's processes by

@@ -23,6 +23,7 @@ const (
 	Violations = "express_sequencer_order_violations_total"
 	WouldHold  = "express_sequencer_audit_would_hold_total"
 	Pending    = "express_sequencer_audit_pending_pods"
+	Relists    = "express_sequencer_audit_relists_total"
 )
 
 // Sum is the value of metric name summed over its labels (0 when it has
