@@ -366,7 +366,7 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 			// finding first, however the judgements fell in time.
 			if done, ok := j.podLetGo(p.pod.Node, f); ok && j.deletedBy(p.pod.Node, f, p.rv) {
 				delete(j.openPods, p.pod.Node)
-				if done.ReleasedAt.IsZero() || done.HeldFor >= j.Grace {
+				if j.reportable(done) {
 					out = append(out, done)
 				}
 			}
@@ -383,22 +383,17 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 		}
 	}
 	j.pending = rest
-	for k, f := range j.open {
-		if done, ok := j.letGo(k, f); ok {
-			delete(j.open, k)
-			if !done.ReleasedAt.IsZero() && done.HeldFor < j.Grace {
-				continue
+	for _, open := range []struct {
+		findings map[NodeKey]*Finding
+		end      func(NodeKey, *Finding) (Finding, bool)
+	}{{j.open, j.letGo}, {j.openPods, j.podLetGo}} {
+		for k, f := range open.findings {
+			if done, ok := open.end(k, f); ok {
+				delete(open.findings, k)
+				if j.reportable(done) {
+					out = append(out, done)
+				}
 			}
-			out = append(out, done)
-		}
-	}
-	for k, f := range j.openPods {
-		if done, ok := j.podLetGo(k, f); ok {
-			delete(j.openPods, k)
-			if !done.ReleasedAt.IsZero() && done.HeldFor < j.Grace {
-				continue
-			}
-			out = append(out, done)
 		}
 	}
 	j.prune()
@@ -490,6 +485,12 @@ func (j *Judge) podLetGo(k NodeKey, f *Finding) (Finding, bool) {
 		}
 	}
 	return Finding{}, false
+}
+
+// reportable reports whether a finished would-have-held is reported: its
+// hold, where its end is known, lasted the grace or more.
+func (j *Judge) reportable(done Finding) bool {
+	return done.ReleasedAt.IsZero() || done.HeldFor >= j.Grace
 }
 
 // deletedBy reports whether the pod of recovery f was deleted at or before

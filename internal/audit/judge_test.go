@@ -335,42 +335,31 @@ func TestARecoveryIsReportedOncePerNodeWhileItsFirstPodIsHeld(t *testing.T) {
 }
 
 func TestARecoveryWhosePodIsMadeAgainIsReportedAlikeHoweverTheJudgementsFall(t *testing.T) {
-	for _, settleBetween := range []bool{true, false} {
-		j := NewJudge()
-		j.Grace = 5 * time.Second
-		var found []Finding
-		settle := func() { found = append(found, j.Settle(everything)...) }
-		auditNode(10, false, "v1", at(-60))(j)
-		wouldHeldPod(21, "acme-fe1-0")(j)
-		settle()
-		podGone(25, "acme-fe1-0")(j)
-		if settleBetween {
+	for name, gone := range map[string]func(j *Judge, settle func()){
+		"judged between the deletion and the new pod": func(j *Judge, settle func()) { podGone(25, "acme-fe1-0")(j); settle() },
+		"judged after both":                           func(j *Judge, _ func()) { podGone(25, "acme-fe1-0")(j) },
+		"the deletion found by a list, dated by it": func(j *Judge, _ func()) {
+			j.Blind(streamPods, 22, 25)
+			podGone(25, "acme-fe1-0")(j) // deleted at 23, found gone by the list at 25
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := NewJudge()
+			j.Grace = 5 * time.Second
+			var found []Finding
+			settle := func() { found = append(found, j.Settle(everything)...) }
+			auditNode(10, false, "v1", at(-60))(j)
+			wouldHeldPod(21, "acme-fe1-0")(j)
 			settle()
-		}
-		j.PodCreated(26, PodSeen{Node: fe1, Name: "acme-fe1-0", UID: "second", Target: "v1", FromSet: true, Created: at(1), WouldHold: "waiting for acme-be"})
-		settle()
-		j.PodLetGo(fe1, "acme-fe1-0", "second", at(31))
-		settle()
-		require.Len(t, found, 2, "settled in between: %v", settleBetween)
-		assert.Zero(t, found[0].HeldFor, "the first pod's, for as long as it lasted")
-		assert.Equal(t, uint64(26), found[1].CreatedAt)
-		assert.Equal(t, 30*time.Second, found[1].HeldFor, "the second pod's, until the plan let it go")
+			gone(j, settle)
+			j.PodCreated(26, PodSeen{Node: fe1, Name: "acme-fe1-0", UID: "second", Target: "v1", FromSet: true, Created: at(1), WouldHold: "waiting for acme-be"})
+			settle()
+			j.PodLetGo(fe1, "acme-fe1-0", "second", at(31))
+			settle()
+			require.Len(t, found, 2)
+			assert.Zero(t, found[0].HeldFor, "the first pod's, for as long as it lasted")
+			assert.Equal(t, uint64(26), found[1].CreatedAt)
+			assert.Equal(t, 30*time.Second, found[1].HeldFor, "the second pod's, until the plan let it go")
+		})
 	}
-}
-
-func TestARecoveryWhosePodAListFoundGoneEndsBeforeTheNextPod(t *testing.T) {
-	j := NewJudge()
-	j.Grace = 5 * time.Second
-	var found []Finding
-	settle := func() { found = append(found, j.Settle(everything)...) }
-	auditNode(10, false, "v1", at(-60))(j)
-	wouldHeldPod(21, "acme-fe1-0")(j)
-	settle()
-	j.Blind(streamPods, 22, 30)
-	podGone(30, "acme-fe1-0")(j) // deleted at 25, found gone by the list at 30: dated 30
-	j.PodCreated(35, PodSeen{Node: fe1, Name: "acme-fe1-0", UID: "second", Target: "v1", FromSet: true, Created: at(1), WouldHold: "waiting for acme-be"})
-	settle()
-	j.PodLetGo(fe1, "acme-fe1-0", "second", at(31))
-	settle()
-	assert.Len(t, found, 2, "the second pod, made at 35 after the list, is its own recovery")
 }
