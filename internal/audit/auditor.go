@@ -589,15 +589,8 @@ func stripPod(o any) (any, error) {
 		return o, nil
 	}
 	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		Labels: auditedLabels(p.Labels), OwnerReferences: controllerOnly(p.OwnerReferences), CreationTimestamp: p.CreationTimestamp}}
-	for _, k := range []string{v2alpha1.AnnotationWouldHoldPod, v2alpha1.AnnotationWouldReleaseAt} {
-		if v, ok := p.Annotations[k]; ok {
-			if out.Annotations == nil {
-				out.Annotations = map[string]string{}
-			}
-			out.Annotations[k] = v
-		}
-	}
+		Labels: auditedLabels(p.Labels), OwnerReferences: controllerOnly(p.OwnerReferences), CreationTimestamp: p.CreationTimestamp,
+		Annotations: pick(p.Annotations, v2alpha1.AnnotationWouldHoldPod, v2alpha1.AnnotationWouldReleaseAt)}}
 	out.Status.Phase, out.Status.StartTime = p.Status.Phase, p.Status.StartTime
 	for _, c := range p.Status.Conditions {
 		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Reason: c.Reason})
@@ -620,11 +613,17 @@ func stripSet(o any) (any, error) {
 // auditor reads: the node's, and what it was made for (TargetKey). The
 // watch of StatefulSets holds every one of the cluster.
 func auditedLabels(labels map[string]string) map[string]string {
+	return pick(labels, v2alpha1.LabelNode, v2alpha1.LabelTargetHash, v2alpha1.LabelExpressVersion, v2alpha1.LabelDeploymentRevision)
+}
+
+// pick keeps, of m, the entries of keys; nil when it has none. (The
+// auditor imports nothing of the planner's package, not even this.)
+func pick(m map[string]string, keys ...string) map[string]string {
 	var out map[string]string
-	for _, k := range []string{v2alpha1.LabelNode, v2alpha1.LabelTargetHash, v2alpha1.LabelExpressVersion, v2alpha1.LabelDeploymentRevision} {
-		if v, ok := labels[k]; ok {
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
 			if out == nil {
-				out = make(map[string]string, 4)
+				out = make(map[string]string, len(keys))
 			}
 			out[k] = v
 		}

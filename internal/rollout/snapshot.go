@@ -87,6 +87,21 @@ func FailingContainer(p *corev1.Pod) (corev1.ContainerStatus, bool) {
 // scheduling gate.
 func (p Pod) HeldBySequencer() bool { return slices.Contains(p.Gates, v2alpha1.GateSequencer) }
 
+// WouldHoldAnnotations keeps, of a pod's annotations, the two of audit
+// mode's hold (Pod.WouldHold); nil when it has neither.
+func WouldHoldAnnotations(annotations map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{v2alpha1.AnnotationWouldHoldPod, v2alpha1.AnnotationWouldReleaseAt} {
+		if v, ok := annotations[k]; ok {
+			if out == nil {
+				out = make(map[string]string, 2)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // PodOf reads a pod into a Pod. A pod that is being deleted counts as not
 // Ready, whatever its conditions still say.
 func PodOf(p *corev1.Pod) Pod {

@@ -198,7 +198,7 @@ func stripPod(obj any) (any, error) {
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, Annotations: wouldHoldAnnotations(p),
+			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, Annotations: rollout.WouldHoldAnnotations(p.Annotations),
 			// Whether the pod belongs to its node as it is now, not to an
 			// earlier node of the same name (rollout.CurrentPods).
 			CreationTimestamp: p.CreationTimestamp, OwnerReferences: p.OwnerReferences,
@@ -206,21 +206,6 @@ func stripPod(obj any) (any, error) {
 		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates},
 		Status: corev1.PodStatus{Conditions: conds, Phase: p.Status.Phase, ContainerStatuses: failingContainers(p)},
 	}, nil
-}
-
-// wouldHoldAnnotations keeps, of a pod's annotations, the two of audit
-// mode's hold (rollout.Pod.WouldHold); nil when it has neither.
-func wouldHoldAnnotations(p *corev1.Pod) map[string]string {
-	var out map[string]string
-	for _, k := range []string{v2alpha1.AnnotationWouldHoldPod, v2alpha1.AnnotationWouldReleaseAt} {
-		if v, ok := p.Annotations[k]; ok {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // failingContainers keeps, of a pod's container statuses, the state of one
