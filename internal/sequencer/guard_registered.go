@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 
+	"golang.org/x/sync/errgroup"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -61,21 +62,40 @@ const WhyNotGuarded = "the release guard does not judge every release here: "
 // through r, the API server itself), would not judge every release the sequencer
 // writes in namespace ns; "" when they would: each is registered, fails
 // closed, judges updates of its resource, selects every object, and its
-// namespaceSelector selects ns.
-func (g Guard) notJudging(ctx context.Context, r client.Reader, ns string) (string, error) {
+// namespaceSelector selects ns, and ns is in enforce (def is the mode of a
+// namespace without the sequencing label). The configuration and the
+// namespace are read at the same time.
+func (g Guard) notJudging(ctx context.Context, r client.Reader, ns, def string) (string, error) {
 	if g.Configuration == "" || len(g.Webhooks) == 0 {
 		return WhyNotGuarded + "no release guard is configured", nil
 	}
 	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
-	switch err := r.Get(ctx, client.ObjectKey{Name: g.Configuration}, &cfg); {
-	case apierrors.IsNotFound(err):
-		return WhyNotGuarded + fmt.Sprintf("ValidatingWebhookConfiguration %s does not exist", g.Configuration), nil
-	case err != nil:
-		return "", fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", g.Configuration, err)
-	}
 	var namespace corev1.Namespace
-	if err := r.Get(ctx, client.ObjectKey{Name: ns}, &namespace); err != nil {
-		return "", fmt.Errorf("reading namespace %s: %w", ns, err)
+	var missing bool
+	var reads errgroup.Group
+	reads.Go(func() error {
+		switch err := r.Get(ctx, client.ObjectKey{Name: g.Configuration}, &cfg); {
+		case apierrors.IsNotFound(err):
+			missing = true
+		case err != nil:
+			return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", g.Configuration, err)
+		}
+		return nil
+	})
+	reads.Go(func() error {
+		if err := r.Get(ctx, client.ObjectKey{Name: ns}, &namespace); err != nil {
+			return fmt.Errorf("reading namespace %s: %w", ns, err)
+		}
+		return nil
+	})
+	if err := reads.Wait(); err != nil {
+		return "", err
+	}
+	if missing {
+		return WhyNotGuarded + fmt.Sprintf("ValidatingWebhookConfiguration %s does not exist", g.Configuration), nil
+	}
+	if ModeOf(&namespace, def) != v2alpha1.ModeEnforce {
+		return WhyNotGuarded + "the namespace is in audit mode", nil
 	}
 	resources := make([]string, 0, len(g.Webhooks))
 	for resource := range g.Webhooks {

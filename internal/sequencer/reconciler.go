@@ -134,23 +134,40 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 	}
 	readScoped := func(scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
 		watch.lap("plan")
-		// Read fresh: a cache that has not seen the guard deregistered, or
-		// the namespace relabelled out of its selector, is not enough.
-		if why, err := r.Guard.notJudging(ctx, r.Fresh, t.Namespace); why != "" || err != nil {
-			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: why}, err
-		}
 		// In audit the guard lets every release through: what the plan
 		// records there (carried into enforce by a switch) rests on the
-		// tenant read whole. The mode is read fresh: a cache that has not
-		// seen the namespace switched to audit is not enough.
-		if mode, err := ReadMode(ctx, r.Fresh, t.Namespace, r.DefaultMode); err != nil || mode != v2alpha1.ModeEnforce {
-			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: WhyNotGuarded + "the namespace is in audit mode"}, err
+		// tenant read whole. audit was read fresh (Reconcile).
+		if audit {
+			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: WhyNotGuarded + "the namespace is in audit mode"}, nil
 		}
-		scoped, why, err := GatherScoped(ctx, cache, r.Fresh, raw, scope)
-		if why.None() && err == nil {
+		// Whether the guard judges the namespace's releases, and its mode,
+		// read fresh — a cache that has not seen the guard deregistered, the
+		// namespace relabelled out of its selector or switched to audit is
+		// not enough — at the same time as the workload.
+		var guarded string
+		var scoped *rollout.Snapshot
+		var why rollout.Fallback
+		var g errgroup.Group
+		g.Go(func() error {
+			var err error
+			guarded, err = r.Guard.notJudging(ctx, r.Fresh, t.Namespace, r.DefaultMode)
+			return err
+		})
+		g.Go(func() error {
+			var err error
+			scoped, why, err = GatherScoped(ctx, cache, r.Fresh, raw, scope)
+			return err
+		})
+		if err := g.Wait(); err != nil {
+			return nil, rollout.Fallback{}, err
+		}
+		if guarded != "" {
+			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: guarded}, nil
+		}
+		if why.None() {
 			watch.lap("scoped_read")
 		}
-		return view(scoped), why, err
+		return view(scoped), why, nil
 	}
 	snap, decisions, read, why, err := rollout.PlanOnScoped(cached, readScoped, readFresh)
 	if err != nil {
@@ -203,7 +220,8 @@ func stripPod(obj any) (any, error) {
 			// earlier node of the same name (rollout.CurrentPods).
 			CreationTimestamp: p.CreationTimestamp, OwnerReferences: p.OwnerReferences,
 		},
-		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates},
+		// The machine: a scoped read reads it with the pod (GatherScoped).
+		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates, NodeName: p.Spec.NodeName},
 		Status: corev1.PodStatus{Conditions: conds, Phase: p.Status.Phase, ContainerStatuses: failingContainers(p)},
 	}, nil
 }

@@ -28,6 +28,15 @@ import (
 // released-after) and a RolloutComplete record rest on this workload as it
 // is now, which the release guard does not judge.
 //
+// The reads are GETs, each answered by etcd as it is at that moment, and
+// they go out together: the StatefulSets, the pods the cache knows of (or
+// ordinal 0 of a node it knows no pod of) and the machines those pods ran
+// on when the cache last saw them, in one round trip. Only what that round
+// shows the guess missed — an ordinal the StatefulSet wants that was not
+// read, the machine of a pod scheduled since — is read in a second (and a
+// machine of such a pod in a third). Every object the snapshot holds is
+// read fresh; a guess only decides when it is read.
+//
 // The nodes themselves stay as the cache has them. That is enough only
 // because every release is judged again in its own admission, on a
 // consistent read of the whole tenant (the release guard): the read a
@@ -43,6 +52,28 @@ import (
 // node with neither has no workload yet (not provisioned).
 func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollout.Snapshot, scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
 	ns := cached.Tenant.Namespace
+	// What the cache knows of each node's pods: the ordinals and machines
+	// to read in the first round trip.
+	known := make([][]corev1.Pod, len(scope))
+	r := newPodReads(ns, fresh)
+	for i, name := range scope {
+		var pods corev1.PodList
+		if err := cache.List(ctx, &pods, client.InNamespace(ns), client.MatchingFields{IndexPodNode: name}); err != nil {
+			return nil, rollout.Fallback{}, fmt.Errorf("listing pods of %s/%s: %w", ns, name, err)
+		}
+		known[i] = pods.Items
+		for _, p := range pods.Items {
+			o, ok := ordinalOf(p.Name, name)
+			if !ok {
+				return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s of %s is not one of StatefulSet %s's ordinals", p.Name, name, name)}, nil
+			}
+			r.want(i, name, o)
+			r.wantMachine(p.Spec.NodeName)
+		}
+		if len(pods.Items) == 0 {
+			r.want(i, name, 0)
+		}
+	}
 	sets := make([]appsv1.StatefulSet, len(scope))
 	absent := make([]bool, len(scope)) // no StatefulSet: a node that never had pods, or the contract's fallback
 	why := make([]string, len(scope))
@@ -63,81 +94,40 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 			return nil
 		})
 	}
+	g.Go(func() error { return r.read(ctx) })
 	if err := g.Wait(); err != nil {
 		return nil, rollout.Fallback{}, err
 	}
 	if w := firstReason(why); w != "" {
 		return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: w}, nil
 	}
-	// The ordinals to read: every one the StatefulSet has or wants, and
-	// every one the cache knows of (a pod being deleted above them).
-	type podKey struct {
-		set  int
-		name string
-	}
-	var keys []podKey
+	// The ordinals the guess missed: every one the StatefulSet has or wants.
 	for i, name := range scope {
-		var known corev1.PodList
-		if err := cache.List(ctx, &known, client.InNamespace(ns), client.MatchingFields{IndexPodNode: name}); err != nil {
-			return nil, rollout.Fallback{}, fmt.Errorf("listing pods of %s/%s: %w", ns, name, err)
-		}
 		if absent[i] {
-			if len(known.Items) > 0 {
+			if len(known[i]) > 0 || r.foundOf(i) {
 				return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("%s has pods but no StatefulSet named after it", name)}, nil
 			}
 			continue // no workload: a node not provisioned yet
 		}
-		ordinals := map[int]bool{}
 		for o := range max(int(ptr.Deref(sets[i].Spec.Replicas, 1)), int(sets[i].Status.Replicas)) {
-			ordinals[o] = true
-		}
-		for _, p := range known.Items {
-			o, ok := ordinalOf(p.Name, name)
-			if !ok {
-				return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s of %s is not one of StatefulSet %s's ordinals", p.Name, name, name)}, nil
-			}
-			ordinals[o] = true
-		}
-		for o := range ordinals {
-			keys = append(keys, podKey{i, name + "-" + strconv.Itoa(o)})
+			r.want(i, name, o)
 		}
 	}
-	pods := make([]corev1.Pod, len(keys))
-	found := make([]bool, len(keys))
-	foreign := make([]string, len(keys))
-	var reads errgroup.Group
-	for j, k := range keys {
-		reads.Go(func() error {
-			err := fresh.Get(ctx, client.ObjectKey{Namespace: ns, Name: k.name}, &pods[j])
-			switch {
-			case apierrors.IsNotFound(err):
-				return nil // not created yet, or gone: the StatefulSet says what it wants
-			case err != nil:
-				return fmt.Errorf("reading pod %s/%s: %w", ns, k.name, err)
-			}
-			found[j] = true
-			if ref := metav1.GetControllerOf(&pods[j]); ref == nil || ref.Kind != "StatefulSet" || ref.UID != sets[k.set].UID ||
-				pods[j].Labels[v2alpha1.LabelNode] != scope[k.set] {
-				foreign[j] = fmt.Sprintf("pod %s is not one of StatefulSet %s's pods of the node", k.name, scope[k.set])
-			}
-			return nil
-		})
-	}
-	if err := reads.Wait(); err != nil {
-		return nil, rollout.Fallback{}, err
-	}
-	if w := firstReason(foreign); w != "" {
-		return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: w}, nil
+	// Until nothing is left to read: the pods missed, and the machines of
+	// Ready pods read that the first round did not read.
+	for r.pending() {
+		if err := r.read(ctx); err != nil {
+			return nil, rollout.Fallback{}, err
+		}
 	}
 	var read []corev1.Pod
-	for j := range pods {
-		if found[j] {
-			read = append(read, pods[j])
+	for _, p := range r.found() {
+		set := r.setOf[p.Name]
+		if ref := metav1.GetControllerOf(p); ref == nil || ref.Kind != "StatefulSet" || ref.UID != sets[set].UID ||
+			p.Labels[v2alpha1.LabelNode] != scope[set] {
+			return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s is not one of StatefulSet %s's pods of the node", p.Name, scope[set])}, nil
 		}
-	}
-	lost, err := lostMachines(ctx, fresh, read, false)
-	if err != nil {
-		return nil, rollout.Fallback{}, err
+		read = append(read, *p)
 	}
 	nodes := make([]v2alpha1.Node, 0, len(cached.Nodes))
 	for _, n := range cached.Nodes {
@@ -149,7 +139,7 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 			existing = append(existing, sets[i])
 		}
 	}
-	snap := rollout.SnapshotOf(rollout.Objects{Nodes: nodes, Pods: read, StatefulSets: existing, LostMachines: lost}, cached.Tenant, cached.Orders, cached.Now)
+	snap := rollout.SnapshotOf(rollout.Objects{Nodes: nodes, Pods: read, StatefulSets: existing, LostMachines: r.lostOf(read)}, cached.Tenant, cached.Orders, cached.Now)
 	return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
 }
 

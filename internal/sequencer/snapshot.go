@@ -131,6 +131,31 @@ func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string
 	return s, nil
 }
 
+// ModeAndTenant is what an admission that judges a node reads fresh: the
+// namespace's sequencing mode and the node's tenant (GatherFreshFor), each
+// with the error its read met.
+type ModeAndTenant struct {
+	Mode      string
+	ModeErr   error
+	Tenant    *rollout.Snapshot
+	TenantErr error
+}
+
+// Audit reports whether the namespace was read in audit.
+func (m ModeAndTenant) Audit() bool { return m.ModeErr == nil && m.Mode == v2alpha1.ModeAudit }
+
+// ReadModeAndTenant reads namespace's mode (ReadMode, def for a namespace
+// without the label) and the tenant of node name (GatherFreshFor) at the
+// same time: an admission's wait is one round trip of reads, not two.
+func ReadModeAndTenant(ctx context.Context, r client.Reader, namespace, name, def string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) ModeAndTenant {
+	var out ModeAndTenant
+	var wg sync.WaitGroup
+	wg.Go(func() { out.Mode, out.ModeErr = ReadMode(ctx, r, namespace, def) })
+	out.Tenant, out.TenantErr = GatherFreshFor(ctx, r, namespace, name, orders, now, grouping)
+	wg.Wait()
+	return out
+}
+
 // ReadNamespace reads what the sequencer plans on in a namespace — in every
 // namespace when it is empty — with one LIST per kind from r: the fleet
 // view's read, straight from the API server (or, for status -w, from its
@@ -212,10 +237,7 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 	var names []string
 	seen := map[string]bool{}
 	for i := range pods {
-		ready := pods[i].DeletionTimestamp == nil && slices.ContainsFunc(pods[i].Status.Conditions, func(c corev1.PodCondition) bool {
-			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-		})
-		if m := pods[i].Spec.NodeName; m != "" && ready && !seen[m] {
+		if m := readyOn(&pods[i]); m != "" && !seen[m] {
 			seen[m] = true
 			names = append(names, m)
 		}
@@ -228,24 +250,9 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 	var g errgroup.Group
 	for i, name := range names {
 		g.Go(func() error {
-			var m corev1.Node
-			err := r.Get(ctx, client.ObjectKey{Name: name}, &m)
-			switch {
-			case apierrors.IsNotFound(err):
-				lost[i] = true
-			case apierrors.IsForbidden(err):
-				forbidden.Store(true)
-				nodesForbidden.Do(func() {
-					log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: the sequencer may not read Nodes (RBAC get on nodes)")
-				})
-			case err != nil:
-				return fmt.Errorf("reading Node %s: %w", name, err)
-			default:
-				lost[i] = !slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
-					return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-				})
-			}
-			return nil
+			var err error
+			lost[i], err = machineLost(ctx, r, name, &forbidden)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -264,6 +271,42 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 		}
 	}
 	return out, nil
+}
+
+// readyOn is the machine pod runs Ready on: "" when it is not Ready,
+// being deleted, or not scheduled. A lost machine makes only such a pod
+// not Ready.
+func readyOn(pod *corev1.Pod) string {
+	ready := pod.DeletionTimestamp == nil && slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+	})
+	if !ready {
+		return ""
+	}
+	return pod.Spec.NodeName
+}
+
+// machineLost reads machine name and reports whether it is gone or not
+// Ready. A machine the sequencer may not read is taken as not lost: it is
+// logged once per process and forbidden is set.
+func machineLost(ctx context.Context, r client.Reader, name string, forbidden *atomic.Bool) (bool, error) {
+	var m corev1.Node
+	err := r.Get(ctx, client.ObjectKey{Name: name}, &m)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case apierrors.IsForbidden(err):
+		forbidden.Store(true)
+		nodesForbidden.Do(func() {
+			log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: the sequencer may not read Nodes (RBAC get on nodes)")
+		})
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading Node %s: %w", name, err)
+	}
+	return !slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	}), nil
 }
 
 // listLostMachines lists the Nodes once and returns those of names that

@@ -63,11 +63,10 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
 	defer cancel()
 	started := time.Now()
-	mode, err := sequencer.ReadMode(read, g.Reader, req.Namespace, g.DefaultMode)
-	audit := err == nil && mode == v2alpha1.ModeAudit
-	snap, err := sequencer.GatherFreshFor(read, g.Reader, req.Namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
+	got := sequencer.ReadModeAndTenant(read, g.Reader, req.Namespace, name, g.DefaultMode, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("pods", "fresh_read", time.Since(started))
-	if audit {
+	snap, err := got.Tenant, got.TenantErr
+	if got.Audit() {
 		return g.wouldHold(pod, snap, err)
 	}
 	if err != nil && read.Err() != nil {

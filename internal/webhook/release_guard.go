@@ -97,11 +97,12 @@ func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) 
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
 	defer cancel()
 	started := time.Now()
-	if mode, err := sequencer.ReadMode(read, g.Reader, namespace, g.DefaultMode); err == nil && mode == v2alpha1.ModeAudit {
+	got := sequencer.ReadModeAndTenant(read, g.Reader, namespace, name, g.DefaultMode, g.Orders, g.Clock.Now(), g.Grouping)
+	sequencer.ObserveAdmissionStep("release-guard", "fresh_read", time.Since(started))
+	if got.Audit() {
 		return "", nil // audit holds nothing: the sequencer lifts what enforce left
 	}
-	snap, err := sequencer.GatherFreshFor(read, g.Reader, namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
-	sequencer.ObserveAdmissionStep("release-guard", "fresh_read", time.Since(started))
+	snap, err := got.Tenant, got.TenantErr
 	if err != nil && read.Err() != nil {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf(
 			"the API server did not answer the fresh read of %s's tenant within %s (is etcd stalled or the API server overloaded?): the release is refused; express-sequencer plans it again: %v",

@@ -109,6 +109,53 @@ func TestAReleaseAScopedReadPlansOnANodeChangeTheCacheHasNotSeenIsRefused(t *tes
 	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "fe1 waits for the backend brought back up")
 }
 
+// The machine the backend's pod runs on is lost (its Node deleted; the pod
+// still says Ready until the pod garbage collector takes it) as fe1 gets a
+// change, and the cache last saw the pods before they were scheduled. The
+// scoped read reads the machines of the pods the cache knows with the
+// pods, in one round trip: the cache names no machine here, so the
+// machine of the pod read is read in a second, found lost, and fe1 waits.
+// Given the machines from the cache too (still there), fe1 is released and
+// only the release guard refuses it: what this test catches.
+func TestAScopedReadReadsTheMachineOfAPodScheduledSinceTheCacheSawIt(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	ctx := context.Background()
+	before := podsOf(t, ns)
+	var machine string
+	for _, o := range before {
+		p := o.(*corev1.Pod)
+		if p.Labels[v2alpha1.LabelNode] == "acme-be" {
+			machine = p.Spec.NodeName
+		}
+		p.Spec.NodeName = "" // as the cache saw the pods before they were scheduled
+	}
+	require.NotEmpty(t, machine, "the backend's pod runs on a machine")
+	still := machines(t) // the lost one among them
+	t.Cleanup(func() { require.NoError(t, cluster.AddNode(ctx, machine+"-again")) })
+	require.NoError(t, cluster.DeleteNode(ctx, machine))
+	setVersion(t, ns, v2, "fe1")
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(append(append(before, still...), guardAndNamespace(t, ns)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
+	decisionReads := releaseReads(t, rollout.ReadDecision)
+	pastSettle()
+	tenant := rollout.Tenant{Namespace: ns, ClusterName: "acme"}
+	_, err := scopedReconciler(cache, harness.Client).Reconcile(ctx, tenant)
+	require.NoError(t, err, "nothing for the release guard to refuse")
+	fe1 := read(t, ns, "fe1")
+	assert.True(t, v2alpha1.IsGated(fe1), "fe1 waits for the backend, whose machine is lost")
+	if c := condition(fe1); assert.NotNil(t, c) {
+		assert.Contains(t, c.Message, "acme-be", "the wait names the backend")
+	}
+	assert.Greater(t, releaseReads(t, rollout.ReadDecision), decisionReads, "planned on the workload read by name")
+
+	_, err = scopedReconciler(cache, cache).Reconcile(ctx, tenant)
+	require.Error(t, err, "the check can fail: with the machines read from the cache, fe1 is released")
+	assert.Contains(t, err.Error(), "the release of acme-fe1 does not stand on the tenant as it is now: waiting for acme-be", "the release guard names the wait")
+	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "the stale release is refused")
+}
+
 // The same crash the cache has not seen, where the release guard is not
 // registered (the sequencer is told of a webhook configuration the API
 // server does not have): the sequencer does not rest on a guard it cannot
