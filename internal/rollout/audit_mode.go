@@ -3,7 +3,6 @@ package rollout
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +61,8 @@ func AuditDecisions(s *Snapshot, decisions []Decision) []Decision {
 	for i, d := range decisions {
 		d.PodsWouldRelease = slices.DeleteFunc(slices.Clone(d.PodsToRelease), func(pod string) bool { return !s.VirtualPods[pod] })
 		if len(d.PodsToRelease) > 0 && d.Event != nil {
-			d.Event.Message = strings.Replace(d.Event.Message, "("+podsReleasedNote, "(audit: enforcing would now remove the scheduling gate from", 1)
+			// The Event eventFor made: the condition's message and the pods.
+			d.Event.Message = withPods(d.Condition.Message, podsWouldReleaseNote, d.PodsToRelease)
 		}
 		d.PodsToRelease = nil
 		name := d.Node

@@ -705,8 +705,17 @@ func describeMet(met []string) string {
 	return strings.Join(met, ", ") + " ready"
 }
 
-// podsReleasedNote opens what an Event adds about the pods let go.
-const podsReleasedNote = "scheduling gate removed from"
+// podsReleasedNote and podsWouldReleaseNote open what an Event adds about
+// the pods let go (withPods), in enforce and in audit.
+const (
+	podsReleasedNote     = "scheduling gate removed from"
+	podsWouldReleaseNote = "audit: enforcing would now remove the scheduling gate from"
+)
+
+// withPods is message with what it adds about pods: note, then their names.
+func withPods(message, note string, pods []string) string {
+	return fmt.Sprintf("%s (%s %s)", message, note, strings.Join(pods, ", "))
+}
 
 func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 	if d.KeepCondition {
@@ -737,7 +746,7 @@ func eventFor(n v2alpha1.Node, d Decision, l landing) *Event {
 	}
 	msg := d.Condition.Message
 	if len(d.PodsToRelease) > 0 {
-		msg = fmt.Sprintf("%s (%s %s)", msg, podsReleasedNote, strings.Join(d.PodsToRelease, ", "))
+		msg = withPods(msg, podsReleasedNote, d.PodsToRelease)
 	}
 	return &Event{Type: typ, Reason: d.Condition.Reason, Message: msg}
 }

@@ -585,27 +585,10 @@ func (r *Reconciler) event(n v2alpha1.Node, d rollout.Decision, before bool) {
 // pods, each with a JSON patch that tests the gates it saw: only its own
 // gate goes, whatever else holds the pod.
 func (r *Reconciler) releasePods(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision) error {
-	var errs []error
-	for _, name := range d.PodsToRelease {
-		i := slices.IndexFunc(snap.Pods[d.Node], func(p rollout.Pod) bool { return p.Name == name })
-		if i < 0 {
-			continue
-		}
-		patch, err := podGatePatch(snap.Pods[d.Node][i])
-		if err != nil {
-			return err
-		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: snap.Tenant.Namespace}}
-		apiWrites.WithLabelValues("patch", "pods").Inc()
-		if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(v2alpha1.FieldManager)); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("removing the scheduling gate of pod %s: %w", name, err))
-			continue
-		}
-		r.own.remember(snap.Tenant, pod)
+	return r.patchPods(ctx, snap, d.Node, d.PodsToRelease, "removing the scheduling gate of pod", podGatePatch, client.IgnoreNotFound, func(name string) {
 		podReleases.Inc()
 		log.FromContext(ctx).Info("Released pod", "node", d.Node, "pod", name)
-	}
-	return errors.Join(errs...)
+	})
 }
 
 // markPodsWouldRelease records, in audit mode, on each pod the pod webhook
@@ -613,29 +596,50 @@ func (r *Reconciler) releasePods(ctx context.Context, snap *rollout.Snapshot, d 
 // (AnnotationWouldReleaseAt): the end of the hold the order auditor
 // reports. A pod already marked keeps its first mark.
 func (r *Reconciler) markPodsWouldRelease(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision) error {
-	var errs []error
 	at := r.Clock.Now().UTC().Format(time.RFC3339Nano)
-	for _, name := range d.PodsWouldRelease {
-		i := slices.IndexFunc(snap.Pods[d.Node], func(p rollout.Pod) bool { return p.Name == name })
-		if i < 0 {
-			continue
-		}
+	mark := func(p rollout.Pod) (client.Patch, error) {
 		// Tested against the pod planned on: a pod made again under its
 		// name since is not marked for it.
 		patch, err := json.Marshal([]map[string]any{
-			{"op": "test", "path": "/metadata/uid", "value": snap.Pods[d.Node][i].UID},
+			{"op": "test", "path": "/metadata/uid", "value": p.UID},
 			{"op": "add", "path": AnnotationPath(v2alpha1.AnnotationWouldReleaseAt), "value": at},
 		})
+		return client.RawPatch(types.JSONPatchType, patch), err
+	}
+	gone := func(err error) error { // gone, or made again since
+		if apierrors.IsInvalid(err) {
+			return nil
+		}
+		return client.IgnoreNotFound(err)
+	}
+	return r.patchPods(ctx, snap, d.Node, d.PodsWouldRelease, "recording that enforcing would let go pod", mark, gone, func(string) {})
+}
+
+// patchPods patches each pod of node named in names that snap holds with
+// the patch patchOf makes of it. A write that fails with an error passed
+// over counts as done (the pod gone, say); one that fails otherwise is
+// returned, saying what (the write) and the pod. Each pod patched is
+// remembered as the sequencer's own write and passed to done.
+func (r *Reconciler) patchPods(ctx context.Context, snap *rollout.Snapshot, node string, names []string, what string,
+	patchOf func(rollout.Pod) (client.Patch, error), passOver func(error) error, done func(name string)) error {
+	var errs []error
+	for _, name := range names {
+		i := slices.IndexFunc(snap.Pods[node], func(p rollout.Pod) bool { return p.Name == name })
+		if i < 0 {
+			continue
+		}
+		patch, err := patchOf(snap.Pods[node][i])
 		if err != nil {
 			return err
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: snap.Tenant.Namespace}}
 		apiWrites.WithLabelValues("patch", "pods").Inc()
-		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(v2alpha1.FieldManager)); client.IgnoreNotFound(err) != nil && !apierrors.IsInvalid(err) { // gone, or made again since
-			errs = append(errs, fmt.Errorf("recording that enforcing would let pod %s go: %w", name, err))
+		if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(v2alpha1.FieldManager)); passOver(err) != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", what, name, err))
 			continue
 		}
 		r.own.remember(snap.Tenant, pod)
+		done(name)
 	}
 	return errors.Join(errs...)
 }
