@@ -144,25 +144,30 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 		// read fresh — a cache that has not seen the guard deregistered, the
 		// namespace relabelled out of its selector or switched to audit is
 		// not enough — at the same time as the workload.
+		// Where the guard does not judge, the scoped read is cut short and
+		// whatever it met is left unsaid: the tenant is read whole.
 		var guarded string
+		var guardErr, scopedErr error
 		var scoped *rollout.Snapshot
 		var why rollout.Fallback
-		var g errgroup.Group
-		g.Go(func() error {
-			var err error
-			guarded, err = r.Guard.notJudging(ctx, r.Fresh, t.Namespace, r.DefaultMode)
-			return err
+		scopedCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			guarded, guardErr = r.Guard.notJudging(ctx, r.Fresh, t.Namespace, r.DefaultMode)
+			if guarded != "" {
+				cancel()
+			}
 		})
-		g.Go(func() error {
-			var err error
-			scoped, why, err = GatherScoped(ctx, cache, r.Fresh, raw, scope)
-			return err
-		})
-		if err := g.Wait(); err != nil {
-			return nil, rollout.Fallback{}, err
-		}
-		if guarded != "" {
+		wg.Go(func() { scoped, why, scopedErr = GatherScoped(scopedCtx, cache, r.Fresh, raw, scope) })
+		wg.Wait()
+		switch {
+		case guardErr != nil:
+			return nil, rollout.Fallback{}, guardErr
+		case guarded != "":
 			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: guarded}, nil
+		case scopedErr != nil:
+			return nil, rollout.Fallback{}, scopedErr
 		}
 		if why.None() {
 			watch.lap("scoped_read")
@@ -585,7 +590,7 @@ func (r *Reconciler) event(n v2alpha1.Node, d rollout.Decision, before bool) {
 // pods, each with a JSON patch that tests the gates it saw: only its own
 // gate goes, whatever else holds the pod.
 func (r *Reconciler) releasePods(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision) error {
-	return r.patchPods(ctx, snap, d.Node, d.PodsToRelease, "removing the scheduling gate of pod", podGatePatch, client.IgnoreNotFound, func(name string) {
+	return r.patchPods(ctx, snap, d.Node, d.PodsToRelease, "removing the scheduling gate of pod %s", podGatePatch, client.IgnoreNotFound, func(name string) {
 		podReleases.Inc()
 		log.FromContext(ctx).Info("Released pod", "node", d.Node, "pod", name)
 	})
@@ -612,14 +617,15 @@ func (r *Reconciler) markPodsWouldRelease(ctx context.Context, snap *rollout.Sna
 		}
 		return client.IgnoreNotFound(err)
 	}
-	return r.patchPods(ctx, snap, d.Node, d.PodsWouldRelease, "recording that enforcing would let go pod", mark, gone, func(string) {})
+	return r.patchPods(ctx, snap, d.Node, d.PodsWouldRelease, "recording that enforcing would let pod %s go", mark, gone, func(string) {})
 }
 
 // patchPods patches each pod of node named in names that snap holds with
 // the patch patchOf makes of it. A write that fails with an error passed
 // over counts as done (the pod gone, say); one that fails otherwise is
-// returned, saying what (the write) and the pod. Each pod patched is
-// remembered as the sequencer's own write and passed to done.
+// returned, saying what. Each pod patched is
+// remembered as the sequencer's own write and passed to done. what is the
+// write, a format of the pod's name.
 func (r *Reconciler) patchPods(ctx context.Context, snap *rollout.Snapshot, node string, names []string, what string,
 	patchOf func(rollout.Pod) (client.Patch, error), passOver func(error) error, done func(name string)) error {
 	var errs []error
@@ -635,7 +641,7 @@ func (r *Reconciler) patchPods(ctx context.Context, snap *rollout.Snapshot, node
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: snap.Tenant.Namespace}}
 		apiWrites.WithLabelValues("patch", "pods").Inc()
 		if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(v2alpha1.FieldManager)); passOver(err) != nil {
-			errs = append(errs, fmt.Errorf("%s %s: %w", what, name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", fmt.Sprintf(what, name), err))
 			continue
 		}
 		r.own.remember(snap.Tenant, pod)

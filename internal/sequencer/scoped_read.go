@@ -2,11 +2,12 @@ package sequencer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
-	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +36,12 @@ import (
 // shows the guess missed — an ordinal the StatefulSet wants that was not
 // read, the machine of a pod scheduled since — is read in a second (and a
 // machine of such a pod in a third). Every object the snapshot holds is
-// read fresh; a guess only decides when it is read.
+// read fresh; a guess only decides when it is read. A machine guessed is
+// read in the same round trip as its pod, not after it: a Node deleted
+// between the two reads is seen by the next read, the release guard's,
+// which reads machines after pods; a machine's Ready condition lags its
+// loss by the node lifecycle controller's grace period anyway (40 s by
+// default), whatever the order of the two reads.
 //
 // The nodes themselves stay as the cache has them. That is enough only
 // because every release is judged again in its own admission, on a
@@ -77,9 +83,12 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 	sets := make([]appsv1.StatefulSet, len(scope))
 	absent := make([]bool, len(scope)) // no StatefulSet: a node that never had pods, or the contract's fallback
 	why := make([]string, len(scope))
-	var g errgroup.Group
+	// A read that failed is said only where no reason to read the tenant
+	// whole was found: the whole tenant is read then, whatever failed.
+	errs := make([]error, len(scope)+1)
+	var wg sync.WaitGroup
 	for i, name := range scope {
-		g.Go(func() error {
+		wg.Go(func() {
 			err := fresh.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sets[i])
 			switch {
 			case apierrors.IsNotFound(err):
@@ -87,19 +96,19 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 			case apierrors.IsForbidden(err):
 				why[i] = "StatefulSets may not be read by name (RBAC get on statefulsets in group apps)"
 			case err != nil:
-				return fmt.Errorf("reading StatefulSet %s/%s: %w", ns, name, err)
+				errs[i] = fmt.Errorf("reading StatefulSet %s/%s: %w", ns, name, err)
 			case sets[i].Spec.Template.Labels[v2alpha1.LabelNode] != name:
 				why[i] = fmt.Sprintf("StatefulSet %s makes pods of %q, not of the node named after it", name, sets[i].Spec.Template.Labels[v2alpha1.LabelNode])
 			}
-			return nil
 		})
 	}
-	g.Go(func() error { return r.read(ctx) })
-	if err := g.Wait(); err != nil {
-		return nil, rollout.Fallback{}, err
-	}
+	wg.Go(func() { errs[len(scope)] = r.read(ctx) })
+	wg.Wait()
 	if w := firstReason(why); w != "" {
 		return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: w}, nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, rollout.Fallback{}, err
 	}
 	// The ordinals the guess missed: every one the StatefulSet has or wants.
 	for i, name := range scope {
@@ -139,7 +148,11 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 			existing = append(existing, sets[i])
 		}
 	}
-	snap := rollout.SnapshotOf(rollout.Objects{Nodes: nodes, Pods: read, StatefulSets: existing, LostMachines: r.lostOf(read)}, cached.Tenant, cached.Orders, cached.Now)
+	lost, err := r.lostOf(read)
+	if err != nil {
+		return nil, rollout.Fallback{}, err
+	}
+	snap := rollout.SnapshotOf(rollout.Objects{Nodes: nodes, Pods: read, StatefulSets: existing, LostMachines: lost}, cached.Tenant, cached.Orders, cached.Now)
 	return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
 }
 

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -27,15 +28,19 @@ type podReads struct {
 	pods map[string]*corev1.Pod
 	// lost are the machines read, by name: whether each is lost.
 	lost map[string]bool
+	// failed and forbidden are the machines whose read failed, or which
+	// may not be read: said only where a Ready pod read runs on one.
+	failed    map[string]error
+	forbidden map[string]bool
 	// machines are the machines wanted, read or not.
 	machines map[string]bool
 	// queued and queuedMachines are wanted and not read yet.
 	queued, queuedMachines []string
-	forbidden              atomic.Bool
 }
 
 func newPodReads(ns string, fresh client.Reader) *podReads {
-	return &podReads{ns: ns, fresh: fresh, setOf: map[string]int{}, pods: map[string]*corev1.Pod{}, lost: map[string]bool{}, machines: map[string]bool{}}
+	return &podReads{ns: ns, fresh: fresh, setOf: map[string]int{}, pods: map[string]*corev1.Pod{}, lost: map[string]bool{},
+		failed: map[string]error{}, forbidden: map[string]bool{}, machines: map[string]bool{}}
 }
 
 // want queues the pod of the given ordinal of node, scope's set-th.
@@ -60,13 +65,16 @@ func (r *podReads) wantMachine(m string) {
 // pending reports whether anything is queued.
 func (r *podReads) pending() bool { return len(r.queued)+len(r.queuedMachines) > 0 }
 
-// read reads, at once, everything queued.
+// read reads, at once, everything queued. A pod's read that failed is
+// returned; a machine's is kept for lostOf.
 func (r *podReads) read(ctx context.Context) error {
 	names, machines := r.queued, r.queuedMachines
 	r.queued, r.queuedMachines = nil, nil
 	pods := make([]corev1.Pod, len(names))
 	found := make([]bool, len(names))
 	lost := make([]bool, len(machines))
+	failed := make([]error, len(machines))
+	forbidden := make([]atomic.Bool, len(machines))
 	var g errgroup.Group
 	for j, name := range names {
 		g.Go(func() error {
@@ -83,9 +91,8 @@ func (r *podReads) read(ctx context.Context) error {
 	}
 	for k, m := range machines {
 		g.Go(func() error {
-			var err error
-			lost[k], err = machineLost(ctx, r.fresh, m, &r.forbidden)
-			return err
+			lost[k], failed[k] = machineLost(ctx, r.fresh, m, &forbidden[k])
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -93,6 +100,12 @@ func (r *podReads) read(ctx context.Context) error {
 	}
 	for k, m := range machines {
 		r.lost[m] = lost[k]
+		if failed[k] != nil {
+			r.failed[m] = failed[k]
+		}
+		if forbidden[k].Load() {
+			r.forbidden[m] = true
+		}
 	}
 	for j, name := range names {
 		if found[j] {
@@ -124,19 +137,30 @@ func (r *podReads) found() []*corev1.Pod {
 }
 
 // lostOf returns the lost machines that pods run Ready on, as
-// lostMachines does; every one was read (read queues them).
-func (r *podReads) lostOf(pods []corev1.Pod) map[string]bool {
-	if r.forbidden.Load() {
-		partialReads.WithLabelValues("machines").Inc()
-	}
+// lostMachines does; every one was read (read queues them). It fails where
+// the read of such a machine failed, and counts a partial read where one
+// may not be read.
+func (r *podReads) lostOf(pods []corev1.Pod) (map[string]bool, error) {
 	var out map[string]bool
+	var errs []error
+	forbidden := false
 	for i := range pods {
-		if m := readyOn(&pods[i]); m != "" && r.lost[m] {
+		m := readyOn(&pods[i])
+		switch {
+		case m == "":
+		case r.failed[m] != nil:
+			errs = append(errs, r.failed[m])
+		case r.forbidden[m]:
+			forbidden = true
+		case r.lost[m]:
 			if out == nil {
 				out = map[string]bool{}
 			}
 			out[m] = true
 		}
 	}
-	return out
+	if forbidden {
+		partialReads.WithLabelValues("machines").Inc() // once per read, however many machines
+	}
+	return out, errors.Join(errs...)
 }

@@ -147,11 +147,20 @@ func (m ModeAndTenant) Audit() bool { return m.ModeErr == nil && m.Mode == v2alp
 // ReadModeAndTenant reads namespace's mode (ReadMode, def for a namespace
 // without the label) and the tenant of node name (GatherFreshFor) at the
 // same time: an admission's wait is one round trip of reads, not two.
-func ReadModeAndTenant(ctx context.Context, r client.Reader, namespace, name, def string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) ModeAndTenant {
+// Unless the tenant is wanted in audit too (inAudit), its read is cut short
+// once the mode is read audit, and its error is then that.
+func ReadModeAndTenant(ctx context.Context, r client.Reader, namespace, name, def string, inAudit bool, orders defaults.Orders, now time.Time, grouping rollout.Grouping) ModeAndTenant {
 	var out ModeAndTenant
+	tenantCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { out.Mode, out.ModeErr = ReadMode(ctx, r, namespace, def) })
-	out.Tenant, out.TenantErr = GatherFreshFor(ctx, r, namespace, name, orders, now, grouping)
+	wg.Go(func() {
+		out.Mode, out.ModeErr = ReadMode(ctx, r, namespace, def)
+		if !inAudit && out.Audit() {
+			cancel()
+		}
+	})
+	out.Tenant, out.TenantErr = GatherFreshFor(tenantCtx, r, namespace, name, orders, now, grouping)
 	wg.Wait()
 	return out
 }

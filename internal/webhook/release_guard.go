@@ -97,7 +97,7 @@ func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) 
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
 	defer cancel()
 	started := time.Now()
-	got := sequencer.ReadModeAndTenant(read, g.Reader, namespace, name, g.DefaultMode, g.Orders, g.Clock.Now(), g.Grouping)
+	got := sequencer.ReadModeAndTenant(read, g.Reader, namespace, name, g.DefaultMode, false, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("release-guard", "fresh_read", time.Since(started))
 	if got.Audit() {
 		return "", nil // audit holds nothing: the sequencer lifts what enforce left
