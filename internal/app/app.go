@@ -224,6 +224,8 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		expresswebhook.Register(mgr, fresh, expresswebhook.Settings{
 			Orders: orders, Grouping: o.Grouping, Clock: o.Clock, SequencerUsers: append([]string{self}, o.SequencerUsers...),
 			RecheckReleases: o.RecheckReleases, DefaultMode: o.DefaultMode,
+			// The cache's pod index is the sequencer's (SetupWithManager).
+			ScopedReads: o.ScopedReads && o.Sequencer,
 		})
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}

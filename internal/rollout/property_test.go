@@ -32,13 +32,14 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		scenarios = 1000
 	}
 	releases, podReleases, wakes, refused := 0, 0, 0, 0
-	reads := map[string]int{}
+	reads, podReads := map[string]int{}, map[string]int{}
 	for seed := uint64(1); seed <= uint64(scenarios); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0x5eed))
 		w := newWorld(t, "t")
 		w.rng = rng
-		w.freezes = seed%2 == 0 // a frozen replica's writes land late, through the API server's guards
-		w.scoped = seed%3 == 0  // the sequencer plans a release on its cache and what the release rests on, read by name
+		w.freezes = seed%2 == 0    // a frozen replica's writes land late, through the API server's guards
+		w.scoped = seed%3 == 0     // the sequencer plans a release on its cache and what the release rests on, read by name
+		w.podsByName = seed%2 == 1 // the pod webhook lets a new pod start on what its start rests on, read by name
 		w.logf("scenario seed %d", seed)
 		size := 1 + rng.IntN(8)
 		keys := keysOf(size)
@@ -199,10 +200,16 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 		for read, n := range w.reads {
 			reads[read] += n
 		}
+		for read, n := range w.podReads {
+			podReads[read] += n
+		}
 	}
 	t.Logf("%d scenarios, %d releases and %d pod releases, every one checked; a frozen replica woke %d times, the release guard refused %d of its releases", scenarios, releases, podReleases, wakes, refused)
 	t.Logf("with scoped reads: %d passes planned on the cache alone, %d on the workload a release rests on, %d on the whole tenant", reads[ReadCache], reads[ReadDecision], reads[ReadTenant])
 	assert.Positive(t, reads[ReadDecision], "releases planned on the scoped read")
+	t.Logf("with pods admitted by name: %d new pods let start on the nodes read by name, %d answered on the whole tenant", podReads[ReadDecision], podReads[ReadTenant])
+	assert.Positive(t, podReads[ReadDecision], "pods let start on the nodes read by name")
+	assert.Positive(t, podReads[ReadTenant], "pods held on the nodes read by name, answered on the whole tenant")
 	if !testing.Short() { // too few scenarios under -short for a frozen replica's release to go stale
 		assert.Positive(t, refused, "frozen replicas' stale releases meet the release guard")
 	}

@@ -102,6 +102,19 @@ func WouldHoldAnnotations(annotations map[string]string) map[string]string {
 	return out
 }
 
+// PodReady reports whether a plan takes pod p as Ready, as PodOf reads it:
+// its Ready condition (the last, should it have more than one) True, and
+// the pod not being deleted.
+func PodReady(p *corev1.Pod) bool {
+	ready := false
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return ready && p.DeletionTimestamp == nil
+}
+
 // PodOf reads a pod into a Pod. A pod that is being deleted counts as not
 // Ready, whatever its conditions still say.
 func PodOf(p *corev1.Pod) Pod {

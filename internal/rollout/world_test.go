@@ -115,6 +115,12 @@ type world struct {
 	// the read they were made on.
 	scoped bool
 	reads  map[string]int
+	// podsByName: the pod webhook answers first on the nodes and workload
+	// a new pod's start rests on, read by name (PodScope,
+	// PodsMayStartByName), and on the whole tenant where that answer is
+	// no; podReads counts its answers by the read they were made on.
+	podsByName bool
+	podReads   map[string]int
 	// gone are, by node name, the StatefulSet and pods of a node deleted
 	// and created again (recreate) that the garbage collector has not
 	// removed yet: the new node's StatefulSet cannot be created under the
@@ -646,7 +652,7 @@ func (w *world) createPod(name, hash string, add bool) {
 		Owners:  []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: setUID(n), Controller: ptr.To(true)}},
 		Created: metav1.Time{Time: w.now},
 	}
-	if ok, _ := PodsMayStart(w.snapshot(), name); !ok {
+	if !w.podMayStart(name) {
 		pod.Gates = []string{v2alpha1.GateSequencer}
 	} else if w.oracle != nil {
 		if ok, why := podsMayStartOracle(w, name, nil); !ok {

@@ -94,6 +94,11 @@ var (
 		Help: "Reconciles whose plan releases a node or pods or records a rollout complete, by the fresh read it was planned on: decision (the workload of the nodes it rests on, by name, the rest from the cache: --scoped-reads) or tenant (consistent LISTs of the whole tenant), and, for a tenant read where a decision read was tried, why it was not enough (naming: a node's StatefulSet is not named after it or does not own its pods; wider: the plan rested on more nodes than were read; cache: the cache could not be compared with the sequencer's own writes; guard: the release guard's webhooks are not registered to judge every release in the namespace, or it is in audit mode; none otherwise).",
 	}, []string{"read", "fallback"})
 
+	podAdmissionReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "express_sequencer_pod_admission_reads_total",
+		Help: "New Express pods the pod webhook answered with --scoped-reads, by the read the answer was made on: decision (the nodes the pods' start rests on and their workload, read by name: the pod may start) or tenant (the whole tenant read, as without the flag), and, for tenant, why the read by name was not enough (held: on it the pod may not start, which only the whole tenant can confirm; naming: a node's StatefulSet is not named after it or does not own its pods; wider: its start rests on more nodes than are read by name; cache: the node is not in the cache; error: the read by name failed).",
+	}, []string{"read", "fallback"})
+
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
 		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
@@ -101,12 +106,28 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, podAdmissionReads, reconcileErrors}
 
 // ObserveAdmissionStep records that step of webhook took d, for
 // express_sequencer_admission_step_seconds.
 func ObserveAdmissionStep(webhook, step string, d time.Duration) {
 	admissionSteps.WithLabelValues(webhook, step).Observe(d.Seconds())
+}
+
+// CountPodAdmissionRead counts one pod admission made with --scoped-reads:
+// on the read by name where mayStart, on the whole tenant otherwise, for
+// the reason why gives (error where err is set, held where none is).
+func CountPodAdmissionRead(mayStart bool, why rollout.Fallback, err error) {
+	switch {
+	case mayStart:
+		podAdmissionReads.WithLabelValues(rollout.ReadDecision, "none").Inc()
+	case err != nil:
+		podAdmissionReads.WithLabelValues(rollout.ReadTenant, "error").Inc()
+	case !why.None():
+		podAdmissionReads.WithLabelValues(rollout.ReadTenant, why.Label).Inc()
+	default:
+		podAdmissionReads.WithLabelValues(rollout.ReadTenant, "held").Inc()
+	}
 }
 
 // MetricNames are the names of the metrics express-sequencer exports (the

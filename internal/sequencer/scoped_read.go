@@ -57,7 +57,36 @@ import (
 // the cache) is not one of its ordinals: the tenant is then read whole. A
 // node with neither has no workload yet (not provisioned).
 func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollout.Snapshot, scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
-	ns := cached.Tenant.Namespace
+	w, why, err := readWorkload(ctx, cache, fresh, cached.Tenant.Namespace, scope)
+	if err != nil || !why.None() {
+		return nil, why, err
+	}
+	nodes := make([]v2alpha1.Node, 0, len(cached.Nodes))
+	for _, n := range cached.Nodes {
+		nodes = append(nodes, n)
+	}
+	snap := rollout.SnapshotOf(w.objects(nodes), cached.Tenant, cached.Orders, cached.Now)
+	return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
+}
+
+// workload is what a scoped read found of its nodes' workload: their
+// pods, their StatefulSets and the lost machines their Ready pods run on.
+type workload struct {
+	pods []corev1.Pod
+	sets []appsv1.StatefulSet
+	lost map[string]bool
+}
+
+// objects are the workload with nodes, for rollout.SnapshotOf.
+func (w workload) objects(nodes []v2alpha1.Node) rollout.Objects {
+	return rollout.Objects{Nodes: nodes, Pods: w.pods, StatefulSets: w.sets, LostMachines: w.lost}
+}
+
+// readWorkload reads fresh, by name, the workload of each node of scope in
+// namespace ns, guessing from cache which pods and machines to read first
+// (GatherScoped). A Fallback that is not None says why the naming rule
+// does not hold.
+func readWorkload(ctx context.Context, cache, fresh client.Reader, ns string, scope []string) (workload, rollout.Fallback, error) {
 	// What the cache knows of each node's pods: the ordinals and machines
 	// to read in the first round trip.
 	known := make([][]corev1.Pod, len(scope))
@@ -65,13 +94,13 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 	for i, name := range scope {
 		var pods corev1.PodList
 		if err := cache.List(ctx, &pods, client.InNamespace(ns), client.MatchingFields{IndexPodNode: name}); err != nil {
-			return nil, rollout.Fallback{}, fmt.Errorf("listing pods of %s/%s: %w", ns, name, err)
+			return workload{}, rollout.Fallback{}, fmt.Errorf("listing pods of %s/%s: %w", ns, name, err)
 		}
 		known[i] = pods.Items
 		for _, p := range pods.Items {
 			o, ok := ordinalOf(p.Name, name)
 			if !ok {
-				return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s of %s is not one of StatefulSet %s's ordinals", p.Name, name, name)}, nil
+				return workload{}, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s of %s is not one of StatefulSet %s's ordinals", p.Name, name, name)}, nil
 			}
 			r.want(i, name, o)
 			r.wantMachine(p.Spec.NodeName)
@@ -105,16 +134,16 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 	wg.Go(func() { errs[len(scope)] = r.read(ctx) })
 	wg.Wait()
 	if w := firstReason(why); w != "" {
-		return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: w}, nil
+		return workload{}, rollout.Fallback{Label: rollout.FallbackNaming, Why: w}, nil
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, rollout.Fallback{}, err
+		return workload{}, rollout.Fallback{}, err
 	}
 	// The ordinals the guess missed: every one the StatefulSet has or wants.
 	for i, name := range scope {
 		if absent[i] {
 			if len(known[i]) > 0 || r.foundOf(i) {
-				return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("%s has pods but no StatefulSet named after it", name)}, nil
+				return workload{}, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("%s has pods but no StatefulSet named after it", name)}, nil
 			}
 			continue // no workload: a node not provisioned yet
 		}
@@ -126,7 +155,7 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 	// Ready pods read that the first round did not read.
 	for r.pending() {
 		if err := r.read(ctx); err != nil {
-			return nil, rollout.Fallback{}, err
+			return workload{}, rollout.Fallback{}, err
 		}
 	}
 	var read []corev1.Pod
@@ -134,13 +163,9 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 		set := r.setOf[p.Name]
 		if ref := metav1.GetControllerOf(p); ref == nil || ref.Kind != "StatefulSet" || ref.UID != sets[set].UID ||
 			p.Labels[v2alpha1.LabelNode] != scope[set] {
-			return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s is not one of StatefulSet %s's pods of the node", p.Name, scope[set])}, nil
+			return workload{}, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s is not one of StatefulSet %s's pods of the node", p.Name, scope[set])}, nil
 		}
 		read = append(read, *p)
-	}
-	nodes := make([]v2alpha1.Node, 0, len(cached.Nodes))
-	for _, n := range cached.Nodes {
-		nodes = append(nodes, n)
 	}
 	var existing []appsv1.StatefulSet
 	for i := range sets {
@@ -150,10 +175,9 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 	}
 	lost, err := r.lostOf(read)
 	if err != nil {
-		return nil, rollout.Fallback{}, err
+		return workload{}, rollout.Fallback{}, err
 	}
-	snap := rollout.SnapshotOf(rollout.Objects{Nodes: nodes, Pods: read, StatefulSets: existing, LostMachines: lost}, cached.Tenant, cached.Orders, cached.Now)
-	return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
+	return workload{pods: read, sets: existing, lost: lost}, rollout.Fallback{}, nil
 }
 
 // firstReason is the first reason of why that is not empty.

@@ -24,8 +24,10 @@ type podReads struct {
 	fresh client.Reader
 	// setOf is the index in scope of the node each pod wanted belongs to.
 	setOf map[string]int
-	// pods are the pods found, by name.
-	pods map[string]*corev1.Pod
+	// pods are the pods found, by name; foundSets the indexes in scope of
+	// the nodes one of them belongs to.
+	pods      map[string]*corev1.Pod
+	foundSets map[int]bool
 	// lost are the machines read, by name: whether each is lost.
 	lost map[string]bool
 	// failed and forbidden are the machines whose read failed, or which
@@ -39,7 +41,7 @@ type podReads struct {
 }
 
 func newPodReads(ns string, fresh client.Reader) *podReads {
-	return &podReads{ns: ns, fresh: fresh, setOf: map[string]int{}, pods: map[string]*corev1.Pod{}, lost: map[string]bool{},
+	return &podReads{ns: ns, fresh: fresh, setOf: map[string]int{}, pods: map[string]*corev1.Pod{}, foundSets: map[int]bool{}, lost: map[string]bool{},
 		failed: map[string]error{}, forbidden: map[string]bool{}, machines: map[string]bool{}}
 }
 
@@ -110,6 +112,7 @@ func (r *podReads) read(ctx context.Context) error {
 	for j, name := range names {
 		if found[j] {
 			r.pods[name] = &pods[j]
+			r.foundSets[r.setOf[name]] = true
 			r.wantMachine(readyOn(&pods[j]))
 		}
 	}
@@ -117,14 +120,7 @@ func (r *podReads) read(ctx context.Context) error {
 }
 
 // foundOf reports whether a pod of scope's set-th node was read.
-func (r *podReads) foundOf(set int) bool {
-	for name, p := range r.pods {
-		if p != nil && r.setOf[name] == set {
-			return true
-		}
-	}
-	return false
-}
+func (r *podReads) foundOf(set int) bool { return r.foundSets[set] }
 
 // found returns the pods read, by name.
 func (r *podReads) found() []*corev1.Pod {
@@ -143,13 +139,17 @@ func (r *podReads) found() []*corev1.Pod {
 func (r *podReads) lostOf(pods []corev1.Pod) (map[string]bool, error) {
 	var out map[string]bool
 	var errs []error
+	said := map[string]bool{} // a machine that failed is said once, however many pods run on it
 	forbidden := false
 	for i := range pods {
 		m := readyOn(&pods[i])
 		switch {
 		case m == "":
 		case r.failed[m] != nil:
-			errs = append(errs, r.failed[m])
+			if !said[m] {
+				said[m] = true
+				errs = append(errs, r.failed[m])
+			}
 		case r.forbidden[m]:
 			forbidden = true
 		case r.lost[m]:

@@ -286,10 +286,7 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 // being deleted, or not scheduled. A lost machine makes only such a pod
 // not Ready.
 func readyOn(pod *corev1.Pod) string {
-	ready := pod.DeletionTimestamp == nil && slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
-		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-	})
-	if !ready {
+	if !rollout.PodReady(pod) {
 		return ""
 	}
 	return pod.Spec.NodeName

@@ -85,6 +85,9 @@ type Settings struct {
 	// DefaultMode is the sequencing mode of a namespace without the
 	// express.medallia.com/sequencing label.
 	DefaultMode string
+	// ScopedReads has the pod webhook let a pod start on a read by name of
+	// what its start rests on (PodGate.Cache), reader guessing the names.
+	ScopedReads bool
 }
 
 // Handlers returns the admission webhooks by path. reader lists a tenant's
@@ -97,12 +100,16 @@ func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings)
 	if set.RecheckReleases {
 		releases = &ReleaseGuard{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk, DefaultMode: set.DefaultMode}
 	}
+	podGate := &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk, DefaultMode: set.DefaultMode}
+	if set.ScopedReads {
+		podGate.Cache = reader
+	}
 	hooks := map[string]*admission.Webhook{
 		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers, Modes: fresh, DefaultMode: set.DefaultMode}),
 		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers, Modes: fresh, DefaultMode: set.DefaultMode}),
 		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders, Releases: releases}),
 		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders, Releases: releases}),
-		MutatePodPath:        {Handler: &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk, DefaultMode: set.DefaultMode}},
+		MutatePodPath:        {Handler: podGate},
 		ValidatePodPath:      {Handler: &PodGateGuard{Sequencer: sequencerUsers, Releases: releases}},
 	}
 	for path, kind := range map[string]string{MutateBackendPath: v2alpha1.KindBackend, MutateFrontendPath: v2alpha1.KindFrontend} {

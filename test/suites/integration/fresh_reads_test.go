@@ -137,23 +137,10 @@ func staleReplica(cache client.Client) *sequencer.Reconciler {
 // fresh from the API server: it holds fe1's new pod. Given that cache as its
 // reader, it lets the pod start: what this test catches.
 func TestThePodWebhookHoldsAPodOnAPredecessorsCrashACacheHasNotSeen(t *testing.T) {
-	stop := startSequencer(t)
-	ns, _ := settledTenant(t, 2)
-	stop()
-	ctx := context.Background()
-	before := podsOf(t, ns)
-	cache := copyOf(t, append(append(before, machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
+	ns, cache, create := fe1PodAgainOnASettledTenant(t)
 	crash(t, ns, "be")
 	t.Cleanup(func() { mend(t, ns) })
-
-	var fe1Pod *corev1.Pod
-	for _, p := range before {
-		if p.GetLabels()[v2alpha1.LabelNode] == "acme-fe1" {
-			fe1Pod = p.(*corev1.Pod)
-		}
-	}
-	require.NotNil(t, fe1Pod)
-	create := recreated(t, fe1Pod)
+	ctx := context.Background()
 
 	gate := &webhook.PodGate{Reader: harness.Client, Orders: defaults.Builtin(), Grouping: rollout.DefaultGrouping, Clock: clock.RealClock{}}
 	resp := gate.Handle(ctx, create)
@@ -164,6 +151,19 @@ func TestThePodWebhookHoldsAPodOnAPredecessorsCrashACacheHasNotSeen(t *testing.T
 	resp = fromCache.Handle(ctx, create)
 	require.True(t, resp.Allowed)
 	assert.False(t, addsTheGate(resp), "the check can fail: from the cache alone, the pod starts")
+}
+
+// fe1PodAgainOnASettledTenant is a settled two-node tenant, the sequencer
+// stopped, a cache that holds what it has now (nodes, pods, machines), and
+// the admission request of fe1's pod created again by its StatefulSet.
+func fe1PodAgainOnASettledTenant(t *testing.T) (string, client.Reader, admission.Request) {
+	t.Helper()
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	before := podsOf(t, ns)
+	cache := copyOf(t, append(append(before, machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
+	return ns, cache, recreated(t, fe1Pod(t, before))
 }
 
 // recreated is the admission request of pod p created again by its

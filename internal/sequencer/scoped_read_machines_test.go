@@ -1,0 +1,93 @@
+package sequencer_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
+	"github.com/medallia/express-sequencer/internal/scheme"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+)
+
+// A machine is read in a scoped read only to tell whether the Ready pods on
+// it still are: a machine that cannot be read fails the read where a Ready
+// pod runs on it, said once however many do, and is no error where none
+// does (docs/sequencer.md).
+func TestAScopedReadFailsOnlyWhereAReadyPodRunsOnAMachineItCannotRead(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ready corev1.ConditionStatus
+		fails bool
+	}{
+		{"a machine that cannot be read fails the read, named once, where two Ready pods run on it", corev1.ConditionTrue, true},
+		{"a machine that cannot be read is no error where the pods on it are not Ready", corev1.ConditionFalse, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			be := &v2alpha1.Backend{ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: "tenant"}}
+			be.Spec.ClusterConfig.ClusterName = "acme"
+			set := &appsv1.StatefulSet{
+				ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: "tenant", UID: "set-uid"},
+				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v2alpha1.LabelNode: "acme-be"}},
+				}},
+				Status: appsv1.StatefulSetStatus{Replicas: 2},
+			}
+			objects := []client.Object{be, set}
+			for _, name := range []string{"acme-be-0", "acme-be-1"} {
+				objects = append(objects, &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID("uid-" + name),
+						Labels: map[string]string{v2alpha1.LabelNode: "acme-be"},
+						OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "acme-be",
+							UID: "set-uid", Controller: ptr.To(true)}}},
+					Spec:   corev1.PodSpec{NodeName: "machine-1"},
+					Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: c.ready}}},
+				})
+			}
+			var machineReads atomic.Int32
+			r := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objects...).
+				WithIndex(&corev1.Pod{}, sequencer.IndexPodNode, func(o client.Object) []string {
+					return []string{o.GetLabels()[v2alpha1.LabelNode]}
+				}).
+				WithInterceptorFuncs(interceptor.Funcs{
+					Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+						if _, ok := obj.(*corev1.Node); ok {
+							machineReads.Add(1)
+							return apierrors.NewInternalError(errors.New("etcd stalled"))
+						}
+						return c.Get(ctx, key, obj, opts...)
+					},
+				}).Build()
+			tenant := rollout.Tenant{Namespace: "tenant", ClusterName: "acme"}
+			cached := rollout.SnapshotOf(rollout.Objects{Nodes: []v2alpha1.Node{be}}, tenant, defaults.Builtin(), time.Now())
+
+			snap, why, err := sequencer.GatherScoped(context.Background(), r, r, cached, []string{"acme-be"})
+			assert.True(t, why.None(), "the naming rule holds: %s", why.Why)
+			assert.Equal(t, int32(1), machineReads.Load(), "the machine both pods run on is read once")
+			if c.fails {
+				require.Error(t, err)
+				assert.Equal(t, 1, strings.Count(err.Error(), "machine-1"), "the machine is named once: %v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Len(t, snap.Pods["acme-be"], 2, "both pods are read")
+		})
+	}
+}
