@@ -71,6 +71,7 @@ func TestTheBenchmarkRunsOnKubernetesOwnControlLoops(t *testing.T) {
 	assert.Positive(t, res.Steps["scoped_read"], "the scoped read is timed: %v", res.Steps)
 	assert.Empty(t, res.Crash.OutOfOrder)
 	assert.Len(t, res.Crash.Latencies, 2*3, "one latency per pod release after the backend: fe1, fe2, fe3 in each tenant")
+	assert.NotEmpty(t, res.Crash.PodReads, "with -scoped-reads, the recreated pods' admissions are counted by the read they were answered on")
 }
 
 // A short soak: changes keep coming for 40 s, sampled every 8 s; every

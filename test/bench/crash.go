@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,9 @@ type CrashResult struct {
 	// that release and of the webhooks that read the tenant, during the
 	// recovery.
 	Steps map[string]time.Duration
+	// PodReads are, with -scoped-reads, the recreated pods' admissions by
+	// the read they were answered on.
+	PodReads map[string]int
 }
 
 func measureCrash(ctx context.Context, out io.Writer, evict func(context.Context, string, ...string) error, rec *recorder, o options) (CrashResult, error) {
@@ -116,10 +120,13 @@ func reportCrash(out io.Writer, r CrashResult, nodes int) error {
 	fmt.Fprintf(out, "  pod release latency p50: %s  p99 %s  max %s  (%d releases)\n",
 		ms(percentile(r.Latencies, 50)), ms(percentile(r.Latencies, 99)), ms(percentile(r.Latencies, 100)), len(r.Latencies))
 	fmt.Fprint(out, "  a recreated pod's admission, mean time by step:")
-	for _, s := range []string{"pods/fresh_read", "pods/decide"} {
+	for _, s := range []string{"pods/scoped_read", "pods/fresh_read", "pods/decide"} {
 		fmt.Fprintf(out, " %s %s", s, r.Steps[s].Round(10*time.Microsecond))
 	}
 	fmt.Fprintln(out)
+	for _, k := range slices.Sorted(maps.Keys(r.PodReads)) {
+		fmt.Fprintf(out, "    %-60s %d\n", k, r.PodReads[k])
+	}
 	if len(r.OutOfOrder) > 0 {
 		return fmt.Errorf("%d tenants recovered out of order, e.g. %s", len(r.OutOfOrder), r.OutOfOrder[0])
 	}

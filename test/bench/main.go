@@ -491,6 +491,7 @@ func measure(o options, out io.Writer) (Result, error) {
 			return res, err
 		}
 		res.Crash.Steps = stepMeans(before, after)
+		res.Crash.PodReads = counted(before, after, podReadsPrefix)
 	}
 	if o.admission > 0 {
 		if err := reportAdmission(ctx, out, c, rec, o); err != nil {
@@ -656,6 +657,9 @@ const (
 	// readsPrefix marks the reconciles that released or recorded, by the
 	// fresh read they were planned on: not writes, listed with them.
 	readsPrefix = breakdownPrefix + "(not writes) planned on a fresh read of the "
+	// podReadsPrefix marks the pod admissions made with --scoped-reads, by
+	// the read they were answered on.
+	podReadsPrefix = "pods answered on the read of the "
 )
 
 // settledWrites reads the sequencer's writes once they have stopped
@@ -705,9 +709,21 @@ func stepMeans(before, after map[string]int) map[string]time.Duration {
 	return out
 }
 
+// counted are the counts of after whose keys start with prefix, less
+// before's, where they grew.
+func counted(before, after map[string]int, prefix string) map[string]int {
+	out := map[string]int{}
+	for k, v := range after {
+		if strings.HasPrefix(k, prefix) && v > before[k] {
+			out[k] = v - before[k]
+		}
+	}
+	return out
+}
+
 // admissionSteps are the steps of express_sequencer_admission_step_seconds,
 // as writes keys them.
-var admissionSteps = []string{"release-guard/fresh_read", "release-guard/decide", "pods/fresh_read", "pods/decide"}
+var admissionSteps = []string{"release-guard/fresh_read", "release-guard/decide", "pods/scoped_read", "pods/fresh_read", "pods/decide"}
 
 // releaseSteps are the steps of express_sequencer_release_step_seconds in
 // the order they happen.
@@ -745,6 +761,13 @@ func writes(url string) (map[string]int, error) {
 	}
 	for _, m := range families["express_sequencer_release_reads_total"].GetMetric() {
 		k := readsPrefix + label(m, "read")
+		if f := label(m, "fallback"); f != "none" {
+			k += ", read whole for " + f
+		}
+		out[k] += int(value(m))
+	}
+	for _, m := range families["express_sequencer_pod_admission_reads_total"].GetMetric() {
+		k := podReadsPrefix + label(m, "read")
 		if f := label(m, "fallback"); f != "none" {
 			k += ", read whole for " + f
 		}
