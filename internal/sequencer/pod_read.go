@@ -28,6 +28,7 @@ var (
 	fallbackPodUncached = rollout.Fallback{Label: rollout.FallbackCache, Why: "the node is not in the cache: its tenant is not known"}
 	fallbackPodMany     = rollout.Fallback{Label: rollout.FallbackWider, Why: "its start rests on more nodes than are read by name"}
 	fallbackPodMoving   = rollout.Fallback{Label: rollout.FallbackWider, Why: "the nodes its start rests on kept naming nodes not read yet"}
+	fallbackPodBoth     = rollout.Fallback{Label: rollout.FallbackNaming, Why: "a Backend and a Frontend share a name it rests on"}
 )
 
 // GatherForPod reads, straight from the API server and by name, what the
@@ -77,7 +78,8 @@ func GatherForPod(ctx context.Context, cache, fresh client.Reader, namespace, na
 			setErr  error
 			wg      sync.WaitGroup
 		)
-		wg.Go(func() { got, nodeErr = readNodes(ctx, fresh, namespace, nodes) })
+		var both bool
+		wg.Go(func() { got, both, nodeErr = readNodes(ctx, fresh, namespace, nodes) })
 		if len(sets) > 0 {
 			wg.Go(func() { w, why, setErr = readWorkload(ctx, cache, fresh, namespace, sets) })
 		}
@@ -87,6 +89,9 @@ func GatherForPod(ctx context.Context, cache, fresh client.Reader, namespace, na
 		}
 		if err := errors.Join(nodeErr, setErr); err != nil {
 			return nil, rollout.Fallback{}, err
+		}
+		if both {
+			return nil, fallbackPodBoth, nil
 		}
 		for _, n := range nodes {
 			read[n] = true
@@ -144,10 +149,10 @@ func cachedNodes(ctx context.Context, cache client.Reader, namespace, name strin
 }
 
 // readNodes reads each node of names by name, fresh, as a Backend and as a
-// Frontend: a Frontend and a Backend of one name are read as the read of
-// the whole tenant reads them (the Frontend, where both exist). A node not
-// found is left out.
-func readNodes(ctx context.Context, fresh client.Reader, namespace string, names []string) (map[string]v2alpha1.Node, error) {
+// Frontend. A node not found is left out. Where a Backend and a Frontend
+// share a name, both is true: which of them is the tenant's, or whether
+// both are, only the read of the whole tenant tells as it does.
+func readNodes(ctx context.Context, fresh client.Reader, namespace string, names []string) (out map[string]v2alpha1.Node, both bool, err error) {
 	gets := make([]v2alpha1.Node, 0, 2*len(names))
 	for range names {
 		gets = append(gets, &v2alpha1.Backend{}, &v2alpha1.Frontend{})
@@ -170,15 +175,18 @@ func readNodes(ctx context.Context, fresh client.Reader, namespace string, names
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := map[string]v2alpha1.Node{}
-	for i, node := range gets { // Backend, then Frontend: the Frontend wins
+	out = map[string]v2alpha1.Node{}
+	for i, node := range gets {
 		if found[i] {
+			if _, ok := out[names[i/2]]; ok {
+				both = true
+			}
 			out[names[i/2]] = node
 		}
 	}
-	return out, nil
+	return out, both, nil
 }
 
 // snapshotOfRead is the snapshot of the nodes found and the workload read,

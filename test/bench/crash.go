@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -125,7 +126,7 @@ func reportCrash(out io.Writer, r CrashResult, nodes int) error {
 	}
 	fmt.Fprintln(out)
 	for _, k := range slices.Sorted(maps.Keys(r.PodReads)) {
-		fmt.Fprintf(out, "    %-60s %d\n", k, r.PodReads[k])
+		fmt.Fprintf(out, "    %-60s %d\n", strings.TrimPrefix(k, breakdownPrefix+"(not writes) "), r.PodReads[k])
 	}
 	if len(r.OutOfOrder) > 0 {
 		return fmt.Errorf("%d tenants recovered out of order, e.g. %s", len(r.OutOfOrder), r.OutOfOrder[0])

@@ -659,7 +659,7 @@ const (
 	readsPrefix = breakdownPrefix + "(not writes) planned on a fresh read of the "
 	// podReadsPrefix marks the pod admissions made with --scoped-reads, by
 	// the read they were answered on.
-	podReadsPrefix = "pods answered on the read of the "
+	podReadsPrefix = breakdownPrefix + "(not writes) new pods answered on a fresh read of the "
 )
 
 // settledWrites reads the sequencer's writes once they have stopped
