@@ -83,7 +83,7 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		// Say it before the API server's own deadline cuts the call short
 		// with no word of why.
 		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf(
-			"the API server did not answer the fresh read of %s's tenant within %s (is etcd stalled or the API server overloaded?): the pod is refused; its controller creates it again: %w",
+			"the API server did not answer the fresh read of %s's tenant within %s of the pod's admission (is etcd stalled or the API server overloaded?): the pod is refused; its controller creates it again: %w",
 			name, freshReadTimeout, err))
 	}
 	if err != nil {
