@@ -104,7 +104,7 @@ bench: control-plane ## The numbers of docs/performance.md: 1,000 tenants × 8 n
 	$(MAKE) -C .. bench-reads bench-audit
 
 .PHONY: bench-reads
-bench-reads: control-plane ## The sequencer's fresh read of the whole tenant against its scoped read (-scoped-reads), side by side on Kubernetes' own control loops (StatefulSets name their pods by ordinal): 200 tenants at 2 tenants/s with a crash of every pod and the admission cost, unpinned and with kube-apiserver and etcd on a core of their own (-pin), then 1,000 × 8 at once (docs/performance.md).
+bench-reads: control-plane ## The fresh reads of the whole tenant against the reads by name (-scoped-reads: the sequencer's scoped read and the pod webhook's), side by side on Kubernetes' own control loops (StatefulSets name their pods by ordinal): 200 tenants at 2 tenants/s with a crash of every pod and the admission cost, unpinned and with kube-apiserver and etcd on a core of their own (-pin), then 1,000 × 8 at once (docs/performance.md).
 	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
 	for pin in false true; do \
 	for scoped in false true; do \
