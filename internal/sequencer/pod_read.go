@@ -132,20 +132,11 @@ func cachedNodes(ctx context.Context, cache client.Reader, namespace, name strin
 		return nil, nil
 	}
 	tenant := rollout.Tenant{Namespace: namespace, ClusterName: node.NodeSpec().ClusterConfig.ClusterName}
-	inTenant := []client.ListOption{client.InNamespace(namespace), client.MatchingFields{IndexTenant: tenant.ClusterName}}
-	var bes v2alpha1.BackendList
-	var fes v2alpha1.FrontendList
-	if err := errors.Join(cache.List(ctx, &bes, inTenant...), cache.List(ctx, &fes, inTenant...)); err != nil {
-		return nil, fmt.Errorf("listing tenant %s from the cache: %w", tenant, err)
+	nodes, err := tenantNodes(ctx, cache, tenant)
+	if err != nil {
+		return nil, err
 	}
-	s := &rollout.Snapshot{Tenant: tenant, Nodes: map[string]v2alpha1.Node{}}
-	for i := range bes.Items {
-		s.Nodes[bes.Items[i].Name] = &bes.Items[i]
-	}
-	for i := range fes.Items {
-		s.Nodes[fes.Items[i].Name] = &fes.Items[i]
-	}
-	return s, nil
+	return &rollout.Snapshot{Tenant: tenant, Nodes: nodes}, nil
 }
 
 // readNodes reads each node of names by name, fresh, as a Backend and as a
@@ -192,11 +183,7 @@ func readNodes(ctx context.Context, fresh client.Reader, namespace string, names
 // snapshotOfRead is the snapshot of the nodes found and the workload read,
 // in the tenant, orders, time and grouping of like.
 func snapshotOfRead(like *rollout.Snapshot, found map[string]v2alpha1.Node, w workload) *rollout.Snapshot {
-	nodes := make([]v2alpha1.Node, 0, len(found))
-	for _, name := range slices.Sorted(maps.Keys(found)) {
-		nodes = append(nodes, found[name])
-	}
-	s := rollout.SnapshotOf(w.objects(nodes), like.Tenant, like.Orders, like.Now)
+	s := rollout.SnapshotOf(w.objects(slices.Collect(maps.Values(found))), like.Tenant, like.Orders, like.Now)
 	s.Grouping = like.Grouping
 	return s
 }

@@ -30,24 +30,13 @@ const (
 
 // Gather reads a tenant's snapshot from the cache through the field indexes.
 func Gather(ctx context.Context, r client.Reader, tenant rollout.Tenant, orders defaults.Orders, now time.Time, deadline time.Duration, grouping rollout.Grouping) (*rollout.Snapshot, error) {
+	nodes, err := tenantNodes(ctx, r, tenant)
+	if err != nil {
+		return nil, err
+	}
 	s := &rollout.Snapshot{
 		Tenant: tenant, Orders: orders, Now: now, ProgressDeadline: deadline, Grouping: grouping,
-		Nodes: map[string]v2alpha1.Node{}, Pods: map[string][]rollout.Pod{},
-	}
-	inTenant := []client.ListOption{client.InNamespace(tenant.Namespace), client.MatchingFields{IndexTenant: tenant.ClusterName}}
-	var bes v2alpha1.BackendList
-	if err := r.List(ctx, &bes, inTenant...); err != nil {
-		return nil, fmt.Errorf("listing Backends of tenant %s: %w", tenant, err)
-	}
-	var fes v2alpha1.FrontendList
-	if err := r.List(ctx, &fes, inTenant...); err != nil {
-		return nil, fmt.Errorf("listing Frontends of tenant %s: %w", tenant, err)
-	}
-	for i := range bes.Items {
-		s.Nodes[bes.Items[i].Name] = &bes.Items[i]
-	}
-	for i := range fes.Items {
-		s.Nodes[fes.Items[i].Name] = &fes.Items[i]
+		Nodes: nodes, Pods: map[string][]rollout.Pod{},
 	}
 	for name := range s.Nodes {
 		var pods corev1.PodList
@@ -62,6 +51,29 @@ func Gather(ctx context.Context, r client.Reader, tenant rollout.Tenant, orders 
 	// references and creation time.
 	s.Pods = rollout.CurrentPods(s.Pods, s.Nodes, nil)
 	return s, nil
+}
+
+// tenantNodes lists tenant's Backends and Frontends from r, a cache with
+// the IndexTenant index, by name: a Frontend wins over a Backend of the same
+// name.
+func tenantNodes(ctx context.Context, r client.Reader, tenant rollout.Tenant) (map[string]v2alpha1.Node, error) {
+	inTenant := []client.ListOption{client.InNamespace(tenant.Namespace), client.MatchingFields{IndexTenant: tenant.ClusterName}}
+	var bes v2alpha1.BackendList
+	if err := r.List(ctx, &bes, inTenant...); err != nil {
+		return nil, fmt.Errorf("listing Backends of tenant %s: %w", tenant, err)
+	}
+	var fes v2alpha1.FrontendList
+	if err := r.List(ctx, &fes, inTenant...); err != nil {
+		return nil, fmt.Errorf("listing Frontends of tenant %s: %w", tenant, err)
+	}
+	nodes := make(map[string]v2alpha1.Node, len(bes.Items)+len(fes.Items))
+	for i := range bes.Items {
+		nodes[bes.Items[i].Name] = &bes.Items[i]
+	}
+	for i := range fes.Items {
+		nodes[fes.Items[i].Name] = &fes.Items[i]
+	}
+	return nodes, nil
 }
 
 // NamespaceNodes lists every Backend and Frontend of a namespace, whatever
