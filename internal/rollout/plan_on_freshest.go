@@ -73,6 +73,9 @@ const (
 	// FallbackGuard: the release guard would not judge every release of
 	// the namespace, or the namespace is not enforced.
 	FallbackGuard = "guard"
+	// FallbackMoved: a pod admission's read by name, read again, was not
+	// what it was (express_sequencer_pod_admission_reads_total only).
+	FallbackMoved = "moved"
 )
 
 // fallbackWider and fallbackCache are the fallbacks PlanOnScoped makes itself.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -16,7 +15,6 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/rollout"
-	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -58,13 +56,7 @@ func TestAPodAdmissionReadsByNameTheNodesItsStartRestsOn(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			byTenant := func(o client.Object) []string {
-				return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
-			}
-			r := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(c.objects...).
-				WithIndex(&v2alpha1.Backend{}, sequencer.IndexTenant, byTenant).
-				WithIndex(&v2alpha1.Frontend{}, sequencer.IndexTenant, byTenant).
-				WithIndex(&corev1.Pod{}, sequencer.IndexPodNode, func(o client.Object) []string { return []string{o.GetLabels()[v2alpha1.LabelNode]} }).
+			r := indexed(fake.NewClientBuilder()).WithObjects(c.objects...).
 				Build()
 			snap, why, err := sequencer.GatherForPod(context.Background(), r, r, "tenant", "acme-fe1", defaults.Builtin(), time.Now(), rollout.Grouping{})
 			require.NoError(t, err)

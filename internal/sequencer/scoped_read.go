@@ -147,8 +147,12 @@ func readWorkload(ctx context.Context, cache, fresh client.Reader, ns string, sc
 			}
 			continue // no workload: a node not provisioned yet
 		}
+		start := 0 // spec.ordinals.start: the StatefulSet's first ordinal
+		if sets[i].Spec.Ordinals != nil {
+			start = int(sets[i].Spec.Ordinals.Start)
+		}
 		for o := range max(int(ptr.Deref(sets[i].Spec.Replicas, 1)), int(sets[i].Status.Replicas)) {
-			r.want(i, name, o)
+			r.want(i, name, start+o)
 		}
 	}
 	// Until nothing is left to read: the pods missed, and the machines of

@@ -10,12 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -23,7 +19,6 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/rollout"
-	"github.com/medallia/express-sequencer/internal/scheme"
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
@@ -41,31 +36,10 @@ func TestAScopedReadFailsOnlyWhereAReadyPodRunsOnAMachineItCannotRead(t *testing
 		{"a machine that cannot be read is no error where the pods on it are not Ready", corev1.ConditionFalse, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			be := &v2alpha1.Backend{ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: "tenant"}}
-			be.Spec.ClusterConfig.ClusterName = "acme"
-			set := &appsv1.StatefulSet{
-				ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: "tenant", UID: "set-uid"},
-				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v2alpha1.LabelNode: "acme-be"}},
-				}},
-				Status: appsv1.StatefulSetStatus{Replicas: 2},
-			}
-			objects := []client.Object{be, set}
-			for _, name := range []string{"acme-be-0", "acme-be-1"} {
-				objects = append(objects, &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID("uid-" + name),
-						Labels: map[string]string{v2alpha1.LabelNode: "acme-be"},
-						OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "acme-be",
-							UID: "set-uid", Controller: ptr.To(true)}}},
-					Spec:   corev1.PodSpec{NodeName: "machine-1"},
-					Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: c.ready}}},
-				})
-			}
+			objects := settledBackendTenant(c.ready, c.ready)
+			be := objects[0].(*v2alpha1.Backend)
 			var machineReads atomic.Int32
-			r := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objects...).
-				WithIndex(&corev1.Pod{}, sequencer.IndexPodNode, func(o client.Object) []string {
-					return []string{o.GetLabels()[v2alpha1.LabelNode]}
-				}).
+			r := indexed(fake.NewClientBuilder()).WithObjects(objects...).
 				WithInterceptorFuncs(interceptor.Funcs{
 					Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 						if _, ok := obj.(*corev1.Node); ok {

@@ -118,17 +118,16 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 }
 
 // mayStartByName reports whether new pods of node name may start on what
-// their start rests on, read by name (sequencer.GatherForPod,
-// rollout.PodsMayStartByName): where it does, the whole tenant lets them
+// their start rests on, read by name and read again unchanged
+// (sequencer.MayStartByName): where it does, the whole tenant lets them
 // start too, in either mode. It is given half the fresh read's time; the
 // read of the whole tenant has what is left.
 func (g *PodGate) mayStartByName(ctx context.Context, namespace, name string) bool {
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout/2)
 	defer cancel()
 	started := time.Now()
-	snap, why, err := sequencer.GatherForPod(read, g.Cache, g.Reader, namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
+	ok, why, err := sequencer.MayStartByName(read, g.Cache, g.Reader, namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("pods", "scoped_read", time.Since(started))
-	ok := err == nil && why.None() && rollout.PodsMayStartByName(snap, name)
 	sequencer.CountPodAdmissionRead(ok, why, err)
 	return ok
 }

@@ -1,0 +1,150 @@
+package sequencer
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
+)
+
+// MayStartByName reports whether new pods of node name may start on what
+// their start rests on, read by name (GatherForPod, then
+// rollout.PodsMayStartByName); where they may not, or the names cannot be
+// read, the Fallback says why (none where the read held the pod), and the
+// caller reads the tenant whole.
+//
+// A read by name is many reads, each at its own moment, where a LIST is
+// one: be-0 read Ready before it crashes, and be-1 read Ready after it
+// turns Ready, are never both Ready at once. So a yes is given only where
+// everything read is read again, once the first read is done, and found
+// unchanged: an object at the same resourceVersion was not written in
+// between (a write, a deletion and creation too, gives it a new one), so
+// every object found held what was read at one moment, the end of the first
+// read, as the objects of one LIST hold at its moment. An object absent at
+// both reads is taken as absent; one created and deleted again in between
+// is gone before the pod is let start, so nothing is left that the pod's
+// start could come before. Otherwise the tenant is read whole (fallback
+// moved).
+func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
+	first := &recordedReads{Reader: fresh, got: map[readKey]readAnswer{}}
+	snap, why, err := GatherForPod(ctx, cache, first, namespace, name, orders, now, grouping)
+	if err != nil || !why.None() || !rollout.PodsMayStartByName(snap, name) {
+		return false, why, err
+	}
+	moved, err := first.changed(ctx, fresh)
+	if err != nil {
+		return false, rollout.Fallback{}, err
+	}
+	if moved != "" {
+		return false, rollout.Fallback{Label: rollout.FallbackMoved, Why: moved + " changed while what the pod's start rests on was read"}, nil
+	}
+	return true, rollout.Fallback{}, nil
+}
+
+// readKey names one object read: its Go type, namespace and name.
+type readKey struct {
+	kind reflect.Type
+	key  client.ObjectKey
+}
+
+// readAnswer is what a Get answered: the object's resourceVersion, or that
+// it was absent or forbidden.
+type readAnswer struct {
+	version           string
+	absent, forbidden bool
+}
+
+// recordedReads is a client.Reader that records what each Get of the
+// reader it wraps answered. A Get that failed otherwise is not recorded: the
+// read it belongs to fails with it.
+type recordedReads struct {
+	client.Reader
+	mu  sync.Mutex
+	got map[readKey]readAnswer
+}
+
+func (r *recordedReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.Reader.Get(ctx, key, obj, opts...)
+	answer, ok := answerOf(obj, err)
+	if ok {
+		r.mu.Lock()
+		r.got[readKey{reflect.TypeOf(obj).Elem(), key}] = answer
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// machineReadiness is what a pod's start reads of machine m: whether it is
+// Ready. A machine is written every heartbeat, so it is compared on that
+// alone, as the whole tenant's read reads it: each machine after the pods'
+// moment, Ready then (lostMachines). Read again Ready, it was, after the
+// first read's moment.
+func machineReadiness(m *corev1.Node) string {
+	if slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	}) {
+		return "Ready"
+	}
+	return "not Ready"
+}
+
+// answerOf is what a Get that filled obj and returned err answered, and
+// whether it answered at all.
+func answerOf(obj client.Object, err error) (readAnswer, bool) {
+	switch {
+	case err == nil:
+		if m, ok := obj.(*corev1.Node); ok {
+			return readAnswer{version: machineReadiness(m)}, true
+		}
+		return readAnswer{version: obj.GetResourceVersion()}, true
+	case apierrors.IsNotFound(err):
+		return readAnswer{absent: true}, true
+	case apierrors.IsForbidden(err):
+		return readAnswer{forbidden: true}, true
+	}
+	return readAnswer{}, false
+}
+
+// changed reads again, from fresh and all at once, every object r
+// recorded, and names the first found changed ("" where none is). An
+// object read again at another resourceVersion, come or gone, changed: a
+// write to it in between gave it a new one.
+func (r *recordedReads) changed(ctx context.Context, fresh client.Reader) (string, error) {
+	keys := make([]readKey, 0, len(r.got))
+	for k := range r.got {
+		keys = append(keys, k)
+	}
+	moved := make([]bool, len(keys))
+	var g errgroup.Group
+	for i, k := range keys {
+		g.Go(func() error {
+			obj := reflect.New(k.kind).Interface().(client.Object)
+			err := fresh.Get(ctx, k.key, obj)
+			answer, ok := answerOf(obj, err)
+			if !ok {
+				return fmt.Errorf("reading %s %s again: %w", k.kind.Name(), k.key, err)
+			}
+			moved[i] = answer != r.got[k]
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", err
+	}
+	for i, k := range keys {
+		if moved[i] {
+			return fmt.Sprintf("%s %s", k.kind.Name(), k.key), nil
+		}
+	}
+	return "", nil
+}
