@@ -96,7 +96,7 @@ var (
 
 	podAdmissionReads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_pod_admission_reads_total",
-		Help: "New Express pods the pod webhook answered with --scoped-reads, by the read the answer was made on: decision (the nodes the pods' start rests on and their workload, read by name: the pod may start) or tenant (the whole tenant read, as without the flag), and, for tenant, why the read by name was not enough (held: on it the pod may not start, which only the whole tenant can confirm; moved: read again, what the pod's start rests on had changed; naming: a node's StatefulSet is not named after it or does not own its pods; wider: its start rests on more nodes than are read by name; cache: the node is not in the cache; error: the read by name failed).",
+		Help: "New Express pods the pod webhook answered with --scoped-reads, by the read the answer was made on: decision (the nodes the pods' start rests on and their workload, read by name: the pod let start, or held scheduling-gated in an enforcing namespace) or tenant (the whole tenant read, as without the flag), and, for tenant, why the read by name was not enough (held: on it the pod may not start, and the namespace is in audit, its mode could not be read or the pod is bound to a machine; moved: read again, what the pod's start rests on had changed; naming: a node's StatefulSet is not named after it or does not own its pods; wider: its start rests on more nodes than are read by name; cache: the node is not in the cache; error: the read by name failed).",
 	}, []string{"read", "fallback"})
 
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -115,11 +115,12 @@ func ObserveAdmissionStep(webhook, step string, d time.Duration) {
 }
 
 // CountPodAdmissionRead counts one pod admission made with --scoped-reads:
-// on the read by name where mayStart, on the whole tenant otherwise, for
-// the reason why gives (error where err is set, held where none is).
-func CountPodAdmissionRead(mayStart bool, why rollout.Fallback, err error) {
+// on the read by name where byName (the pod let start or held), on the
+// whole tenant otherwise, for the reason why gives (error where err is
+// set, held where none is).
+func CountPodAdmissionRead(byName bool, why rollout.Fallback, err error) {
 	switch {
-	case mayStart:
+	case byName:
 		podAdmissionReads.WithLabelValues(rollout.ReadDecision, "none").Inc()
 	case err != nil:
 		podAdmissionReads.WithLabelValues(rollout.ReadTenant, "error").Inc()

@@ -48,8 +48,9 @@ type PodGate struct {
 	DefaultMode string
 	// Cache, when set (--scoped-reads), has a pod let start on a read by
 	// name of what its start rests on (sequencer.GatherForPod), the cache
-	// guessing only which names to read; where that read says no or cannot
-	// be made, the tenant is read whole, as without it.
+	// guessing only which names to read, and gated on it where it says no
+	// in an enforcing namespace; where that read cannot be made, or in
+	// audit, the tenant is read whole, as without it.
 	Cache client.Reader
 }
 
@@ -66,8 +67,18 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 			"label %s=%q names no Express node (%s): the pod is not held for its prerequisites", v2alpha1.LabelNode, name, errs[0]))
 	}
 	deadline := time.Now().Add(freshReadTimeout)
-	if g.Cache != nil && g.mayStartByName(ctx, req.Namespace, name) {
-		return admission.Allowed("") // in audit too: nothing would have held it
+	if g.Cache != nil {
+		mayStart, held := g.readByName(ctx, req.Namespace, name)
+		switch {
+		case mayStart:
+			sequencer.CountPodAdmissionRead(true, rollout.Fallback{}, nil)
+			return admission.Allowed("") // in audit too: nothing would have held it
+		case held && pod.Spec.NodeName == "" && g.enforced(ctx, req.Namespace):
+			sequencer.CountPodAdmissionRead(true, rollout.Fallback{}, nil)
+			return hold(pod)
+		case held:
+			sequencer.CountPodAdmissionRead(false, rollout.Fallback{}, nil)
+		}
 	}
 	read, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -107,6 +118,12 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 			"spec.nodeName: pod %s of %s is bound to a machine, so it cannot wait scheduling-gated for its prerequisites, and it may not start yet: %s; create it once they are Ready, without spec.nodeName, or annotate %s %s=true",
 			pod.GetName(), name, why, name, v2alpha1.AnnotationIgnorePrerequisites))
 	}
+	return hold(pod)
+}
+
+// hold admits pod scheduling-gated by the sequencer's gate, which the
+// sequencer removes once its prerequisites are Ready.
+func hold(pod corev1.Pod) admission.Response {
 	if slices.ContainsFunc(pod.Spec.SchedulingGates, func(s corev1.PodSchedulingGate) bool { return s.Name == v2alpha1.GateSequencer }) {
 		return admission.Allowed("")
 	}
@@ -117,19 +134,38 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	return admission.Patched("", op)
 }
 
-// mayStartByName reports whether new pods of node name may start on what
-// their start rests on, read by name and read again unchanged
-// (sequencer.MayStartByName): where it does, the whole tenant lets them
-// start too, in either mode. It is given half the fresh read's time; the
-// read of the whole tenant has what is left.
-func (g *PodGate) mayStartByName(ctx context.Context, namespace, name string) bool {
+// readByName answers for new pods of node name on what their start rests
+// on, read by name (sequencer.MayStartByName): mayStart where, read again
+// unchanged, it lets them start — the whole tenant does too, in either
+// mode; held where, read in full, it holds them. Holding is never out of
+// order: a pod held that the whole tenant would let start (a half-done
+// rollout's, which the read by name leaves to the sequencer) is let go by
+// the sequencer's next plan, on the whole tenant. Neither is the answer
+// where the read by name cannot be made or was not one moment: the tenant
+// is read whole, and the read's fallback counted. It is given half the
+// fresh read's time; the read of the whole tenant has what is left.
+func (g *PodGate) readByName(ctx context.Context, namespace, name string) (mayStart, held bool) {
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout/2)
 	defer cancel()
 	started := time.Now()
 	ok, why, err := sequencer.MayStartByName(read, g.Cache, g.Reader, namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("pods", "scoped_read", time.Since(started))
-	sequencer.CountPodAdmissionRead(ok, why, err)
-	return ok
+	if !ok && (err != nil || !why.None()) {
+		sequencer.CountPodAdmissionRead(false, why, err)
+	}
+	return ok, !ok && err == nil && why.None()
+}
+
+// enforced reports whether namespace is read, fresh, in enforcing mode: a
+// pod held on the read by name is gated there without the whole tenant's
+// read. In audit, or where the mode cannot be read, the tenant is read
+// whole, as without --scoped-reads: in audit to say what would have held
+// the pod (wouldHold).
+func (g *PodGate) enforced(ctx context.Context, namespace string) bool {
+	read, cancel := context.WithTimeout(ctx, freshReadTimeout/2)
+	defer cancel()
+	mode, err := sequencer.ReadMode(read, g.Reader, namespace, g.DefaultMode)
+	return err == nil && mode == v2alpha1.ModeEnforce
 }
 
 // wouldHold admits a pod in audit mode: nothing holds it, but a pod

@@ -2,10 +2,14 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,20 +76,42 @@ func TestAPodWhosePredecessorsAreReadyStartsOnTheirReadByName(t *testing.T) {
 // The backend crashes in place, and fe1's StatefulSet creates its pod
 // again. A cache whose pod informer has not delivered the crash shows the
 // backend Ready. The read by name reads the backend's pods from the API
-// server: crashed, they do not let fe1's pod start, and the whole tenant,
-// read then, holds it. With the pods read by name from that cache instead,
-// the pod starts: what this test catches.
+// server: crashed, they hold fe1's pod, which is gated on that read alone
+// in an enforcing namespace. In audit, the whole tenant is read then, to
+// say what would have held it. With the pods read by name from that cache
+// instead, the pod starts: what this test catches.
 func TestAPodReadByNameIsHeldOnAPredecessorsCrashACacheHasNotSeen(t *testing.T) {
 	ns, cache, create := fe1PodAgainOnASettledTenant(t)
 	crash(t, ns, "be")
 	t.Cleanup(func() { mend(t, ns) })
 	ctx := context.Background()
-	held := podAdmissionReads(t, rollout.ReadTenant, "held")
+	byName := podAdmissionReads(t, rollout.ReadDecision, "")
 
 	resp := byNameGate(cache, harness.Client).Handle(ctx, create)
 	require.True(t, resp.Allowed, "a held pod is admitted: %v", resp.Result)
 	assert.True(t, addsTheGate(resp), "fe1's new pod is held for the crashed backend: %v", resp.Patches)
-	assert.Equal(t, held+1, podAdmissionReads(t, rollout.ReadTenant, "held"), "not let start by name: the whole tenant was read")
+	assert.Equal(t, byName+1, podAdmissionReads(t, rollout.ReadDecision, ""), "held on the read by name alone")
+
+	var namespace corev1.Namespace
+	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Name: ns}, &namespace))
+	if namespace.Labels == nil {
+		namespace.Labels = map[string]string{}
+	}
+	namespace.Labels[v2alpha1.LabelSequencing] = v2alpha1.ModeAudit
+	require.NoError(t, harness.Client.Update(ctx, &namespace))
+	t.Cleanup(func() {
+		delete(namespace.Labels, v2alpha1.LabelSequencing)
+		assert.NoError(t, harness.Client.Update(ctx, &namespace))
+	})
+	held := podAdmissionReads(t, rollout.ReadTenant, "held")
+	resp = byNameGate(cache, harness.Client).Handle(ctx, create)
+	require.True(t, resp.Allowed, "%v", resp.Result)
+	assert.False(t, addsTheGate(resp), "audit holds no pod")
+	assert.True(t, slices.ContainsFunc(resp.Patches, func(op jsonpatch.JsonPatchOperation) bool {
+		raw, err := json.Marshal(op.Value)
+		return err == nil && strings.Contains(string(raw), "acme-be")
+	}), "what enforcing would have held it for, read on the whole tenant: %v", resp.Patches)
+	assert.Equal(t, held+1, podAdmissionReads(t, rollout.ReadTenant, "held"), "in audit the whole tenant is read")
 
 	resp = byNameGate(cache, cache).Handle(ctx, create)
 	require.True(t, resp.Allowed)
