@@ -17,11 +17,17 @@ import (
 	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
+// fallbackPodGone: the node read by name is not the one the cache guessed
+// from. Gone, its pods are admitted with a warning; moved to another
+// tenant, they are judged in that one: only the whole read tells which.
+var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the node is gone from the API server or of another tenant than the cache says"}
+
 // MayStartByName reports whether new pods of node name may start on what
 // their start rests on, read by name (GatherForPod, then
-// rollout.PodsMayStartByName); where they may not, or the names cannot be
-// read, the Fallback says why (none where the read held the pod), and the
-// caller reads the tenant whole.
+// rollout.PodsMayStartByName). Where they may not, the Fallback is none
+// only where the read holds them; otherwise it says why the names could
+// not be read, or the node not found as the cache has it, and the caller
+// reads the tenant whole.
 //
 // A read by name is many reads, each at its own moment, where a LIST is
 // one: be-0 read Ready before it crashes, and be-1 read Ready after it
@@ -38,8 +44,14 @@ import (
 func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
 	first := &recordedReads{Reader: fresh, got: map[readKey]readAnswer{}}
 	snap, why, err := GatherForPod(ctx, cache, first, namespace, name, orders, now, grouping)
-	if err != nil || !why.None() || !rollout.PodsMayStartByName(snap, name) {
+	if err != nil || !why.None() {
 		return false, why, err
+	}
+	if _, ok := snap.Nodes[name]; !ok {
+		return false, fallbackPodGone, nil
+	}
+	if !rollout.PodsMayStartByName(snap, name) {
+		return false, rollout.Fallback{}, nil
 	}
 	moved, err := first.changed(ctx, fresh)
 	if err != nil {

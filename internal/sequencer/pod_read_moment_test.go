@@ -112,6 +112,43 @@ func TestAPodIsLetStartByNameOnlyOnWhatHeldAtOneMoment(t *testing.T) {
 	}
 }
 
+// A pod of a node the cache has in one tenant and the API server in
+// another, or not at all, is not held on the read by name: the tenant is
+// read whole, which admits a pod of a node gone with a warning and judges
+// one of a node moved in its tenant now.
+func TestAPodOfANodeNotAsTheCacheHasItIsAnsweredOnTheWholeTenant(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		fresh func(fe1 *v2alpha1.Frontend) client.Object
+	}{
+		{"fe1 moved to another tenant since the cache saw it", func(fe1 *v2alpha1.Frontend) client.Object {
+			fe1.Spec.ClusterConfig.ClusterName = "beta"
+			return fe1
+		}},
+		{"fe1 deleted since the cache saw it", func(*v2alpha1.Frontend) client.Object { return nil }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tenant := settledBackendTenant(corev1.ConditionFalse, corev1.ConditionFalse)
+			cache := indexed(fake.NewClientBuilder()).WithObjects(tenant...).Build()
+			var objects []client.Object
+			for _, o := range cloned(tenant) {
+				if fe1, ok := o.(*v2alpha1.Frontend); ok {
+					if o = c.fresh(fe1); o == nil {
+						continue
+					}
+				}
+				objects = append(objects, o)
+			}
+			fresh := indexed(fake.NewClientBuilder()).WithObjects(objects...).Build()
+
+			ok, why, err := sequencer.MayStartByName(context.Background(), cache, fresh, "tenant", "acme-fe1", defaults.Builtin(), time.Now(), rollout.Grouping{})
+			require.NoError(t, err)
+			assert.False(t, ok)
+			assert.Equal(t, rollout.FallbackCache, why.Label, "not held on the read by name: %s", why.Why)
+		})
+	}
+}
+
 // settledBackendTenant is tenant acme: a Backend whose two pods run on
 // machine-1, Ready as be0 and be1 say, and fe1. Its objects are, in order,
 // the Backend, fe1, the Backend's StatefulSet, be-0, be-1 and the machine.
