@@ -96,7 +96,7 @@ var (
 
 	podAdmissionReads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_pod_admission_reads_total",
-		Help: "New Express pods the pod webhook answered with --scoped-reads, by the read the answer was made on: decision (the nodes the pods' start rests on and their workload, read by name: the pod let start, or held scheduling-gated in an enforcing namespace) or tenant (the whole tenant read, as without the flag), and, for tenant, why the read by name was not enough (held: on it the pod may not start, and the namespace is in audit, its mode could not be read or the pod is bound to a machine; moved: read again, what the pod's start rests on had changed; naming: a node's StatefulSet is not named after it or does not own its pods; wider: its start rests on more nodes than are read by name; cache: the node is not in the cache; error: the read by name failed).",
+		Help: "New Express pods the pod webhook answered with --scoped-reads, by the read the answer was made on: decision (the nodes the pods' start rests on and their workload, read by name) or tenant (the whole tenant read, as without the flag), and by what the read by name found (none: the pod may start; held: it may not — gated on it in an enforcing namespace, answered on the whole tenant in audit, where the mode could not be read or for a pod bound to a machine; or why it could not answer — moved: read again, what the pod's start rests on had changed; naming: a node's StatefulSet is not named after it or does not own its pods; wider: its start rests on more nodes than are read by name; cache: the node is not in the cache; error: the read by name failed).",
 	}, []string{"read", "fallback"})
 
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -114,21 +114,25 @@ func ObserveAdmissionStep(webhook, step string, d time.Duration) {
 	admissionSteps.WithLabelValues(webhook, step).Observe(d.Seconds())
 }
 
-// CountPodAdmissionRead counts one pod admission made with --scoped-reads:
-// on the read by name where byName (the pod let start or held), on the
-// whole tenant otherwise, for the reason why gives (error where err is
-// set, held where none is).
-func CountPodAdmissionRead(byName bool, why rollout.Fallback, err error) {
-	switch {
-	case byName:
-		podAdmissionReads.WithLabelValues(rollout.ReadDecision, "none").Inc()
-	case err != nil:
-		podAdmissionReads.WithLabelValues(rollout.ReadTenant, "error").Inc()
-	case !why.None():
-		podAdmissionReads.WithLabelValues(rollout.ReadTenant, why.Label).Inc()
-	default:
-		podAdmissionReads.WithLabelValues(rollout.ReadTenant, "held").Inc()
+// CountPodAdmissionRead counts one pod admission made with --scoped-reads,
+// by the read it was answered on — by name where byName, the whole tenant
+// otherwise — and what the read by name found where it did not let the pod
+// start: held, or why it could not answer (why's label; error where err is
+// set).
+func CountPodAdmissionRead(byName, held bool, why rollout.Fallback, err error) {
+	read, found := rollout.ReadTenant, "none"
+	if byName {
+		read = rollout.ReadDecision
 	}
+	switch {
+	case err != nil:
+		found = "error"
+	case !why.None():
+		found = why.Label
+	case held:
+		found = "held"
+	}
+	podAdmissionReads.WithLabelValues(read, found).Inc()
 }
 
 // MetricNames are the names of the metrics express-sequencer exports (the

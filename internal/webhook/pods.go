@@ -71,13 +71,13 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		mayStart, held := g.readByName(ctx, req.Namespace, name)
 		switch {
 		case mayStart:
-			sequencer.CountPodAdmissionRead(true, rollout.Fallback{}, nil)
+			sequencer.CountPodAdmissionRead(true, false, rollout.Fallback{}, nil)
 			return admission.Allowed("") // in audit too: nothing would have held it
 		case held && pod.Spec.NodeName == "" && g.enforced(ctx, req.Namespace):
-			sequencer.CountPodAdmissionRead(true, rollout.Fallback{}, nil)
+			sequencer.CountPodAdmissionRead(true, true, rollout.Fallback{}, nil)
 			return hold(pod)
 		case held:
-			sequencer.CountPodAdmissionRead(false, rollout.Fallback{}, nil)
+			sequencer.CountPodAdmissionRead(false, true, rollout.Fallback{}, nil)
 		}
 	}
 	read, cancel := context.WithDeadline(ctx, deadline)
@@ -151,7 +151,7 @@ func (g *PodGate) readByName(ctx context.Context, namespace, name string) (maySt
 	ok, why, err := sequencer.MayStartByName(read, g.Cache, g.Reader, namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("pods", "scoped_read", time.Since(started))
 	if !ok && (err != nil || !why.None()) {
-		sequencer.CountPodAdmissionRead(false, why, err)
+		sequencer.CountPodAdmissionRead(false, false, why, err)
 	}
 	return ok, !ok && err == nil && why.None()
 }

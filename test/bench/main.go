@@ -768,7 +768,11 @@ func writes(url string) (map[string]int, error) {
 	}
 	for _, m := range families["express_sequencer_pod_admission_reads_total"].GetMetric() {
 		k := podReadsPrefix + label(m, "read")
-		if f := label(m, "fallback"); f != "none" {
+		switch f := label(m, "fallback"); {
+		case f == "none":
+		case label(m, "read") == "decision":
+			k += ", " + f // held: gated on the read by name
+		default:
 			k += ", read whole for " + f
 		}
 		out[k] += int(value(m))

@@ -65,12 +65,12 @@ func podAdmissionReads(t *testing.T, read, fallback string) float64 {
 // alone.
 func TestAPodWhosePredecessorsAreReadyStartsOnTheirReadByName(t *testing.T) {
 	_, cache, create := fe1PodAgainOnASettledTenant(t)
-	byName := podAdmissionReads(t, rollout.ReadDecision, "")
+	byName := podAdmissionReads(t, rollout.ReadDecision, "none")
 
 	resp := byNameGate(cache, harness.Client).Handle(context.Background(), create)
 	require.True(t, resp.Allowed, "%v", resp.Result)
 	assert.False(t, addsTheGate(resp), "the Backend is Ready: fe1's pod starts")
-	assert.Equal(t, byName+1, podAdmissionReads(t, rollout.ReadDecision, ""), "answered on the read by name")
+	assert.Equal(t, byName+1, podAdmissionReads(t, rollout.ReadDecision, "none"), "let start on the read by name")
 }
 
 // The backend crashes in place, and fe1's StatefulSet creates its pod
@@ -85,12 +85,12 @@ func TestAPodReadByNameIsHeldOnAPredecessorsCrashACacheHasNotSeen(t *testing.T) 
 	crash(t, ns, "be")
 	t.Cleanup(func() { mend(t, ns) })
 	ctx := context.Background()
-	byName := podAdmissionReads(t, rollout.ReadDecision, "")
+	heldByName := podAdmissionReads(t, rollout.ReadDecision, "held")
 
 	resp := byNameGate(cache, harness.Client).Handle(ctx, create)
 	require.True(t, resp.Allowed, "a held pod is admitted: %v", resp.Result)
 	assert.True(t, addsTheGate(resp), "fe1's new pod is held for the crashed backend: %v", resp.Patches)
-	assert.Equal(t, byName+1, podAdmissionReads(t, rollout.ReadDecision, ""), "held on the read by name alone")
+	assert.Equal(t, heldByName+1, podAdmissionReads(t, rollout.ReadDecision, "held"), "held on the read by name alone")
 
 	var namespace corev1.Namespace
 	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Name: ns}, &namespace))
