@@ -199,10 +199,16 @@ func cloned(objects []client.Object) []client.Object {
 	return out
 }
 
-// setReady sets pod name's Ready condition to status.
+// setReady sets the Ready condition of pod name, in namespace tenant, to
+// status.
 func setReady(ctx context.Context, c client.Client, name string, status corev1.ConditionStatus) error {
+	return podReady(ctx, c, "tenant", name, status)
+}
+
+// podReady sets the Ready condition of pod name in ns to status.
+func podReady(ctx context.Context, c client.Client, ns, name string, status corev1.ConditionStatus) error {
 	var p corev1.Pod
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: name}, &p); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
 		return err
 	}
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}

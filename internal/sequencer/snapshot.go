@@ -188,10 +188,13 @@ func ReadNamespace(ctx context.Context, r client.Reader, namespace string) (roll
 // freshReads lists, at the same time, the namespace's Backends, Frontends,
 // Express pods (labelled express.medallia.com/node) and StatefulSets: one
 // round trip's latency instead of four. Each list is as fresh as the API
-// server at its moment; the moments lie within one round trip, as they did
-// read one after the other. StatefulSets the sequencer may not list (an
-// installation whose RBAC predates the read) are logged once and left out:
-// pods are then taken as they are, however many their StatefulSet wants.
+// server at its moment, and the four are made one moment (atOneRevision):
+// a Frontend brought back up after its list, and a Backend's pod turning
+// Ready before the pods' list, are otherwise read as a Frontend down and a
+// Backend Ready, which they never were at once. StatefulSets the sequencer
+// may not list (an installation whose RBAC predates the read) are logged
+// once and left out: pods are then taken as they are, however many their
+// StatefulSet wants.
 func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout.Objects, error) {
 	where := namespace
 	if namespace == "" {
@@ -201,6 +204,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	var fes v2alpha1.FrontendList
 	var pods corev1.PodList
 	var sets appsv1.StatefulSetList
+	setsListed := true
 	var g errgroup.Group
 	g.Go(func() error {
 		if err := r.List(ctx, &bes, client.InNamespace(namespace)); err != nil {
@@ -223,6 +227,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	g.Go(func() error {
 		err := r.List(ctx, &sets, client.InNamespace(namespace))
 		if apierrors.IsForbidden(err) {
+			setsListed = false
 			partialReads.WithLabelValues("statefulsets").Inc()
 			statefulSetsForbidden.Do(func() {
 				log.FromContext(ctx).Error(err, "Taking Express pods as they are, however many their StatefulSet wants: the sequencer may not list StatefulSets (RBAC list on statefulsets in group apps)")
@@ -235,6 +240,17 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 		return nil
 	})
 	if err := g.Wait(); err != nil {
+		return rollout.Objects{}, err
+	}
+	lists := []listed{
+		{&bes, []client.ListOption{client.InNamespace(namespace)}, "Backends"},
+		{&fes, []client.ListOption{client.InNamespace(namespace)}, "Frontends"},
+		{&pods, []client.ListOption{client.InNamespace(namespace), client.HasLabels{v2alpha1.LabelNode}}, "the Express pods"},
+	}
+	if setsListed {
+		lists = append(lists, listed{&sets, []client.ListOption{client.InNamespace(namespace)}, "the StatefulSets"})
+	}
+	if err := atOneRevision(ctx, r, where, lists); err != nil {
 		return rollout.Objects{}, err
 	}
 	lost, err := lostMachines(ctx, r, pods.Items, namespace == "")

@@ -1,0 +1,122 @@
+package sequencer_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
+	"github.com/medallia/express-sequencer/internal/scheme"
+	"github.com/medallia/express-sequencer/internal/sequencer"
+)
+
+// The whole tenant's fresh read is four lists, each at its own moment. Made
+// one moment, a change between them cannot be read half: here fe2 is
+// brought back up (live, no pod yet) and the Backend's pod turns Ready
+// after the Frontends were listed and before the pods were. Read half —
+// fe2 down, the Backend Ready — fe3's new pod would start, though at no
+// moment were all its live predecessors Ready: before the change the
+// Backend was not, after it fe2 is not. Read at one revision, it is held.
+func TestTheWholeTenantsReadIsOneMoment(t *testing.T) {
+	h := apiServer.Get(t)
+	ctx := context.Background()
+	ns := threeFrontendTenant(t, h.Client)
+	setPodReady(t, h.Client, ns, "acme-be-0", corev1.ConditionTrue)
+	snap, err := sequencer.GatherFreshFor(ctx, h.Client, ns, "acme-fe3", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	require.NoError(t, err)
+	ok, why := rollout.PodsMayStart(snap, "acme-fe3")
+	require.True(t, ok, "with the Backend and fe1 Ready and fe2 down, fe3's pods start: %s", why)
+	setPodReady(t, h.Client, ns, "acme-be-0", corev1.ConditionFalse)
+
+	var once sync.Once
+	changed := make(chan struct{})
+	watching, err := client.NewWithWatch(h.Config, client.Options{Scheme: scheme.New()})
+	require.NoError(t, err)
+	between := interceptor.NewClient(watching, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			switch list.(type) {
+			case *corev1.PodList:
+				<-changed
+			case *v2alpha1.FrontendList:
+				err := c.List(ctx, list, opts...)
+				once.Do(func() {
+					defer close(changed)
+					var fe2 v2alpha1.Frontend
+					if !assert.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-fe2"}, &fe2)) {
+						return
+					}
+					fe2.Spec.Up = ptr.To(true)
+					assert.NoError(t, c.Update(ctx, &fe2))
+					setPodReady(t, c, ns, "acme-be-0", corev1.ConditionTrue)
+				})
+				return err
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+
+	snap, err = sequencer.GatherFreshFor(ctx, between, ns, "acme-fe3", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	require.NoError(t, err)
+	ok, why = rollout.PodsMayStart(snap, "acme-fe3")
+	assert.False(t, ok, "fe2 is up and has no pod: fe3's new pod waits")
+	assert.Contains(t, why, "acme-fe2", "the wait names fe2")
+}
+
+// threeFrontendTenant creates, in a namespace of its own, tenant acme: be
+// and fe1 with a one-pod StatefulSet each (be's pod not Ready, fe1's
+// Ready), fe2 down with none, and fe3. It returns the namespace.
+func threeFrontendTenant(t *testing.T, c client.Client) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "one-moment-"}}
+	require.NoError(t, c.Create(ctx, ns))
+	for _, n := range []v2alpha1.Node{
+		&v2alpha1.Backend{ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: ns.Name}},
+		&v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Namespace: ns.Name}},
+		&v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe2", Namespace: ns.Name}},
+		&v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe3", Namespace: ns.Name}},
+	} {
+		n.NodeSpec().ClusterConfig.ClusterName = "acme"
+		n.NodeSpec().ExpressVersion = "express-e689.151"
+		if n.GetName() == "acme-fe2" {
+			n.NodeSpec().Up = ptr.To(false)
+		}
+		require.NoError(t, c.Create(ctx, n))
+	}
+	for node, ready := range map[string]corev1.ConditionStatus{"acme-be": corev1.ConditionFalse, "acme-fe1": corev1.ConditionTrue} {
+		labels := map[string]string{v2alpha1.LabelNode: node}
+		spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express"}}}
+		set := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: ns.Name},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
+		}
+		require.NoError(t, c.Create(ctx, set))
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: node + "-0", Namespace: ns.Name, Labels: labels,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: node, UID: set.UID, Controller: ptr.To(true)}}},
+			Spec: spec,
+		}
+		require.NoError(t, c.Create(ctx, pod))
+		setPodReady(t, c, ns.Name, pod.Name, ready)
+	}
+	return ns.Name
+}
+
+// setPodReady sets pod name's Ready condition in ns to status.
+func setPodReady(t *testing.T, c client.Client, ns, name string, status corev1.ConditionStatus) {
+	t.Helper()
+	require.NoError(t, podReady(context.Background(), c, ns, name, status))
+}
