@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/rollout"
 )
@@ -33,14 +36,20 @@ var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the n
 // one: be-0 read Ready before it crashes, and be-1 read Ready after it
 // turns Ready, are never both Ready at once. So a yes is given only where
 // everything read is read again, once the first read is done, and found
-// unchanged: an object at the same resourceVersion was not written in
-// between (a write, a deletion and creation too, gives it a new one), so
-// every object found held what was read at one moment, the end of the first
-// read, as the objects of one LIST hold at its moment. An object absent at
-// both reads is taken as absent; one created and deleted again in between
-// is gone before the pod is let start, so nothing is left that the pod's
-// start could come before. Otherwise the tenant is read whole (fallback
-// moved).
+// unchanged: an object at the same resourceVersion was not written from
+// that revision until it was read again (a write, a deletion and creation
+// too, gives it a new one), so every object found held what was read at
+// every moment from the newest of their revisions, R, to the second read.
+// An object absent at both reads may still have been there in between:
+// absent, a pod, a StatefulSet or a machine only holds the pod, but a node
+// that is absent lets it go — a frontend before its own created, and
+// deleted again, between two reads of its name. So the namespace's
+// Backends and Frontends are listed, between the two reads, at one revision
+// no older than R (nodesSince), and must be as the first read found them
+// (nodesDiffer): every object read is then as read at that one revision,
+// as the objects of one LIST are. A machine is compared on whether it is
+// Ready (machineReadiness), read after the pods as the whole tenant's read
+// reads it. Otherwise the tenant is read whole (fallback moved).
 func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
 	first := &recordedReads{Reader: fresh, got: map[readKey]readAnswer{}}
 	snap, why, err := GatherForPod(ctx, cache, first, namespace, name, orders, now, grouping)
@@ -53,9 +62,16 @@ func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, 
 	if !rollout.PodsMayStartByName(snap, name) {
 		return false, rollout.Fallback{}, nil
 	}
+	nodes, err := nodesSince(ctx, fresh, namespace, first.newest())
+	if err != nil {
+		return false, rollout.Fallback{}, err
+	}
 	moved, err := first.changed(ctx, fresh)
 	if err != nil {
 		return false, rollout.Fallback{}, err
+	}
+	if moved == "" {
+		moved = first.nodesDiffer(nodes)
 	}
 	if moved != "" {
 		return false, rollout.Fallback{Label: rollout.FallbackMoved, Why: moved + " changed while what the pod's start rests on was read"}, nil
@@ -78,7 +94,8 @@ type readAnswer struct {
 
 // recordedReads is a client.Reader that records what each Get of the
 // reader it wraps answered. A Get that failed otherwise is not recorded: the
-// read it belongs to fails with it.
+// read it belongs to fails with it. A List is not recorded: GatherForPod
+// reads fresh by Get alone.
 type recordedReads struct {
 	client.Reader
 	mu  sync.Mutex
@@ -159,4 +176,76 @@ func (r *recordedReads) changed(ctx context.Context, fresh client.Reader) (strin
 		}
 	}
 	return "", nil
+}
+
+// newest is the newest revision of the objects r recorded found, machines
+// aside (they are compared on whether they are Ready); 0 where none carries
+// one (a fake client).
+func (r *recordedReads) newest() uint64 {
+	var out uint64
+	for k, a := range r.got {
+		if a.version == "" || k.kind == reflect.TypeFor[corev1.Node]() {
+			continue
+		}
+		if rev, err := strconv.ParseUint(a.version, 10, 64); err == nil {
+			out = max(out, rev)
+		}
+	}
+	return out
+}
+
+// nodesSince lists namespace's Backends and Frontends at one revision no
+// older than since, and returns what a Get of each would have answered
+// then.
+func nodesSince(ctx context.Context, fresh client.Reader, namespace string, since uint64) (map[readKey]readAnswer, error) {
+	var bes v2alpha1.BackendList
+	var fes v2alpha1.FrontendList
+	lists := []listed{
+		{&bes, []client.ListOption{client.InNamespace(namespace)}, "Backends"},
+		{&fes, []client.ListOption{client.InNamespace(namespace)}, "Frontends"},
+	}
+	var g errgroup.Group
+	for _, l := range lists {
+		notOlder := &client.ListOptions{Raw: &metav1.ListOptions{
+			ResourceVersion: strconv.FormatUint(since, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		}}
+		if since == 0 {
+			notOlder = &client.ListOptions{} // nothing found carries a revision: the newest
+		}
+		g.Go(func() error {
+			if err := fresh.List(ctx, l.list, append(append([]client.ListOption{}, l.opts...), notOlder)...); err != nil {
+				return fmt.Errorf("listing %s in %s: %w", l.what, namespace, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := atOneRevision(ctx, fresh, namespace, lists); err != nil {
+		return nil, err
+	}
+	out := map[readKey]readAnswer{}
+	for _, n := range nodesOf(bes.Items, fes.Items) {
+		out[readKey{reflect.TypeOf(n).Elem(), client.ObjectKeyFromObject(n)}] = readAnswer{version: n.GetResourceVersion()}
+	}
+	return out, nil
+}
+
+// nodesDiffer names the first Backend or Frontend r recorded that nodes,
+// listed at one revision, do not hold as r found it ("" where none).
+func (r *recordedReads) nodesDiffer(nodes map[readKey]readAnswer) string {
+	for k, a := range r.got {
+		if k.kind != reflect.TypeFor[v2alpha1.Backend]() && k.kind != reflect.TypeFor[v2alpha1.Frontend]() {
+			continue
+		}
+		at, ok := nodes[k]
+		if !ok {
+			at = readAnswer{absent: true}
+		}
+		if at != a {
+			return fmt.Sprintf("%s %s", k.kind.Name(), k.key)
+		}
+	}
+	return ""
 }
