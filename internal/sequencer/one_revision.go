@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -19,38 +20,63 @@ type listed struct {
 }
 
 // atOneRevision makes lists, each a consistent list made at its own moment,
-// one moment: each is listed again at the newest of their resourceVersions
+// one moment: each is listed again at the oldest of their resourceVersions
 // (resourceVersionMatch Exact), unless it was read there. The API server
 // answers a list at an exact revision from its watch cache's snapshot of
 // that revision, or from etcd's: every object as it was then, none since.
-// A reader that gives lists no resourceVersion (a fake client) is taken as
-// it is: the API server always gives one.
+// The oldest is as fresh as a consistent list: each list was asked for
+// after the read began, and a consistent list holds every write made
+// before it was asked for. And every watch cache has it already (each has
+// served a list at it or after it), where the newest would have the others
+// wait for it.
+// A reader that gives lists no resourceVersion (a fake client, an
+// informer) is taken as it is: the API server always gives one.
+//
+// Revisions compare across kinds only where they are stored in one etcd,
+// as they are unless the API server splits them (--etcd-servers-overrides):
+// there the lists cannot be made one moment, and the read fails, saying so.
 func atOneRevision(ctx context.Context, r client.Reader, where string, lists []listed) error {
-	var newest uint64
+	var oldest uint64
 	revs := make([]uint64, len(lists))
+	given := 0
+	for _, l := range lists {
+		if l.list.GetResourceVersion() != "" {
+			given++
+		}
+	}
+	if given == 0 {
+		return nil
+	}
 	for i, l := range lists {
 		v := l.list.GetResourceVersion()
 		if v == "" {
-			return nil
+			return fmt.Errorf("listing %s in %s: the list carries no resourceVersion where the others do, so they cannot be made one moment", l.what, where)
 		}
 		rev, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("listing %s in %s: resourceVersion %q is not a revision: %w", l.what, where, v, err)
 		}
-		revs[i], newest = rev, max(newest, rev)
+		revs[i] = rev
+		if oldest == 0 || rev < oldest {
+			oldest = rev
+		}
 	}
 	var g errgroup.Group
 	for i, l := range lists {
-		if revs[i] == newest {
+		if revs[i] == oldest {
 			continue
 		}
 		// One for each list: the client writes a list's selectors into it.
 		at := &client.ListOptions{Raw: &metav1.ListOptions{
-			ResourceVersion: strconv.FormatUint(newest, 10), ResourceVersionMatch: metav1.ResourceVersionMatchExact,
+			ResourceVersion: strconv.FormatUint(oldest, 10), ResourceVersionMatch: metav1.ResourceVersionMatchExact,
 		}}
 		g.Go(func() error {
-			if err := r.List(ctx, l.list, append(append([]client.ListOption{}, l.opts...), at)...); err != nil {
-				return fmt.Errorf("listing %s in %s again at revision %d, that of the others: %w", l.what, where, newest, err)
+			err := r.List(ctx, l.list, append(append([]client.ListOption{}, l.opts...), at)...)
+			if apierrors.IsTimeout(err) || apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+				return fmt.Errorf("listing %s in %s again at revision %d, that of the others: the API server did not answer at that revision in time (if it stores Backends, Frontends, pods and StatefulSets in different etcds, --etcd-servers-overrides, their revisions do not compare and the fresh read cannot be made one moment): %w", l.what, where, oldest, err)
+			}
+			if err != nil {
+				return fmt.Errorf("listing %s in %s again at revision %d, that of the others: %w", l.what, where, oldest, err)
 			}
 			return nil
 		})

@@ -2,6 +2,8 @@ package sequencer_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -28,7 +31,8 @@ import (
 // after the Frontends were listed and before the pods were. Read half —
 // fe2 down, the Backend Ready — fe3's new pod would start, though at no
 // moment were all its live predecessors Ready: before the change the
-// Backend was not, after it fe2 is not. Read at one revision, it is held.
+// Backend was not, after it fe2 is not. Read at one revision — the
+// Frontends', before the change — it is held for the Backend.
 func TestTheWholeTenantsReadIsOneMoment(t *testing.T) {
 	h := apiServer.Get(t)
 	ctx := context.Background()
@@ -70,8 +74,8 @@ func TestTheWholeTenantsReadIsOneMoment(t *testing.T) {
 	snap, err = sequencer.GatherFreshFor(ctx, between, ns, "acme-fe3", defaults.Builtin(), time.Now(), rollout.Grouping{})
 	require.NoError(t, err)
 	ok, why = rollout.PodsMayStart(snap, "acme-fe3")
-	assert.False(t, ok, "fe2 is up and has no pod: fe3's new pod waits")
-	assert.Contains(t, why, "acme-fe2", "the wait names fe2")
+	assert.False(t, ok, "read as it was before the change, fe3's new pod waits")
+	assert.Contains(t, why, "acme-be", "for the Backend, not Ready then")
 }
 
 // threeFrontendTenant creates, in a namespace of its own, tenant acme: be
@@ -119,4 +123,57 @@ func threeFrontendTenant(t *testing.T, c client.Client) string {
 func setPodReady(t *testing.T, c client.Client, ns, name string, status corev1.ConditionStatus) {
 	t.Helper()
 	require.NoError(t, podReady(context.Background(), c, ns, name, status))
+}
+
+// roundTrip is an http.RoundTripper of a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The same, through the reader the sequencer reads fresh with
+// (FreshReader), which lists Backends and Frontends with a REST client of
+// its own: the change comes once the Frontends were listed, before the
+// pods are.
+func TestTheWholeTenantsReadIsOneMomentThroughTheFreshReader(t *testing.T) {
+	h := apiServer.Get(t)
+	ctx := context.Background()
+	ns := threeFrontendTenant(t, h.Client)
+	listed := make(chan struct{})
+	var once, changed sync.Once
+	cfg := rest.CopyConfig(h.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/frontends") {
+				once.Do(func() { close(listed) })
+			}
+			return resp, err
+		})
+	})
+	watching, err := client.NewWithWatch(h.Config, client.Options{Scheme: scheme.New()})
+	require.NoError(t, err)
+	between := interceptor.NewClient(watching, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.PodList); ok {
+				changed.Do(func() {
+					<-listed
+					var fe2 v2alpha1.Frontend
+					if assert.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-fe2"}, &fe2)) {
+						fe2.Spec.Up = ptr.To(true)
+						assert.NoError(t, c.Update(ctx, &fe2))
+					}
+					assert.NoError(t, podReady(ctx, c, ns, "acme-be-0", corev1.ConditionTrue))
+				})
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	fresh, err := sequencer.FreshReader(cfg, between)
+	require.NoError(t, err)
+
+	snap, err := sequencer.GatherFreshFor(ctx, fresh, ns, "acme-fe3", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	require.NoError(t, err)
+	ok, why := rollout.PodsMayStart(snap, "acme-fe3")
+	assert.False(t, ok, "read at one revision, fe3's pod waits")
+	assert.Contains(t, why, "acme-be", "for the Backend, not Ready then")
 }

@@ -194,6 +194,11 @@ func (r *recordedReads) newest() uint64 {
 	return out
 }
 
+// nodesSinceWait bounds the wait of nodesSince's list no older than a
+// revision: an API server that does not ask etcd how far it has come waits
+// for the next event of the kind, or 3 s; it is then listed as it is now.
+const nodesSinceWait = 250 * time.Millisecond
+
 // nodesSince lists namespace's Backends and Frontends at one revision no
 // older than since, and returns what a Get of each would have answered
 // then.
@@ -206,14 +211,23 @@ func nodesSince(ctx context.Context, fresh client.Reader, namespace string, sinc
 	}
 	var g errgroup.Group
 	for _, l := range lists {
-		notOlder := &client.ListOptions{Raw: &metav1.ListOptions{
-			ResourceVersion: strconv.FormatUint(since, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-		}}
-		if since == 0 {
-			notOlder = &client.ListOptions{} // nothing found carries a revision: the newest
-		}
+		opts := append([]client.ListOption{}, l.opts...)
 		g.Go(func() error {
-			if err := fresh.List(ctx, l.list, append(append([]client.ListOption{}, l.opts...), notOlder)...); err != nil {
+			if since > 0 {
+				// From the watch cache at once, once it has that revision.
+				wait, cancel := context.WithTimeout(ctx, nodesSinceWait)
+				err := fresh.List(wait, l.list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{
+					ResourceVersion: strconv.FormatUint(since, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+				}})...)
+				cancel()
+				if err == nil || ctx.Err() != nil {
+					return err
+				}
+			}
+			// The newest: an API server whose watch cache does not ask etcd
+			// how far it has come (before Kubernetes 1.31) answers it from
+			// etcd at once.
+			if err := fresh.List(ctx, l.list, opts...); err != nil {
 				return fmt.Errorf("listing %s in %s: %w", l.what, namespace, err)
 			}
 			return nil
