@@ -34,7 +34,9 @@ type listed struct {
 //
 // Revisions compare across kinds only where they are stored in one etcd,
 // as they are unless the API server splits them (--etcd-servers-overrides):
-// there the lists cannot be made one moment, and the read fails, saying so.
+// there the lists cannot be made one moment, which is not supported; a
+// list at another store's revision that the API server does not answer in
+// time says so.
 func atOneRevision(ctx context.Context, r client.Reader, where string, lists []listed) error {
 	var oldest uint64
 	revs := make([]uint64, len(lists))

@@ -121,7 +121,7 @@ spec:
 		cached := &v2alpha1.Frontend{}
 		err := harness.Manager.GetClient().Get(context.Background(), client.ObjectKeyFromObject(stored), cached)
 		return err == nil && cached.ResourceVersion == stored.ResourceVersion
-	}, 30*time.Second, 20*time.Millisecond, "the manager's cache never saw acme-fe1 as stored (under the load of the other suites it once took more than 10 s)")
+	}, 60*time.Second, 20*time.Millisecond, "the manager's cache never saw acme-fe1 as stored (under the load of the other suites it once took more than 10 s, and once more than 30 s)")
 
 	fe2 := `
 apiVersion: express.medallia.com/v2alpha1
