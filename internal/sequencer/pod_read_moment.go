@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -35,8 +33,8 @@ var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the n
 // A read by name is many reads, each at its own moment, where a LIST is
 // one: be-0 read Ready before it crashes, and be-1 read Ready after it
 // turns Ready, are never both Ready at once. So a yes is given only where
-// everything read is read again, once the first read is done, and found
-// unchanged: an object at the same resourceVersion was not written from
+// everything read is read again (the nodes through their list, below),
+// once the first read is done, and found unchanged: an object at the same resourceVersion was not written from
 // that revision until it was read again (a write, a deletion and creation
 // too, gives it a new one), so every object found held what was read at
 // every moment from the newest of their revisions, R, to the second read.
@@ -44,10 +42,11 @@ var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the n
 // absent, a pod, a StatefulSet or a machine only holds the pod, but a node
 // that is absent lets it go — a frontend before its own created, and
 // deleted again, between two reads of its name. So the namespace's
-// Backends and Frontends are listed, between the two reads, at one revision
-// no older than R (nodesSince), and must be as the first read found them
-// (nodesDiffer): every object read is then as read at that one revision,
-// as the objects of one LIST are. A machine is compared on whether it is
+// Backends and Frontends are listed, between the two reads, consistently
+// and at one revision C (nodesNow), no older than the admission nor than
+// R, and must be as the first read found them (nodesDiffer): every object
+// read is then as read at that one revision, as the objects of one LIST
+// are. A machine is compared on whether it is
 // Ready (machineReadiness), read after the pods as the whole tenant's read
 // reads it. Otherwise the tenant is read whole (fallback moved).
 func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
@@ -62,7 +61,7 @@ func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, 
 	if !rollout.PodsMayStartByName(snap, name) {
 		return false, rollout.Fallback{}, nil
 	}
-	nodes, err := nodesSince(ctx, fresh, namespace, first.newest())
+	nodes, err := nodesNow(ctx, fresh, namespace)
 	if err != nil {
 		return false, rollout.Fallback{}, err
 	}
@@ -145,13 +144,18 @@ func answerOf(obj client.Object, err error) (readAnswer, bool) {
 }
 
 // changed reads again, from fresh and all at once, every object r
-// recorded, and names the first found changed ("" where none is). An
-// object read again at another resourceVersion, come or gone, changed: a
-// write to it in between gave it a new one.
+// recorded but the nodes, and names the first found changed ("" where none
+// is). An object read again at another resourceVersion, come or gone,
+// changed: a write to it in between gave it a new one. The nodes need no
+// second read: nodesDiffer compares them at the nodes' list revision,
+// which lies between the admission, the newest revision found, and this
+// read.
 func (r *recordedReads) changed(ctx context.Context, fresh client.Reader) (string, error) {
 	keys := make([]readKey, 0, len(r.got))
 	for k := range r.got {
-		keys = append(keys, k)
+		if !isNodeKind(k.kind) {
+			keys = append(keys, k)
+		}
 	}
 	moved := make([]bool, len(keys))
 	var g errgroup.Group
@@ -178,31 +182,14 @@ func (r *recordedReads) changed(ctx context.Context, fresh client.Reader) (strin
 	return "", nil
 }
 
-// newest is the newest revision of the objects r recorded found, machines
-// aside (they are compared on whether they are Ready); 0 where none carries
-// one (a fake client).
-func (r *recordedReads) newest() uint64 {
-	var out uint64
-	for k, a := range r.got {
-		if a.version == "" || k.kind == reflect.TypeFor[corev1.Node]() {
-			continue
-		}
-		if rev, err := strconv.ParseUint(a.version, 10, 64); err == nil {
-			out = max(out, rev)
-		}
-	}
-	return out
-}
-
-// nodesSinceWait bounds the wait of nodesSince's list no older than a
-// revision: an API server that does not ask etcd how far it has come waits
-// for the next event of the kind, or 3 s; it is then listed as it is now.
-const nodesSinceWait = 250 * time.Millisecond
-
-// nodesSince lists namespace's Backends and Frontends at one revision no
-// older than since, and returns what a Get of each would have answered
-// then.
-func nodesSince(ctx context.Context, fresh client.Reader, namespace string, since uint64) (map[readKey]readAnswer, error) {
+// nodesNow lists namespace's Backends and Frontends, each a consistent
+// list, made one revision (atOneRevision), and returns what a Get of each
+// would have answered then. Consistent, that revision is no older than the
+// pod's admission, nor than any object the read by name found; a list no
+// older than the newest object found would be answered at once from a
+// watch cache that has seen no write of its kind since, at a revision from
+// before the admission.
+func nodesNow(ctx context.Context, fresh client.Reader, namespace string) (map[readKey]readAnswer, error) {
 	var bes v2alpha1.BackendList
 	var fes v2alpha1.FrontendList
 	lists := []listed{
@@ -211,23 +198,8 @@ func nodesSince(ctx context.Context, fresh client.Reader, namespace string, sinc
 	}
 	var g errgroup.Group
 	for _, l := range lists {
-		opts := append([]client.ListOption{}, l.opts...)
 		g.Go(func() error {
-			if since > 0 {
-				// From the watch cache at once, once it has that revision.
-				wait, cancel := context.WithTimeout(ctx, nodesSinceWait)
-				err := fresh.List(wait, l.list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{
-					ResourceVersion: strconv.FormatUint(since, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-				}})...)
-				cancel()
-				if err == nil || ctx.Err() != nil {
-					return err
-				}
-			}
-			// The newest: an API server whose watch cache does not ask etcd
-			// how far it has come (before Kubernetes 1.31) answers it from
-			// etcd at once.
-			if err := fresh.List(ctx, l.list, opts...); err != nil {
+			if err := fresh.List(ctx, l.list, l.opts...); err != nil {
 				return fmt.Errorf("listing %s in %s: %w", l.what, namespace, err)
 			}
 			return nil
@@ -250,7 +222,7 @@ func nodesSince(ctx context.Context, fresh client.Reader, namespace string, sinc
 // listed at one revision, do not hold as r found it ("" where none).
 func (r *recordedReads) nodesDiffer(nodes map[readKey]readAnswer) string {
 	for k, a := range r.got {
-		if k.kind != reflect.TypeFor[v2alpha1.Backend]() && k.kind != reflect.TypeFor[v2alpha1.Frontend]() {
+		if !isNodeKind(k.kind) {
 			continue
 		}
 		at, ok := nodes[k]
@@ -262,4 +234,9 @@ func (r *recordedReads) nodesDiffer(nodes map[readKey]readAnswer) string {
 		}
 	}
 	return ""
+}
+
+// isNodeKind reports whether kind is a Backend's or a Frontend's Go type.
+func isNodeKind(kind reflect.Type) bool {
+	return kind == reflect.TypeFor[v2alpha1.Backend]() || kind == reflect.TypeFor[v2alpha1.Frontend]()
 }
