@@ -1,0 +1,226 @@
+package sequencer_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/medallia/express-sequencer/internal/scheme"
+)
+
+// versionedStore is a client.Reader that answers as the API server does
+// over etcd's revisions, for property tests of reads made one moment: every
+// write makes a new revision and gives the object written that
+// resourceVersion; a Get answers the object as it is now; a List answers
+// every object of its kind as it is now, carrying the current revision —
+// or, with resourceVersionMatch Exact, as it was at the revision asked for.
+// Before answering any read it runs between, which may write: the reads
+// of one decision are each at their own moment, as on a busy API server.
+type versionedStore struct {
+	mu      sync.Mutex
+	rev     uint64
+	history map[storedKey][]storedVersion
+	scheme  *runtime.Scheme
+	// between runs before each read is answered, outside the lock.
+	between func(s *versionedStore)
+	// after runs after each read is answered, outside the lock, with the
+	// object a Get found, nil where it found none or for a List, and what
+	// was asked for.
+	after func(s *versionedStore, asked client.Object, found client.Object)
+	// log says what each revision wrote, for a failure's message.
+	log []string
+}
+
+type storedKey struct {
+	kind      schema.GroupVersionKind
+	namespace string
+	name      string
+}
+
+// storedVersion is an object as written at revision rev; nil is a deletion.
+type storedVersion struct {
+	rev uint64
+	obj client.Object
+}
+
+func newVersionedStore(objects ...client.Object) *versionedStore {
+	s := &versionedStore{history: map[storedKey][]storedVersion{}, scheme: scheme.New()}
+	for _, o := range objects {
+		s.write(o)
+	}
+	return s
+}
+
+func (s *versionedStore) keyOf(o client.Object) storedKey {
+	gvk, err := apiutil.GVKForObject(o, s.scheme)
+	if err != nil {
+		panic(err)
+	}
+	return storedKey{gvk, o.GetNamespace(), o.GetName()}
+}
+
+// write stores a copy of o at a new revision and returns that revision.
+func (s *versionedStore) write(o client.Object) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rev++
+	c := o.DeepCopyObject().(client.Object)
+	c.SetResourceVersion(strconv.FormatUint(s.rev, 10))
+	k := s.keyOf(c)
+	s.history[k] = append(s.history[k], storedVersion{s.rev, c})
+	s.log = append(s.log, fmt.Sprintf("%d: wrote %s %s", s.rev, k.kind.Kind, k.name))
+	return s.rev
+}
+
+// remove deletes the object named like o at a new revision, if it exists.
+func (s *versionedStore) remove(o client.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.keyOf(o)
+	if s.at(k, s.rev) == nil {
+		return
+	}
+	s.rev++
+	s.history[k] = append(s.history[k], storedVersion{s.rev, nil})
+	s.log = append(s.log, fmt.Sprintf("%d: deleted %s %s", s.rev, k.kind.Kind, k.name))
+}
+
+// now returns the current revision.
+func (s *versionedStore) now() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rev
+}
+
+// at returns the object k names as it was at revision rev, nil where it
+// did not exist then. The caller holds the lock.
+func (s *versionedStore) at(k storedKey, rev uint64) client.Object {
+	var out client.Object
+	for _, v := range s.history[k] {
+		if v.rev > rev {
+			break
+		}
+		out = v.obj
+	}
+	return out
+}
+
+// current returns a copy of the object named like o as it is now, nil
+// where it does not exist.
+func (s *versionedStore) current(o client.Object) client.Object {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got := s.at(s.keyOf(o), s.rev); got != nil {
+		return got.DeepCopyObject().(client.Object)
+	}
+	return nil
+}
+
+// state returns the resourceVersion, by kind and name, of every object in
+// namespace as it was at revision rev, of the kinds given; pods only where
+// they carry label.
+func (s *versionedStore) state(rev uint64, namespace, label string, kinds ...string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	for k := range s.history {
+		if k.namespace != namespace || !slices.Contains(kinds, k.kind.Kind) {
+			continue
+		}
+		o := s.at(k, rev)
+		if o == nil || k.kind.Kind == "Pod" && !labels.Set(o.GetLabels()).Has(label) {
+			continue
+		}
+		out[k.kind.Kind+"/"+k.name] = o.GetResourceVersion()
+	}
+	return out
+}
+
+func (s *versionedStore) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if s.between != nil {
+		s.between(s)
+	}
+	s.mu.Lock()
+	k := s.keyOf(obj)
+	k.namespace, k.name = key.Namespace, key.Name
+	got := s.at(k, s.rev)
+	s.mu.Unlock()
+	if s.after != nil {
+		asked := obj.DeepCopyObject().(client.Object)
+		asked.SetNamespace(key.Namespace)
+		asked.SetName(key.Name)
+		defer s.after(s, asked, got)
+	}
+	if got == nil {
+		return apierrors.NewNotFound(schema.GroupResource{Group: k.kind.Group, Resource: strings.ToLower(k.kind.Kind) + "s"}, key.Name)
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(got.DeepCopyObject()).Elem())
+	return nil
+}
+
+func (s *versionedStore) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if s.between != nil {
+		s.between(s)
+	}
+	if s.after != nil {
+		defer s.after(s, nil, nil)
+	}
+	var lo client.ListOptions
+	lo.ApplyOptions(opts)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gvk, err := apiutil.GVKForObject(list, s.scheme)
+	if err != nil {
+		return err
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	rev := s.rev
+	if lo.Raw != nil && lo.Raw.ResourceVersion != "" {
+		if lo.Raw.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
+			return fmt.Errorf("the store answers a list at a revision only with resourceVersionMatch Exact, not %q", lo.Raw.ResourceVersionMatch)
+		}
+		if rev, err = strconv.ParseUint(lo.Raw.ResourceVersion, 10, 64); err != nil {
+			return err
+		}
+	}
+	var names []storedKey
+	for k := range s.history {
+		if k.kind == gvk && (lo.Namespace == "" || k.namespace == lo.Namespace) {
+			names = append(names, k)
+		}
+	}
+	slices.SortFunc(names, func(a, b storedKey) int { return strings.Compare(a.namespace+"/"+a.name, b.namespace+"/"+b.name) })
+	var items []runtime.Object
+	for _, k := range names {
+		o := s.at(k, rev)
+		if o == nil || lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
+			continue
+		}
+		items = append(items, o.DeepCopyObject())
+	}
+	if err := meta.SetList(list, items); err != nil {
+		return err
+	}
+	list.SetResourceVersion(strconv.FormatUint(rev, 10))
+	return nil
+}
+
+// written returns what each revision wrote, one per line.
+func (s *versionedStore) written() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.log, "\n")
+}
