@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,13 +34,14 @@ const propertySeeds = 4000
 
 // The whole tenant's fresh read is four lists, each at its own moment; what
 // it returns must be the tenant at one revision, no older than the read's
-// start, whatever is written between the lists and whenever. Checked on a
+// start, whatever is written between the lists and whenever — and only the
+// tenant's namespace, only its Express pods. Checked on a
 // store that answers as the API server does (versionedStore), against every
 // revision the read spans.
 func TestTheWholeTenantsReadIsTheTenantAtOneRevisionWhateverIsWrittenBetweenItsLists(t *testing.T) {
 	spanned := 0
 	for seed := range uint64(propertySeeds) {
-		store := newVersionedStore(twoFrontendTenant()...)
+		store := newVersionedStore(append(twoFrontendTenant(), elsewhere()...)...)
 		store.between = randomWrites(rand.New(rand.NewPCG(seed, 7)), true, 1)
 		start := store.now()
 		objects, err := sequencer.ReadNamespace(context.Background(), store, "tenant")
@@ -90,7 +93,7 @@ func TestAPodIsLetStartByNameOnlyWhereItsPredecessorsWereReadyAtOneRevision(t *t
 		rnd := rand.New(rand.NewPCG(seed, 11))
 		before := randomWrites(rnd, false, 1)
 		for range rnd.IntN(5) {
-			before(store)
+			before(store, nil)
 		}
 		store.between = randomWrites(rnd, false, 2+int(seed%8))
 		store.after = staleReads(rand.New(rand.NewPCG(seed, 13)), 2+int(seed%5))
@@ -126,17 +129,22 @@ func revisions(from, to uint64) []uint64 {
 }
 
 // predecessorsReady reports whether, at revision rev, each of nodes that
-// exists, is up and not being deleted was Ready: it has a pod, every pod
-// of it is Ready and not being deleted, and its StatefulSet (named after
-// it) is there and wants no more pods than it has — counted, as a node
-// whose StatefulSet replaces one pod, or scales down, serves with the
-// pods it has. Written from the operator contract and DESIGN §4, not from
-// the planner.
+// exists, is up and not being deleted was Ready: its StatefulSet (named
+// after it, made no earlier than the node: not an earlier node's of the
+// same name) is there, the node has a pod of it, every such pod has its
+// Ready condition True and is not being deleted, and the StatefulSet wants
+// no more pods than it has — counted, as a node whose StatefulSet replaces
+// one pod, or scales down, serves with the pods it has. Written from the
+// operator contract and DESIGN §4, not from the planner. It knows none of
+// what the planner lets go on besides — a rollout under way (§4b), the
+// ignore-prerequisites annotation — nor ordinals above the StatefulSet's
+// replicas that no read by name reaches: the world below has none of them.
 func predecessorsReady(s *versionedStore, rev uint64, nodes ...string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, name := range nodes {
-		var node v2alpha1.Node
+		var node client.Object
+		var up bool
 		var set *appsv1.StatefulSet
 		var pods []*corev1.Pod
 		for k := range s.history {
@@ -145,9 +153,13 @@ func predecessorsReady(s *versionedStore, rev uint64, nodes ...string) bool {
 				continue
 			}
 			switch k.kind.Kind {
-			case "Backend", "Frontend":
+			case "Backend":
 				if k.name == name {
-					node = o.(v2alpha1.Node)
+					node, up = o, o.(*v2alpha1.Backend).Spec.Up == nil || *o.(*v2alpha1.Backend).Spec.Up
+				}
+			case "Frontend":
+				if k.name == name {
+					node, up = o, o.(*v2alpha1.Frontend).Spec.Up == nil || *o.(*v2alpha1.Frontend).Spec.Up
 				}
 			case "StatefulSet":
 				if k.name == name {
@@ -159,15 +171,45 @@ func predecessorsReady(s *versionedStore, rev uint64, nodes ...string) bool {
 				}
 			}
 		}
-		if node == nil || !node.NodeSpec().IsUp() || node.GetDeletionTimestamp() != nil {
+		if node == nil || !up || node.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if set == nil || len(pods) == 0 || len(pods) < int(*set.Spec.Replicas) ||
-			slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !rollout.PodReady(p) }) {
+		made := node.GetCreationTimestamp()
+		if set == nil || set.CreationTimestamp.Before(&made) {
+			return false
+		}
+		var ours int
+		for _, p := range pods {
+			if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != set.UID {
+				continue
+			}
+			ours++
+			ready := false
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					ready = c.Status == corev1.ConditionTrue
+				}
+			}
+			if !ready || p.DeletionTimestamp != nil {
+				return false
+			}
+		}
+		if ours == 0 || ours < int(*set.Spec.Replicas) {
 			return false
 		}
 	}
 	return true
+}
+
+// elsewhere is what the read of namespace tenant must not return: a pod of
+// no Express node there, and a node and its pod in another namespace.
+func elsewhere() []client.Object {
+	other := &v2alpha1.Backend{ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: "other"}}
+	other.Spec.ClusterConfig.ClusterName = "acme"
+	otherPod := podOf("acme-be", 0, 0, corev1.ConditionTrue)
+	otherPod.Namespace = "other"
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "tenant"}}
+	return []client.Object{other, otherPod, bare}
 }
 
 // twoFrontendTenant is tenant acme in namespace tenant: a Backend whose
@@ -199,12 +241,16 @@ func twoFrontendTenant() []client.Object {
 	}
 }
 
-// podOf is pod ordinal of node's StatefulSet, the incarnation-th made, on
-// machine-1, Ready as ready says.
+// podOf is pod ordinal of node's StatefulSet on machine-1, Ready as ready
+// says: the first made (incarnation 0), or one made again.
 func podOf(node string, ordinal, incarnation int, ready corev1.ConditionStatus) *corev1.Pod {
 	name := fmt.Sprintf("%s-%d", node, ordinal)
+	uid := types.UID("uid-" + name)
+	if incarnation > 0 {
+		uid = "" // the store gives it one of its own
+	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID(fmt.Sprintf("uid-%s-%d", name, incarnation)),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: uid,
 			Labels: map[string]string{v2alpha1.LabelNode: node},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: node,
 				UID: types.UID("set-" + node), Controller: ptr.To(true)}}},
@@ -215,18 +261,17 @@ func podOf(node string, ordinal, incarnation int, ready corev1.ConditionStatus) 
 
 // randomWrites returns a between for a versionedStore that makes, before
 // one read in writes, a random write to twoFrontendTenant: a pod turning
-// Ready or not, deleted or made again, a StatefulSet scaled between one and
-// two, the Backend or fe1 brought down or up, fe1 deleted or made again;
-// with machines, machine-1 turning Ready or not too. Reads run at once, so
-// rnd is shared under a lock.
-func randomWrites(rnd *rand.Rand, machines bool, writes int) func(*versionedStore) {
+// Ready or not, beginning to terminate, gone or made again, a StatefulSet
+// scaled between one and two, the Backend or fe1 brought down or up, fe1
+// deleted or made again; with machines, machine-1 turning Ready or not
+// too. Reads run at once, so rnd is shared under a lock.
+func randomWrites(rnd *rand.Rand, machines bool, writes int) func(*versionedStore, client.Object) {
 	var mu sync.Mutex
-	made := map[string]int{}
 	pods := []struct {
 		node    string
 		ordinal int
 	}{{"acme-be", 0}, {"acme-be", 1}, {"acme-fe1", 0}}
-	return func(s *versionedStore) {
+	return func(s *versionedStore, _ client.Object) {
 		mu.Lock()
 		defer mu.Unlock()
 		if rnd.IntN(writes) != 0 {
@@ -253,19 +298,24 @@ func randomWrites(rnd *rand.Rand, machines bool, writes int) func(*versionedStor
 				got.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
 				s.write(got)
 			}
-		case 1: // a pod is deleted
+		case 1: // a pod begins to terminate, or is gone
 			p := pods[rnd.IntN(len(pods))]
-			s.remove(podOf(p.node, p.ordinal, 0, ""))
+			got, ok := s.current(podOf(p.node, p.ordinal, 0, "")).(*corev1.Pod)
+			switch {
+			case ok && got.DeletionTimestamp == nil && rnd.IntN(2) == 0:
+				got.DeletionTimestamp = ptr.To(metav1.NewTime(storeEpoch))
+				s.write(got)
+			case ok:
+				s.remove(got)
+			}
 		case 2: // a pod is made again, not Ready yet or Ready at once
 			p := pods[rnd.IntN(len(pods))]
 			if s.current(podOf(p.node, p.ordinal, 0, "")) == nil {
-				name := fmt.Sprintf("%s-%d", p.node, p.ordinal)
-				made[name]++
 				ready := corev1.ConditionFalse
 				if rnd.IntN(2) == 0 {
 					ready = corev1.ConditionTrue
 				}
-				s.write(podOf(p.node, p.ordinal, made[name], ready))
+				s.write(podOf(p.node, p.ordinal, 1, ready))
 			}
 		case 3: // a StatefulSet is scaled
 			name := []string{"acme-be", "acme-fe1"}[rnd.IntN(2)]
@@ -308,8 +358,8 @@ func randomWrites(rnd *rand.Rand, machines bool, writes int) func(*versionedStor
 
 // staleReads returns an after for a versionedStore that, after one read
 // in every, makes what it just read stale in the way that could let a pod
-// start out of order: a pod read Ready crashes, a node read down is
-// brought up, fe1 read absent is made. Reads run at once, so rnd is shared
+// start out of order: a pod read Ready crashes, a pod read as not found is
+// made, not Ready, a node read down is brought up, fe1 read absent is made. Reads run at once, so rnd is shared
 // under a lock.
 func staleReads(rnd *rand.Rand, every int) func(*versionedStore, client.Object, client.Object) {
 	var mu sync.Mutex
@@ -331,10 +381,111 @@ func staleReads(rnd *rand.Rand, every int) func(*versionedStore, client.Object, 
 				s.write(now)
 			}
 		case nil:
-			if fe1, ok := asked.(*v2alpha1.Frontend); ok && fe1.Name == "acme-fe1" && s.current(fe1) == nil {
-				fe1.Spec.ClusterConfig.ClusterName = "acme"
-				s.write(fe1)
+			switch asked := asked.(type) {
+			case *v2alpha1.Frontend:
+				if asked.Name == "acme-fe1" && s.current(asked) == nil {
+					asked.Spec.ClusterConfig.ClusterName = "acme"
+					s.write(asked)
+				}
+			case *corev1.Pod:
+				// Made again, not Ready yet: a pod read as not found may
+				// have been there in between.
+				at := strings.LastIndex(asked.Name, "-")
+				if ordinal, err := strconv.Atoi(asked.Name[at+1:]); err == nil && s.current(asked) == nil {
+					s.write(podOf(asked.Name[:at], ordinal, 1, corev1.ConditionFalse))
+				}
 			}
 		}
+	}
+}
+
+// A node is Ready with as many Ready pods as its StatefulSet wants,
+// counted: the Backend's StatefulSet scaled down to one, its pod 1 Ready
+// and pod 0 not found, is Ready. So a pod not found at both of its reads
+// may have been there in between, not Ready: here be-0 is made between its
+// read and be-1's, be-1 turns Ready, and after be-1 is read again it
+// crashes and be-0 is deleted. Both reads agree — be-0 not found, be-1
+// Ready — yet the Backend was Ready at no revision: fe2's pod is not let
+// start on the read by name, and the tenant is read whole.
+func TestAPodOfAPredecessorNotFoundAtBothReadsHasTheTenantReadWhole(t *testing.T) {
+	var world, cached []client.Object
+	for _, o := range twoFrontendTenant() {
+		switch o := o.(type) {
+		case *appsv1.StatefulSet:
+			if o.Name == "acme-be" {
+				o.Spec.Replicas, o.Status.Replicas = ptr.To[int32](1), 2 // pod 1 not deleted yet
+			}
+		case *corev1.Pod:
+			if o.Name == "acme-be-1" {
+				o.Status.Conditions[0].Status = corev1.ConditionFalse
+			}
+			if o.Name == "acme-be-0" {
+				cached = append(cached, o) // the cache has not seen it go
+				continue
+			}
+		}
+		world = append(world, o)
+	}
+	// The cache knows be-0 alone: it is read first, be-1 in the next round.
+	for _, o := range world {
+		if o.GetName() != "acme-be-1" {
+			cached = append(cached, o)
+		}
+	}
+	cache := indexed(fake.NewClientBuilder()).WithObjects(cloned(cached)...).Build()
+	store := newVersionedStore(world...)
+	reads := map[string]int{}
+	var mu sync.Mutex
+	count := func(asked client.Object) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := asked.(*corev1.Pod); !ok {
+			return 0
+		}
+		reads[asked.GetName()]++
+		return reads[asked.GetName()]
+	}
+	be1ReadAgain := make(chan struct{})
+	store.between = func(s *versionedStore, asked client.Object) {
+		if asked != nil && asked.GetName() == "acme-be-0" && count(asked) == 2 {
+			select { // be-1 is read again first
+			case <-be1ReadAgain:
+			case <-time.After(10 * time.Second):
+				t.Error("be-1 was not read again")
+			}
+		}
+		if asked != nil && asked.GetName() == "acme-be-1" {
+			count(asked)
+		}
+	}
+	store.after = func(s *versionedStore, asked, _ client.Object) {
+		if asked == nil {
+			return
+		}
+		mu.Lock()
+		n := reads[asked.GetName()]
+		mu.Unlock()
+		switch {
+		case asked.GetName() == "acme-be-0" && n == 1:
+			s.write(podOf("acme-be", 0, 1, corev1.ConditionFalse))
+			be1 := s.current(podOf("acme-be", 1, 0, "")).(*corev1.Pod)
+			be1.Status.Conditions[0].Status = corev1.ConditionTrue
+			s.write(be1)
+		case asked.GetName() == "acme-be-1" && n == 2:
+			be1 := s.current(podOf("acme-be", 1, 0, "")).(*corev1.Pod)
+			be1.Status.Conditions[0].Status = corev1.ConditionFalse
+			s.write(be1)
+			s.remove(podOf("acme-be", 0, 0, ""))
+			close(be1ReadAgain)
+		}
+	}
+	start := store.now()
+
+	ok, why, err := sequencer.MayStartByName(context.Background(), cache, store, "tenant", "acme-fe2", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	require.NoError(t, err)
+	assert.False(t, ok, "fe2's pod let start on be-0 not found and be-1 Ready:\n%s", store.written())
+	assert.Equal(t, rollout.FallbackMoved, why.Label, why.Why)
+	for _, rev := range revisions(start, store.now()) {
+		require.False(t, predecessorsReady(store, rev, "acme-be", "acme-fe1"), "the Backend and fe1 were Ready at revision %d", rev)
 	}
 }

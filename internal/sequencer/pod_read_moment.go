@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -34,19 +36,26 @@ var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the n
 // one: be-0 read Ready before it crashes, and be-1 read Ready after it
 // turns Ready, are never both Ready at once. So a yes is given only where
 // everything read is read again (the nodes through their list, below),
-// once the first read is done, and found unchanged: an object at the same resourceVersion was not written from
-// that revision until it was read again (a write, a deletion and creation
-// too, gives it a new one), so every object found held what was read at
-// every moment from the newest of their revisions, R, to the second read.
-// An object absent at both reads may still have been there in between:
-// absent, a pod, a StatefulSet or a machine only holds the pod, but a node
-// that is absent lets it go — a frontend before its own created, and
-// deleted again, between two reads of its name. So the namespace's
-// Backends and Frontends are listed, between the two reads, consistently
-// and at one revision C (nodesNow), no older than the admission nor than
-// R, and must be as the first read found them (nodesDiffer): every object
-// read is then as read at that one revision, as the objects of one LIST
-// are. A machine is compared on whether it is
+// once the first read is done, and found unchanged: an object at the same
+// resourceVersion was not written from that revision until it was read
+// again (a write, a deletion and creation too, gives it a new one), so
+// every object found held what was read at every moment from the newest of
+// their revisions, R, to the second read.
+//
+// An object absent at both reads may still have been there in between.
+// Absent, a StatefulSet or a machine only holds the pod. A pod does not: a
+// node is Ready when it has as many Ready pods as its StatefulSet wants,
+// counted, so a StatefulSet scaled down from two to one, its pod 1 Ready
+// and pod 0 not found, is Ready — unless pod 0 was made, not Ready, and
+// deleted again between its two reads. So a yes is not given on a read
+// that did not find a pod its StatefulSet wants, of a live node
+// (absentPod): the tenant is read whole (fallback moved). And a node that is absent lets the pod go — a
+// frontend before its own created, and deleted again, between two reads of
+// its name. So the namespace's Backends and Frontends are listed, between
+// the two reads, consistently and at one revision C (nodesNow), no older
+// than the admission nor than R, and must be as the first read found them
+// (nodesDiffer): every object read is then as read at that one revision,
+// as the objects of one LIST are. A machine is compared on whether it is
 // Ready (machineReadiness), read after the pods as the whole tenant's read
 // reads it. Otherwise the tenant is read whole (fallback moved).
 func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
@@ -60,6 +69,9 @@ func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, 
 	}
 	if !rollout.PodsMayStartByName(snap, name) {
 		return false, rollout.Fallback{}, nil
+	}
+	if pod := first.absentPod(snap); pod != "" {
+		return false, rollout.Fallback{Label: rollout.FallbackMoved, Why: "pod " + pod + " was not found: it may have been made and deleted again, not Ready, while what the pod's start rests on was read"}, nil
 	}
 	nodes, err := nodesNow(ctx, fresh, namespace)
 	if err != nil {
@@ -99,6 +111,9 @@ type recordedReads struct {
 	client.Reader
 	mu  sync.Mutex
 	got map[readKey]readAnswer
+	// wants are, by name, the ordinals each StatefulSet found wants:
+	// [first, end).
+	wants map[client.ObjectKey][2]int
 }
 
 func (r *recordedReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -107,6 +122,16 @@ func (r *recordedReads) Get(ctx context.Context, key client.ObjectKey, obj clien
 	if ok {
 		r.mu.Lock()
 		r.got[readKey{reflect.TypeOf(obj).Elem(), key}] = answer
+		if set, isSet := obj.(*appsv1.StatefulSet); isSet && err == nil {
+			first := 0
+			if set.Spec.Ordinals != nil {
+				first = int(set.Spec.Ordinals.Start)
+			}
+			if r.wants == nil {
+				r.wants = map[client.ObjectKey][2]int{}
+			}
+			r.wants[key] = [2]int{first, first + int(ptr.Deref(set.Spec.Replicas, 1))}
+		}
 		r.mu.Unlock()
 	}
 	return err
@@ -234,6 +259,32 @@ func (r *recordedReads) nodesDiffer(nodes map[readKey]readAnswer) string {
 		}
 	}
 	return ""
+}
+
+// absentPod names the first pod r recorded as not found that is one of the
+// ordinals its StatefulSet, as found, wants, of a node live in snap (""
+// where none): made and deleted again between its reads, it would have had
+// its node not Ready. The StatefulSet controller makes no other pod; a pod
+// of a node that is down holds nothing.
+func (r *recordedReads) absentPod(snap *rollout.Snapshot) string {
+	var names []string
+	for k, a := range r.got {
+		if !a.absent || k.kind != reflect.TypeFor[corev1.Pod]() {
+			continue
+		}
+		for set, want := range r.wants {
+			n, live := snap.Nodes[set.Name]
+			o, ok := ordinalOf(k.key.Name, set.Name)
+			if ok && set.Namespace == k.key.Namespace && live && rollout.Live(n) && o >= want[0] && o < want[1] {
+				names = append(names, k.key.String())
+			}
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
 }
 
 // isNodeKind reports whether kind is a Backend's or a Frontend's Go type.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -27,15 +29,20 @@ import (
 // resourceVersion; a Get answers the object as it is now; a List answers
 // every object of its kind as it is now, carrying the current revision —
 // or, with resourceVersionMatch Exact, as it was at the revision asked for.
-// Before answering any read it runs between, which may write: the reads
-// of one decision are each at their own moment, as on a busy API server.
+// Before answering any read it runs between, and after it after, which may
+// write: the reads of one decision are each at their own moment, as on a
+// busy API server. An object created gets a UID and a creation time; a
+// deletion is immediate (no finalizers, no graceful deletion); a list at
+// a revision to come is refused as too large, and one with options the
+// store does not model (fields, pages) is refused too.
 type versionedStore struct {
 	mu      sync.Mutex
 	rev     uint64
 	history map[storedKey][]storedVersion
 	scheme  *runtime.Scheme
-	// between runs before each read is answered, outside the lock.
-	between func(s *versionedStore)
+	// between runs before each read is answered, outside the lock, with
+	// what a Get asks for (nil for a List).
+	between func(s *versionedStore, asked client.Object)
 	// after runs after each read is answered, outside the lock, with the
 	// object a Get found, nil where it found none or for a List, and what
 	// was asked for.
@@ -43,6 +50,9 @@ type versionedStore struct {
 	// log says what each revision wrote, for a failure's message.
 	log []string
 }
+
+// storeEpoch is when a versionedStore's revision 0 was written.
+var storeEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type storedKey struct {
 	kind      schema.GroupVersionKind
@@ -80,6 +90,18 @@ func (s *versionedStore) write(o client.Object) uint64 {
 	c := o.DeepCopyObject().(client.Object)
 	c.SetResourceVersion(strconv.FormatUint(s.rev, 10))
 	k := s.keyOf(c)
+	// As the API server does: an object created gets a UID (unless the
+	// test gave it one) and its creation time, here a second per revision;
+	// one updated keeps both.
+	if stored := s.at(k, s.rev); stored != nil {
+		c.SetUID(stored.GetUID())
+		c.SetCreationTimestamp(stored.GetCreationTimestamp())
+	} else {
+		if c.GetUID() == "" {
+			c.SetUID(types.UID(fmt.Sprintf("uid-%d", s.rev)))
+		}
+		c.SetCreationTimestamp(metav1.NewTime(storeEpoch.Add(time.Duration(s.rev) * time.Second)))
+	}
 	s.history[k] = append(s.history[k], storedVersion{s.rev, c})
 	s.log = append(s.log, fmt.Sprintf("%d: wrote %s %s", s.rev, k.kind.Kind, k.name))
 	return s.rev
@@ -149,9 +171,15 @@ func (s *versionedStore) state(rev uint64, namespace, label string, kinds ...str
 	return out
 }
 
-func (s *versionedStore) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+func (s *versionedStore) Get(_ context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if len(opts) > 0 {
+		return fmt.Errorf("the store answers a Get without options, not %v", opts)
+	}
 	if s.between != nil {
-		s.between(s)
+		asked := obj.DeepCopyObject().(client.Object)
+		asked.SetNamespace(key.Namespace)
+		asked.SetName(key.Name)
+		s.between(s, asked)
 	}
 	s.mu.Lock()
 	k := s.keyOf(obj)
@@ -173,13 +201,16 @@ func (s *versionedStore) Get(_ context.Context, key client.ObjectKey, obj client
 
 func (s *versionedStore) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if s.between != nil {
-		s.between(s)
+		s.between(s, nil)
 	}
 	if s.after != nil {
 		defer s.after(s, nil, nil)
 	}
 	var lo client.ListOptions
 	lo.ApplyOptions(opts)
+	if lo.FieldSelector != nil || lo.Limit != 0 || lo.Continue != "" {
+		return fmt.Errorf("the store answers a list by namespace and labels only, not %+v", lo)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	gvk, err := apiutil.GVKForObject(list, s.scheme)
@@ -194,6 +225,9 @@ func (s *versionedStore) List(_ context.Context, list client.ObjectList, opts ..
 		}
 		if rev, err = strconv.ParseUint(lo.Raw.ResourceVersion, 10, 64); err != nil {
 			return err
+		}
+		if rev > s.rev {
+			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rev, s.rev), 1)
 		}
 	}
 	var names []storedKey
