@@ -110,6 +110,12 @@ type Options struct {
 	// too. Off by default: the guard is a setting of every webhook replica,
 	// which the sequencer cannot see before it writes (docs/sequencer.md).
 	ScopedReads bool
+	// PodReadsByName has the pod webhook, in a process that runs the
+	// sequencer too (its cache guesses the names), let a new Express pod
+	// start on a read by name of what its start rests on, read twice to be
+	// one moment. Off by default: measured, it costs more than the read of
+	// the whole tenant it replaces (docs/performance.md).
+	PodReadsByName bool
 	// DefaultMode is the sequencing mode of a namespace without the
 	// express.medallia.com/sequencing label: enforce or audit.
 	DefaultMode string
@@ -225,7 +231,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 			Orders: orders, Grouping: o.Grouping, Clock: o.Clock, SequencerUsers: append([]string{self}, o.SequencerUsers...),
 			RecheckReleases: o.RecheckReleases, DefaultMode: o.DefaultMode,
 			// The cache's pod index is the sequencer's (SetupWithManager).
-			ScopedReads: o.ScopedReads && o.Sequencer,
+			PodReadsByName: o.PodReadsByName && o.Sequencer,
 		})
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // podMayStart is the world's pod webhook: with podsByName, as
-// express-sequencer's with --scoped-reads — on the nodes and workload a new
+// express-sequencer's with --pod-reads-by-name — on the nodes and workload a new
 // pod's start rests on, read by name, and on the whole tenant only where
 // they cannot be read by name. It fails the test where the answer by name
 // lets a pod start that the whole tenant holds; a pod it holds that the

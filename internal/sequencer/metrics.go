@@ -96,7 +96,7 @@ var (
 
 	podAdmissionReads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_pod_admission_reads_total",
-		Help: "New Express pods the pod webhook answered with --scoped-reads, by the read the answer was made on: decision (the nodes the pods' start rests on and their workload, read by name) or tenant (the whole tenant read, as without the flag), and by what the read by name found (none: the pod may start; held: it may not — gated on it in an enforcing namespace, answered on the whole tenant in audit, where the mode could not be read or for a pod bound to a machine; or why it could not answer — moved: read again, what the pod's start rests on had changed; naming: a node's StatefulSet is not named after it or does not own its pods; wider: its start rests on more nodes than are read by name; cache: the node is not in the cache, or not as the cache has it on the API server (gone, or in another tenant); error: the read by name failed).",
+		Help: "New Express pods the pod webhook answered with --pod-reads-by-name, by the read the answer was made on: decision (the nodes the pods' start rests on and their workload, read by name) or tenant (the whole tenant read, as without the flag), and by what the read by name found (none: the pod may start; held: it may not — gated on it in an enforcing namespace, answered on the whole tenant in audit, where the mode could not be read or for a pod bound to a machine; or why it could not answer — moved: read again, what the pod's start rests on had changed; naming: a node's StatefulSet is not named after it or does not own its pods; wider: its start rests on more nodes than are read by name; cache: the node is not in the cache, or not as the cache has it on the API server (gone, or in another tenant); error: the read by name failed).",
 	}, []string{"read", "fallback"})
 
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -114,7 +114,7 @@ func ObserveAdmissionStep(webhook, step string, d time.Duration) {
 	admissionSteps.WithLabelValues(webhook, step).Observe(d.Seconds())
 }
 
-// CountPodAdmissionRead counts one pod admission made with --scoped-reads,
+// CountPodAdmissionRead counts one pod admission made with --pod-reads-by-name,
 // by the read it was answered on — by name where byName, the whole tenant
 // otherwise — and what the read by name found where it did not let the pod
 // start: held, or why it could not answer (why's label; error where err is

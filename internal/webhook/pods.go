@@ -46,7 +46,7 @@ type PodGate struct {
 	// DefaultMode is the mode of a namespace without the sequencing label:
 	// in audit no pod is held.
 	DefaultMode string
-	// Cache, when set (--scoped-reads), has a pod let start on a read by
+	// Cache, when set (--pod-reads-by-name), has a pod let start on a read by
 	// name of what its start rests on (sequencer.GatherForPod), the cache
 	// guessing only which names to read, and gated on it where it says no
 	// in an enforcing namespace; where that read cannot be made, or in
@@ -159,7 +159,7 @@ func (g *PodGate) readByName(ctx context.Context, namespace, name string) (maySt
 // enforced reports whether namespace is read, fresh, in enforcing mode: a
 // pod held on the read by name is gated there without the whole tenant's
 // read. In audit, or where the mode cannot be read, the tenant is read
-// whole, as without --scoped-reads: in audit to say what would have held
+// whole, as without --pod-reads-by-name: in audit to say what would have held
 // the pod (wouldHold).
 func (g *PodGate) enforced(ctx context.Context, namespace string) bool {
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout/2)

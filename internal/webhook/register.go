@@ -85,9 +85,9 @@ type Settings struct {
 	// DefaultMode is the sequencing mode of a namespace without the
 	// express.medallia.com/sequencing label.
 	DefaultMode string
-	// ScopedReads has the pod webhook let a pod start on a read by name of
-	// what its start rests on (PodGate.Cache), reader guessing the names.
-	ScopedReads bool
+	// PodReadsByName has the pod webhook let a pod start on a read by name
+	// of what its start rests on (PodGate.Cache), reader guessing the names.
+	PodReadsByName bool
 }
 
 // Handlers returns the admission webhooks by path. reader lists a tenant's
@@ -101,7 +101,7 @@ func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings)
 		releases = &ReleaseGuard{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk, DefaultMode: set.DefaultMode}
 	}
 	podGate := &PodGate{Reader: fresh, Orders: orders, Grouping: set.Grouping, Clock: clk, DefaultMode: set.DefaultMode}
-	if set.ScopedReads {
+	if set.PodReadsByName {
 		podGate.Cache = reader
 	}
 	hooks := map[string]*admission.Webhook{

@@ -62,7 +62,7 @@ func TestTheBenchmarkRollsAConfigOnlyChangeInOrder(t *testing.T) {
 // order, the upgrade and the recovery of every pod deleted at once.
 func TestTheBenchmarkRunsOnKubernetesOwnControlLoops(t *testing.T) {
 	var out bytes.Buffer
-	res, err := measure(options{tenants: 2, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, cluster: true, crash: 2, recheckReleases: true, scopedReads: true}, &out)
+	res, err := measure(options{tenants: 2, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, cluster: true, crash: 2, recheckReleases: true, scopedReads: true, podReadsByName: true}, &out)
 	require.NoError(t, err, out.String())
 	assert.Empty(t, res.OutOfOrder)
 	assert.Len(t, res.Latencies, 2*3, "one latency per dependent release: fe2, be, fe3 in each tenant")
@@ -71,7 +71,7 @@ func TestTheBenchmarkRunsOnKubernetesOwnControlLoops(t *testing.T) {
 	assert.Positive(t, res.Steps["scoped_read"], "the scoped read is timed: %v", res.Steps)
 	assert.Empty(t, res.Crash.OutOfOrder)
 	assert.Len(t, res.Crash.Latencies, 2*3, "one latency per pod release after the backend: fe1, fe2, fe3 in each tenant")
-	assert.NotEmpty(t, res.Crash.PodReads, "with -scoped-reads, the recreated pods' admissions are counted by the read they were answered on")
+	assert.NotEmpty(t, res.Crash.PodReads, "with -pod-reads-by-name, the recreated pods' admissions are counted by the read they were answered on")
 }
 
 // A short soak: changes keep coming for 40 s, sampled every 8 s; every

@@ -62,7 +62,7 @@ type CrashResult struct {
 	// that release and of the webhooks that read the tenant, during the
 	// recovery.
 	Steps map[string]time.Duration
-	// PodReads are, with -scoped-reads, the recreated pods' admissions by
+	// PodReads are, with -pod-reads-by-name, the recreated pods' admissions by
 	// the read they were answered on.
 	PodReads map[string]int
 }

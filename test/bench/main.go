@@ -84,6 +84,8 @@ type options struct {
 	noAudit bool
 	// scopedReads: express-sequencer's --scoped-reads.
 	scopedReads bool
+	// podReadsByName: express-sequencer's --pod-reads-by-name.
+	podReadsByName bool
 	// pin gives kube-apiserver and etcd one core, express-sequencer and
 	// the driver the other (pin.go).
 	pin bool
@@ -125,6 +127,7 @@ func main() {
 	flag.BoolVar(&o.noAudit, "no-audit", false, "Run express-sequencer with --audit=false: without the order auditor, to measure what it costs beside the sequencer.")
 	flag.BoolVar(&o.recheckReleases, "recheck-releases", true, "express-sequencer's --recheck-releases: the webhooks judge every release again on a fresh read of its tenant; false measures without that read.")
 	flag.BoolVar(&o.scopedReads, "scoped-reads", false, "express-sequencer's --scoped-reads (experimental): a release is planned on the cache with the workload it rests on read by name, the whole tenant read by the release guard alone; false (its default) reads the whole tenant in the sequencer too.")
+	flag.BoolVar(&o.podReadsByName, "pod-reads-by-name", false, "express-sequencer's --pod-reads-by-name (experimental): the pod webhook lets a new Express pod start on a read by name of what its start rests on, read twice to be one moment; false (its default) reads the whole tenant.")
 	flag.BoolVar(&o.pin, "pin", false, "Pin kube-apiserver and etcd (and, with -cluster, the control loops) to the first core, express-sequencer and the driver to the second (taskset), so that what the sequencer costs kube-apiserver shows apart from what it costs itself.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.StringVar(&o.memoryLimit, "sequencer-memory-limit", "", "GOMEMLIMIT for express-sequencer alone (e.g. 140MiB): its memory against its CPU; empty leaves it to the binary.")
@@ -221,7 +224,11 @@ func run(o options, out io.Writer) error {
 	if o.pin {
 		cores = "kube-apiserver and etcd on core " + apiServerCores + ", express-sequencer and the driver on core " + sequencerCores
 	}
-	fmt.Fprintf(out, "  the sequencer's fresh read: %s; cores: %s\n", reads, cores)
+	podReads := "the whole tenant"
+	if o.podReadsByName {
+		podReads = "what a pod's start rests on, by name, read twice (--pod-reads-by-name)"
+	}
+	fmt.Fprintf(out, "  the sequencer's fresh read: %s; the pod webhook's: %s; cores: %s\n", reads, podReads, cores)
 	fmt.Fprintf(out, "  provisioning:            %s\n", res.Provision.Round(time.Millisecond))
 	fmt.Fprintf(out, "  upgrade:                 %s (the change applied to every node after %s)\n", res.Upgrade.Round(time.Millisecond), res.Applied.Round(time.Millisecond))
 	fmt.Fprintf(out, "  release latency p50:     %s\n", res.Percentile(50).Round(100*time.Microsecond))
@@ -657,7 +664,7 @@ const (
 	// readsPrefix marks the reconciles that released or recorded, by the
 	// fresh read they were planned on: not writes, listed with them.
 	readsPrefix = breakdownPrefix + "(not writes) planned on a fresh read of the "
-	// podReadsPrefix marks the pod admissions made with --scoped-reads, by
+	// podReadsPrefix marks the pod admissions made with --pod-reads-by-name, by
 	// the read they were answered on.
 	podReadsPrefix = breakdownPrefix + "(not writes) new pods answered on a fresh read of the "
 )

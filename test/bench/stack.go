@@ -100,7 +100,7 @@ func startStack(ctx context.Context, o options, out io.Writer) (st *stack, stop 
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-secure=false", "--health-probe-bind-address", "0",
 		"--settle-time", o.settle.String(), "--max-concurrent-reconciles", strconv.Itoa(o.concurrency),
 		"--recheck-releases="+strconv.FormatBool(o.recheckReleases), "--audit="+strconv.FormatBool(!o.noAudit),
-		"--scoped-reads="+strconv.FormatBool(o.scopedReads),
+		"--scoped-reads="+strconv.FormatBool(o.scopedReads), "--pod-reads-by-name="+strconv.FormatBool(o.podReadsByName),
 		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--log-level", "error",
 		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	if o.memoryLimit != "" {

@@ -1,7 +1,7 @@
 // Package audit proves the order auditor on Kubernetes' own control loops
 // (kube-controller-manager, kube-scheduler, KWOK) with express-sequencer's
 // webhooks, sequencer and auditor installed (the sequencer with
-// --scoped-reads): it counts nothing where the order held, and finds what
+// --scoped-reads, the pod webhook with --pod-reads-by-name): it counts nothing where the order held, and finds what
 // it is for — an operator that ignores the gates, a pod made by hand for a
 // gated node's new target — naming the node and the pod in its Event and
 // condition. Every row of DESIGN §4 holds across a switch of the
@@ -61,9 +61,10 @@ func run(m *testing.M) (int, error) {
 		// A tenant's updates here land within milliseconds of each other.
 		o.Grouping.SettleTime = 300 * time.Millisecond
 		o.WouldHoldGrace = wouldHoldGrace
-		// The sequencer's scoped read (experimental, off by default) runs
-		// here, judged by the auditor and the suite's order checks.
-		o.ScopedReads = true
+		// The sequencer's scoped read and the pod webhook's read by name
+		// (experimental, off by default) run here, judged by the auditor
+		// and the suite's order checks.
+		o.ScopedReads, o.PodReadsByName = true, true
 		o.AuditorTransport = watches.Wrap
 	}); err != nil {
 		return 0, err

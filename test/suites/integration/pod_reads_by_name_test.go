@@ -21,14 +21,14 @@ import (
 	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
 )
 
-// With --scoped-reads the pod webhook lets a new Express pod start on a
+// With --pod-reads-by-name the pod webhook lets a new Express pod start on a
 // read by name of what its start rests on — its node, the nodes it may
 // require and their workload (sequencer.GatherForPod) — the cache only
 // guessing the names; where that read does not let it start, the tenant is
 // read whole, as without the flag. These tests give it a cache that lags on
 // purpose.
 
-// byNameGate is the pod webhook with --scoped-reads, guessing from cache
+// byNameGate is the pod webhook with --pod-reads-by-name, guessing from cache
 // and reading from fresh.
 func byNameGate(cache, fresh client.Reader) *webhook.PodGate {
 	return &webhook.PodGate{Reader: fresh, Cache: cache, Orders: defaults.Builtin(), Grouping: rollout.DefaultGrouping, Clock: clock.RealClock{}}
