@@ -104,14 +104,14 @@ bench: control-plane ## The numbers of docs/performance.md: 1,000 tenants × 8 n
 	$(MAKE) -C .. bench-reads bench-audit
 
 .PHONY: bench-reads
-bench-reads: control-plane ## The fresh reads of the whole tenant against the reads by name (-scoped-reads: the sequencer's scoped read and the pod webhook's), side by side on Kubernetes' own control loops (StatefulSets name their pods by ordinal): 200 tenants at 2 tenants/s with a crash of every pod and the admission cost, unpinned and with kube-apiserver and etcd on a core of their own (-pin), then 1,000 × 8 at once (docs/performance.md).
+bench-reads: control-plane ## The fresh reads of the whole tenant against the reads by name (-scoped-reads, the sequencer's scoped read, and -pod-reads-by-name, the pod webhook's), side by side on Kubernetes' own control loops (StatefulSets name their pods by ordinal): 200 tenants at 2 tenants/s with a crash of every pod and the admission cost, unpinned and with kube-apiserver and etcd on a core of their own (-pin), then 1,000 × 8 at once (docs/performance.md).
 	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
 	for pin in false true; do \
 	for scoped in false true; do \
-	$(GO) run ./bench -cluster -controller-qps 200 -tenants 200 -upgrade-rate 2 -crash 200 -admission 50 -pin=$$pin -scoped-reads=$$scoped || exit 1; \
+	$(GO) run ./bench -cluster -controller-qps 200 -tenants 200 -upgrade-rate 2 -crash 200 -admission 50 -pin=$$pin -scoped-reads=$$scoped -pod-reads-by-name=$$scoped || exit 1; \
 	done; done && \
 	$(GO) run ./bench -cluster -controller-qps 200 -tenants 1000 -scoped-reads=false && \
-	$(GO) run ./bench -cluster -controller-qps 200 -tenants 1000 -scoped-reads=true
+	$(GO) run ./bench -cluster -controller-qps 200 -tenants 1000 -scoped-reads=true -pod-reads-by-name=true
 
 .PHONY: bench-audit
 bench-audit: control-plane ## The order auditor's cost beside the sequencer's: 200 and 1,000 tenants, each without it, then with it; then 1,000 with it under a 250 MiB Go memory limit (docs/performance.md).

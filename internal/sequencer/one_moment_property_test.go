@@ -137,8 +137,9 @@ func revisions(from, to uint64) []uint64 {
 // one pod, or scales down, serves with the pods it has. Written from the
 // operator contract and DESIGN §4, not from the planner. It knows none of
 // what the planner lets go on besides — a rollout under way (§4b), the
-// ignore-prerequisites annotation — nor ordinals above the StatefulSet's
-// replicas that no read by name reaches: the world below has none of them.
+// ignore-prerequisites annotation — nor a pod no read by name reaches (an
+// ordinal above the StatefulSet's replicas the cache has not seen): the
+// cache below knows every pod the world can make.
 func predecessorsReady(s *versionedStore, rev uint64, nodes ...string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -484,6 +485,102 @@ func TestAPodOfAPredecessorNotFoundAtBothReadsHasTheTenantReadWhole(t *testing.T
 	ok, why, err := sequencer.MayStartByName(context.Background(), cache, store, "tenant", "acme-fe2", defaults.Builtin(), time.Now(), rollout.Grouping{})
 	require.NoError(t, err)
 	assert.False(t, ok, "fe2's pod let start on be-0 not found and be-1 Ready:\n%s", store.written())
+	assert.Equal(t, rollout.FallbackMoved, why.Label, why.Why)
+	for _, rev := range revisions(start, store.now()) {
+		require.False(t, predecessorsReady(store, rev, "acme-be", "acme-fe1"), "the Backend and fe1 were Ready at revision %d", rev)
+	}
+}
+
+// The same for a pod above the StatefulSet's replicas, which a StatefulSet
+// controller that has not seen a scale down yet makes again: the Backend
+// scaled down to one, be-0 not Ready, be-1 gone. be-1 is read not found and
+// made again, not Ready; be-0 turns Ready and is read so; fe1-0 is read
+// again Ready and crashes; be-1 goes before it is read again. Both reads
+// agree — be-0 Ready, be-1 not found, fe1-0 Ready — yet at no revision were
+// the Backend and fe1 both Ready.
+func TestAPodAboveItsStatefulSetsReplicasNotFoundAtBothReadsHasTheTenantReadWhole(t *testing.T) {
+	var world []client.Object
+	for _, o := range twoFrontendTenant() {
+		switch o := o.(type) {
+		case *appsv1.StatefulSet:
+			if o.Name == "acme-be" {
+				o.Spec.Replicas, o.Status.Replicas = ptr.To[int32](1), 1
+			}
+		case *corev1.Pod:
+			if o.Name == "acme-be-0" {
+				o.Status.Conditions[0].Status = corev1.ConditionFalse
+			}
+		}
+		world = append(world, o)
+	}
+	// The cache still has be-1.
+	cache := indexed(fake.NewClientBuilder()).WithObjects(cloned(world)...).Build()
+	var kept []client.Object
+	for _, o := range world {
+		if o.GetName() != "acme-be-1" {
+			kept = append(kept, o)
+		}
+	}
+	store := newVersionedStore(kept...)
+	var mu sync.Mutex
+	reads := map[string]int{}
+	read := func(asked client.Object) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := asked.(*corev1.Pod); !ok {
+			return 0
+		}
+		reads[asked.GetName()]++
+		return reads[asked.GetName()]
+	}
+	times := func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return reads[name]
+	}
+	wait := func(ch chan struct{}, what string) {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Error(what)
+		}
+	}
+	be1Made, fe1Crashed := make(chan struct{}), make(chan struct{})
+	store.between = func(s *versionedStore, asked client.Object) {
+		if asked == nil {
+			return
+		}
+		switch n := read(asked); {
+		case asked.GetName() == "acme-be-0" && n == 1:
+			wait(be1Made, "be-1 was not read")
+			be0 := s.current(podOf("acme-be", 0, 0, "")).(*corev1.Pod)
+			be0.Status.Conditions[0].Status = corev1.ConditionTrue
+			s.write(be0)
+		case asked.GetName() == "acme-be-1" && n == 2:
+			wait(fe1Crashed, "fe1-0 was not read again")
+			s.remove(podOf("acme-be", 1, 0, ""))
+		}
+	}
+	store.after = func(s *versionedStore, asked, _ client.Object) {
+		if asked == nil {
+			return
+		}
+		switch n := times(asked.GetName()); {
+		case asked.GetName() == "acme-be-1" && n == 1:
+			s.write(podOf("acme-be", 1, 1, corev1.ConditionFalse))
+			close(be1Made)
+		case asked.GetName() == "acme-fe1-0" && n == 2:
+			fe1 := s.current(podOf("acme-fe1", 0, 0, "")).(*corev1.Pod)
+			fe1.Status.Conditions[0].Status = corev1.ConditionFalse
+			s.write(fe1)
+			close(fe1Crashed)
+		}
+	}
+	start := store.now()
+
+	ok, why, err := sequencer.MayStartByName(context.Background(), cache, store, "tenant", "acme-fe2", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	require.NoError(t, err)
+	assert.False(t, ok, "fe2's pod let start on be-1 not found:\n%s", store.written())
 	assert.Equal(t, rollout.FallbackMoved, why.Label, why.Why)
 	for _, rev := range revisions(start, store.now()) {
 		require.False(t, predecessorsReady(store, rev, "acme-be", "acme-fe1"), "the Backend and fe1 were Ready at revision %d", rev)

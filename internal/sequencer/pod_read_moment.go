@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -48,8 +47,8 @@ var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the n
 // counted, so a StatefulSet scaled down from two to one, its pod 1 Ready
 // and pod 0 not found, is Ready — unless pod 0 was made, not Ready, and
 // deleted again between its two reads. So a yes is not given on a read
-// that did not find a pod its StatefulSet wants, of a live node
-// (absentPod): the tenant is read whole (fallback moved). And a node that is absent lets the pod go — a
+// that did not find a pod of a StatefulSet of a live node (absentPod): the
+// tenant is read whole (fallback moved). And a node that is absent lets the pod go — a
 // frontend before its own created, and deleted again, between two reads of
 // its name. So the namespace's Backends and Frontends are listed, between
 // the two reads, consistently and at one revision C (nodesNow), no older
@@ -111,9 +110,8 @@ type recordedReads struct {
 	client.Reader
 	mu  sync.Mutex
 	got map[readKey]readAnswer
-	// wants are, by name, the ordinals each StatefulSet found wants:
-	// [first, end).
-	wants map[client.ObjectKey][2]int
+	// firsts are, by name, the first ordinal of each StatefulSet found.
+	firsts map[client.ObjectKey]int
 }
 
 func (r *recordedReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -127,10 +125,10 @@ func (r *recordedReads) Get(ctx context.Context, key client.ObjectKey, obj clien
 			if set.Spec.Ordinals != nil {
 				first = int(set.Spec.Ordinals.Start)
 			}
-			if r.wants == nil {
-				r.wants = map[client.ObjectKey][2]int{}
+			if r.firsts == nil {
+				r.firsts = map[client.ObjectKey]int{}
 			}
-			r.wants[key] = [2]int{first, first + int(ptr.Deref(set.Spec.Replicas, 1))}
+			r.firsts[key] = first
 		}
 		r.mu.Unlock()
 	}
@@ -262,20 +260,24 @@ func (r *recordedReads) nodesDiffer(nodes map[readKey]readAnswer) string {
 }
 
 // absentPod names the first pod r recorded as not found that is one of the
-// ordinals its StatefulSet, as found, wants, of a node live in snap (""
-// where none): made and deleted again between its reads, it would have had
-// its node not Ready. The StatefulSet controller makes no other pod; a pod
-// of a node that is down holds nothing.
+// ordinals of a StatefulSet found, named after a node live in snap (""
+// where none): made and deleted again between its reads, not Ready, it
+// would have had its node not Ready — whatever its ordinal, as Ready
+// counts every pod of the StatefulSet, and a StatefulSet controller that
+// has not seen a scale down yet makes again a pod above the new replicas.
+// An ordinal below the first (spec.ordinals.start) is only the guess of a
+// read whose cache knew no pod of the node: the controller makes none
+// there. A pod of a node that is down holds nothing.
 func (r *recordedReads) absentPod(snap *rollout.Snapshot) string {
 	var names []string
 	for k, a := range r.got {
 		if !a.absent || k.kind != reflect.TypeFor[corev1.Pod]() {
 			continue
 		}
-		for set, want := range r.wants {
+		for set, first := range r.firsts {
 			n, live := snap.Nodes[set.Name]
 			o, ok := ordinalOf(k.key.Name, set.Name)
-			if ok && set.Namespace == k.key.Namespace && live && rollout.Live(n) && o >= want[0] && o < want[1] {
+			if ok && set.Namespace == k.key.Namespace && live && rollout.Live(n) && o >= first {
 				names = append(names, k.key.String())
 			}
 		}

@@ -80,7 +80,7 @@ func TestTheBenchmarkRunsOnKubernetesOwnControlLoops(t *testing.T) {
 func TestTheSoakSamplesTheSequencerAndChecksEveryChange(t *testing.T) {
 	var out bytes.Buffer
 	plot := t.TempDir() + "/soak.png"
-	err := runSoak(options{tenants: 4, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, rate: 2, rolloutID: true, recheckReleases: true, scopedReads: true, concurrency: 4, statefulSets: true},
+	err := runSoak(options{tenants: 4, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, rate: 2, rolloutID: true, recheckReleases: true, scopedReads: true, podReadsByName: true, concurrency: 4, statefulSets: true},
 		soakOptions{duration: 40 * time.Second, every: 8 * time.Second, quiet: 5 * time.Second, plot: plot}, &out)
 	require.NoError(t, err, out.String())
 	assert.Regexp(t, `every one of the \d+ changes rolled in order`, out.String())
