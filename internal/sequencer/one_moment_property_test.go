@@ -469,26 +469,14 @@ func TestAPodOfAPredecessorNotFoundAtBothReadsHasTheTenantReadWhole(t *testing.T
 		switch {
 		case asked.GetName() == "acme-be-0" && n == 1:
 			s.write(podOf("acme-be", 0, 1, corev1.ConditionFalse))
-			be1 := s.current(podOf("acme-be", 1, 0, "")).(*corev1.Pod)
-			be1.Status.Conditions[0].Status = corev1.ConditionTrue
-			s.write(be1)
+			setStoredReady(s, "acme-be", 1, corev1.ConditionTrue)
 		case asked.GetName() == "acme-be-1" && n == 2:
-			be1 := s.current(podOf("acme-be", 1, 0, "")).(*corev1.Pod)
-			be1.Status.Conditions[0].Status = corev1.ConditionFalse
-			s.write(be1)
+			setStoredReady(s, "acme-be", 1, corev1.ConditionFalse)
 			s.remove(podOf("acme-be", 0, 0, ""))
 			close(be1ReadAgain)
 		}
 	}
-	start := store.now()
-
-	ok, why, err := sequencer.MayStartByName(context.Background(), cache, store, "tenant", "acme-fe2", defaults.Builtin(), time.Now(), rollout.Grouping{})
-	require.NoError(t, err)
-	assert.False(t, ok, "fe2's pod let start on be-0 not found and be-1 Ready:\n%s", store.written())
-	assert.Equal(t, rollout.FallbackMoved, why.Label, why.Why)
-	for _, rev := range revisions(start, store.now()) {
-		require.False(t, predecessorsReady(store, rev, "acme-be", "acme-fe1"), "the Backend and fe1 were Ready at revision %d", rev)
-	}
+	requireReadWhole(t, cache, store, "be-0 not found and be-1 Ready")
 }
 
 // The same for a pod above the StatefulSet's replicas, which a StatefulSet
@@ -553,9 +541,7 @@ func TestAPodAboveItsStatefulSetsReplicasNotFoundAtBothReadsHasTheTenantReadWhol
 		switch n := read(asked); {
 		case asked.GetName() == "acme-be-0" && n == 1:
 			wait(be1Made, "be-1 was not read")
-			be0 := s.current(podOf("acme-be", 0, 0, "")).(*corev1.Pod)
-			be0.Status.Conditions[0].Status = corev1.ConditionTrue
-			s.write(be0)
+			setStoredReady(s, "acme-be", 0, corev1.ConditionTrue)
 		case asked.GetName() == "acme-be-1" && n == 2:
 			wait(fe1Crashed, "fe1-0 was not read again")
 			s.remove(podOf("acme-be", 1, 0, ""))
@@ -570,19 +556,33 @@ func TestAPodAboveItsStatefulSetsReplicasNotFoundAtBothReadsHasTheTenantReadWhol
 			s.write(podOf("acme-be", 1, 1, corev1.ConditionFalse))
 			close(be1Made)
 		case asked.GetName() == "acme-fe1-0" && n == 2:
-			fe1 := s.current(podOf("acme-fe1", 0, 0, "")).(*corev1.Pod)
-			fe1.Status.Conditions[0].Status = corev1.ConditionFalse
-			s.write(fe1)
+			setStoredReady(s, "acme-fe1", 0, corev1.ConditionFalse)
 			close(fe1Crashed)
 		}
 	}
-	start := store.now()
+	requireReadWhole(t, cache, store, "be-1 not found")
+}
 
+// requireReadWhole reads by name whether fe2's pod may start, from cache
+// and from store, whose hooks write as the read goes, and requires the pod
+// not let start but answered on the whole tenant (fallback moved): at no
+// revision the read spanned were the Backend and fe1 both Ready. what says
+// what the reads found.
+func requireReadWhole(t *testing.T, cache client.Reader, store *versionedStore, what string) {
+	t.Helper()
+	start := store.now()
 	ok, why, err := sequencer.MayStartByName(context.Background(), cache, store, "tenant", "acme-fe2", defaults.Builtin(), time.Now(), rollout.Grouping{})
 	require.NoError(t, err)
-	assert.False(t, ok, "fe2's pod let start on be-1 not found:\n%s", store.written())
+	assert.False(t, ok, "fe2's pod let start on %s:\n%s", what, store.written())
 	assert.Equal(t, rollout.FallbackMoved, why.Label, why.Why)
 	for _, rev := range revisions(start, store.now()) {
 		require.False(t, predecessorsReady(store, rev, "acme-be", "acme-fe1"), "the Backend and fe1 were Ready at revision %d", rev)
 	}
+}
+
+// setStoredReady sets the Ready condition of pod ordinal of node in s.
+func setStoredReady(s *versionedStore, node string, ordinal int, ready corev1.ConditionStatus) {
+	p := s.current(podOf(node, ordinal, 0, "")).(*corev1.Pod)
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+	s.write(p)
 }
