@@ -428,45 +428,21 @@ func TestAPodOfAPredecessorNotFoundAtBothReadsHasTheTenantReadWhole(t *testing.T
 		world = append(world, o)
 	}
 	// The cache knows be-0 alone: it is read first, be-1 in the next round.
-	for _, o := range world {
-		if o.GetName() != "acme-be-1" {
-			cached = append(cached, o)
-		}
-	}
+	cached = append(cached, without(world, "acme-be-1")...)
 	cache := indexed(fake.NewClientBuilder()).WithObjects(cloned(cached)...).Build()
 	store := newVersionedStore(world...)
-	reads := map[string]int{}
-	var mu sync.Mutex
-	count := func(asked client.Object) int {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, ok := asked.(*corev1.Pod); !ok {
-			return 0
-		}
-		reads[asked.GetName()]++
-		return reads[asked.GetName()]
-	}
+	reads := &podReads{}
 	be1ReadAgain := make(chan struct{})
 	store.between = func(s *versionedStore, asked client.Object) {
-		if asked != nil && asked.GetName() == "acme-be-0" && count(asked) == 2 {
-			select { // be-1 is read again first
-			case <-be1ReadAgain:
-			case <-time.After(10 * time.Second):
-				t.Error("be-1 was not read again")
-			}
-		}
-		if asked != nil && asked.GetName() == "acme-be-1" {
-			count(asked)
+		if asked != nil && reads.begin(asked) == 2 && asked.GetName() == "acme-be-0" {
+			awaitClosed(t, be1ReadAgain, "be-1 was not read again") // be-1 is read again first
 		}
 	}
 	store.after = func(s *versionedStore, asked, _ client.Object) {
 		if asked == nil {
 			return
 		}
-		mu.Lock()
-		n := reads[asked.GetName()]
-		mu.Unlock()
-		switch {
+		switch n := reads.of(asked.GetName()); {
 		case asked.GetName() == "acme-be-0" && n == 1:
 			s.write(podOf("acme-be", 0, 1, corev1.ConditionFalse))
 			setStoredReady(s, "acme-be", 1, corev1.ConditionTrue)
@@ -503,47 +479,19 @@ func TestAPodAboveItsStatefulSetsReplicasNotFoundAtBothReadsHasTheTenantReadWhol
 	}
 	// The cache still has be-1.
 	cache := indexed(fake.NewClientBuilder()).WithObjects(cloned(world)...).Build()
-	var kept []client.Object
-	for _, o := range world {
-		if o.GetName() != "acme-be-1" {
-			kept = append(kept, o)
-		}
-	}
-	store := newVersionedStore(kept...)
-	var mu sync.Mutex
-	reads := map[string]int{}
-	read := func(asked client.Object) int {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, ok := asked.(*corev1.Pod); !ok {
-			return 0
-		}
-		reads[asked.GetName()]++
-		return reads[asked.GetName()]
-	}
-	times := func(name string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return reads[name]
-	}
-	wait := func(ch chan struct{}, what string) {
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Error(what)
-		}
-	}
+	store := newVersionedStore(without(world, "acme-be-1")...)
+	reads := &podReads{}
 	be1Made, fe1Crashed := make(chan struct{}), make(chan struct{})
 	store.between = func(s *versionedStore, asked client.Object) {
 		if asked == nil {
 			return
 		}
-		switch n := read(asked); {
+		switch n := reads.begin(asked); {
 		case asked.GetName() == "acme-be-0" && n == 1:
-			wait(be1Made, "be-1 was not read")
+			awaitClosed(t, be1Made, "be-1 was not read")
 			setStoredReady(s, "acme-be", 0, corev1.ConditionTrue)
 		case asked.GetName() == "acme-be-1" && n == 2:
-			wait(fe1Crashed, "fe1-0 was not read again")
+			awaitClosed(t, fe1Crashed, "fe1-0 was not read again")
 			s.remove(podOf("acme-be", 1, 0, ""))
 		}
 	}
@@ -551,7 +499,7 @@ func TestAPodAboveItsStatefulSetsReplicasNotFoundAtBothReadsHasTheTenantReadWhol
 		if asked == nil {
 			return
 		}
-		switch n := times(asked.GetName()); {
+		switch n := reads.of(asked.GetName()); {
 		case asked.GetName() == "acme-be-1" && n == 1:
 			s.write(podOf("acme-be", 1, 1, corev1.ConditionFalse))
 			close(be1Made)
@@ -585,4 +533,53 @@ func setStoredReady(s *versionedStore, node string, ordinal int, ready corev1.Co
 	p := s.current(podOf(node, ordinal, 0, "")).(*corev1.Pod)
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
 	s.write(p)
+}
+
+// podReads counts, for a scripted test's hooks, the reads of each pod.
+type podReads struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// begin counts a read of asked and returns which read of it this is: 1 for
+// the first; 0 where asked is not a pod.
+func (r *podReads) begin(asked client.Object) int {
+	if _, ok := asked.(*corev1.Pod); !ok {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[string]int{}
+	}
+	r.n[asked.GetName()]++
+	return r.n[asked.GetName()]
+}
+
+// of returns how many reads of pod name have begun.
+func (r *podReads) of(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[name]
+}
+
+// awaitClosed waits for ch to close, and fails the test saying what did not
+// happen where it does not within 10 s.
+func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Error(what)
+	}
+}
+
+// without returns objects but the one called name.
+func without(objects []client.Object, name string) []client.Object {
+	var out []client.Object
+	for _, o := range objects {
+		if o.GetName() != name {
+			out = append(out, o)
+		}
+	}
+	return out
 }

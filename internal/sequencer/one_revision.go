@@ -39,29 +39,29 @@ type listed struct {
 // time says so.
 func atOneRevision(ctx context.Context, r client.Reader, where string, lists []listed) error {
 	var oldest uint64
+	given := false
 	revs := make([]uint64, len(lists))
-	given := 0
-	for _, l := range lists {
-		if l.list.GetResourceVersion() != "" {
-			given++
-		}
-	}
-	if given == 0 {
-		return nil
-	}
+	missing := -1 // a list without a resourceVersion
 	for i, l := range lists {
 		v := l.list.GetResourceVersion()
 		if v == "" {
-			return fmt.Errorf("listing %s in %s: the list carries no resourceVersion where the others do, so they cannot be made one moment", l.what, where)
+			missing = i
+			continue
 		}
 		rev, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("listing %s in %s: resourceVersion %q is not a revision: %w", l.what, where, v, err)
 		}
 		revs[i] = rev
-		if oldest == 0 || rev < oldest {
-			oldest = rev
+		if !given || rev < oldest {
+			oldest, given = rev, true
 		}
+	}
+	switch {
+	case !given:
+		return nil
+	case missing >= 0:
+		return fmt.Errorf("listing %s in %s: the list carries no resourceVersion where the others do, so they cannot be made one moment", lists[missing].what, where)
 	}
 	var g errgroup.Group
 	for i, l := range lists {

@@ -188,8 +188,9 @@ func ReadNamespace(ctx context.Context, r client.Reader, namespace string) (roll
 // freshReads lists, at the same time, the namespace's Backends, Frontends,
 // Express pods (labelled express.medallia.com/node) and StatefulSets: one
 // round trip's latency instead of four, and a second, answered from the
-// watch cache's snapshots, where their revisions differ. Each list is as fresh as the API server at its moment, and the
-// four are made one moment (atOneRevision):
+// watch cache's snapshots, where their revisions differ. Each list is as
+// fresh as the API server at its moment, and the four are made one moment
+// (atOneRevision):
 // a Frontend brought back up after its list, and a Backend's pod turning
 // Ready before the pods' list, are otherwise read as a Frontend down and a
 // Backend Ready, which they never were at once. StatefulSets the sequencer
