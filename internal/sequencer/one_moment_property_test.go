@@ -583,3 +583,28 @@ func without(objects []client.Object, name string) []client.Object {
 	}
 	return out
 }
+
+// A pod above both a StatefulSet's replicas and its status's, which the
+// cache has not seen, is not reached by any read by name: scaled up to two
+// and down to one again before its controller wrote its status, the
+// Backend's StatefulSet made be-1, not Ready, and still says one. A
+// StatefulSet whose controller has not acted on its spec yet has the
+// tenant read whole, where be-1 is seen.
+func TestAStatefulSetItsControllerHasNotCaughtUpWithHasTheTenantReadWhole(t *testing.T) {
+	var world []client.Object
+	for _, o := range twoFrontendTenant() {
+		if set, ok := o.(*appsv1.StatefulSet); ok && set.Name == "acme-be" {
+			set.Spec.Replicas, set.Status.Replicas = ptr.To[int32](1), 1
+			set.Generation, set.Status.ObservedGeneration = 3, 1 // scaled to two, then to one
+		}
+		world = append(world, o)
+	}
+	for _, o := range world {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "acme-be-1" {
+			p.Status.Conditions[0].Status = corev1.ConditionFalse // made again by the scale up
+		}
+	}
+	// The cache has not seen be-1.
+	cache := indexed(fake.NewClientBuilder()).WithObjects(cloned(without(world, "acme-be-1"))...).Build()
+	requireReadWhole(t, cache, newVersionedStore(world...), "the StatefulSet's replicas, be-1 not read")
+}

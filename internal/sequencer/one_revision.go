@@ -34,9 +34,10 @@ type listed struct {
 //
 // Revisions compare across kinds only where they are stored in one etcd,
 // as they are unless the API server splits them (--etcd-servers-overrides):
-// there the lists cannot be made one moment, which is not supported; a
-// list at another store's revision that the API server does not answer in
-// time says so.
+// there the lists cannot be made one moment, which is not supported and
+// cannot be told from here — a store whose revisions run ahead answers a
+// list at the others' oldest from its own past, without an error; one
+// behind times out, and the error says so.
 func atOneRevision(ctx context.Context, r client.Reader, where string, lists []listed) error {
 	var oldest uint64
 	given := false

@@ -108,6 +108,10 @@ func threeFrontendTenant(t *testing.T, c client.Client) string {
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
 		}
 		require.NoError(t, c.Create(ctx, set))
+		// Its status as the StatefulSet controller, which does not run
+		// here, writes it once it has made the pod.
+		set.Status = appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, Replicas: 1}
+		require.NoError(t, c.Status().Update(ctx, set))
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: node + "-0", Namespace: ns.Name, Labels: labels,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: node, UID: set.UID, Controller: ptr.To(true)}}},

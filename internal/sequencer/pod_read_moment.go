@@ -54,9 +54,14 @@ var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the n
 // the two reads, consistently and at one revision C (nodesNow), no older
 // than the admission nor than R, and must be as the first read found them
 // (nodesDiffer): every object read is then as read at that one revision,
-// as the objects of one LIST are. A machine is compared on whether it is
-// Ready (machineReadiness), read after the pods as the whole tenant's read
-// reads it. Otherwise the tenant is read whole (fallback moved).
+// as the objects of one LIST are. What no name reaches is not read: a pod
+// above a StatefulSet's replicas and its status's, the cache has not seen,
+// made by a controller that has not written its status since; so a
+// StatefulSet whose controller has not acted on its spec yet
+// (unobservedSet) has the tenant read whole too. A machine is compared on
+// whether it is Ready (machineReadiness), read after the pods as the whole
+// tenant's read reads it. Otherwise the tenant is read whole (fallback
+// moved).
 func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
 	first := &recordedReads{Reader: fresh, got: map[readKey]readAnswer{}}
 	snap, why, err := GatherForPod(ctx, cache, first, namespace, name, orders, now, grouping)
@@ -71,6 +76,9 @@ func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, 
 	}
 	if pod := first.absentPod(snap); pod != "" {
 		return false, rollout.Fallback{Label: rollout.FallbackMoved, Why: "pod " + pod + " was not found: it may have been made and deleted again, not Ready, while what the pod's start rests on was read"}, nil
+	}
+	if set := first.unobservedSet(snap); set != "" {
+		return false, rollout.Fallback{Label: rollout.FallbackMoved, Why: "StatefulSet " + set + " has a spec its controller has not acted on yet: it may have made a pod no read by name reaches"}, nil
 	}
 	nodes, err := nodesNow(ctx, fresh, namespace)
 	if err != nil {
@@ -110,8 +118,9 @@ type recordedReads struct {
 	client.Reader
 	mu  sync.Mutex
 	got map[readKey]readAnswer
-	// firsts are, by name, the first ordinal of each StatefulSet found.
-	firsts map[client.ObjectKey]int
+	// sets are, by name, what absentPod and unobservedSet read of each
+	// StatefulSet found.
+	sets map[client.ObjectKey]setRead
 }
 
 func (r *recordedReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -125,10 +134,10 @@ func (r *recordedReads) Get(ctx context.Context, key client.ObjectKey, obj clien
 			if set.Spec.Ordinals != nil {
 				first = int(set.Spec.Ordinals.Start)
 			}
-			if r.firsts == nil {
-				r.firsts = map[client.ObjectKey]int{}
+			if r.sets == nil {
+				r.sets = map[client.ObjectKey]setRead{}
 			}
-			r.firsts[key] = first
+			r.sets[key] = setRead{first: first, observed: set.Status.ObservedGeneration == set.Generation}
 		}
 		r.mu.Unlock()
 	}
@@ -259,6 +268,14 @@ func (r *recordedReads) nodesDiffer(nodes map[readKey]readAnswer) string {
 	return ""
 }
 
+// setRead is what a pod's start reads of a StatefulSet found: its first
+// ordinal (spec.ordinals.start), and whether its controller has acted on
+// its spec as it is (status.observedGeneration).
+type setRead struct {
+	first    int
+	observed bool
+}
+
 // absentPod names the first pod r recorded as not found that is one of the
 // ordinals of a StatefulSet found, named after a node live in snap (""
 // where none): made and deleted again between its reads, not Ready, it
@@ -274,10 +291,9 @@ func (r *recordedReads) absentPod(snap *rollout.Snapshot) string {
 		if !a.absent || k.kind != reflect.TypeFor[corev1.Pod]() {
 			continue
 		}
-		for set, first := range r.firsts {
-			n, live := snap.Nodes[set.Name]
+		for set, read := range r.sets {
 			o, ok := ordinalOf(k.key.Name, set.Name)
-			if ok && set.Namespace == k.key.Namespace && live && rollout.Live(n) && o >= first {
+			if ok && o >= read.first && liveIn(snap, set.Name) {
 				names = append(names, k.key.String())
 			}
 		}
@@ -287,6 +303,33 @@ func (r *recordedReads) absentPod(snap *rollout.Snapshot) string {
 		return ""
 	}
 	return names[0]
+}
+
+// unobservedSet names the first StatefulSet r found, of a node live in
+// snap, whose controller has not acted on its spec yet ("" where none):
+// scaled up and down again before it wrote its status, it may have made a
+// pod above both its replicas and its status's, which no read by name
+// reaches (it reads the ordinals below them and the pods the cache knows).
+// Once its controller has acted on the spec, its status counts every pod
+// it made.
+func (r *recordedReads) unobservedSet(snap *rollout.Snapshot) string {
+	var names []string
+	for set, read := range r.sets {
+		if !read.observed && liveIn(snap, set.Name) {
+			names = append(names, set.String())
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
+
+// liveIn reports whether node name is in snap and live.
+func liveIn(snap *rollout.Snapshot, name string) bool {
+	n, ok := snap.Nodes[name]
+	return ok && rollout.Live(n)
 }
 
 // isNodeKind reports whether kind is a Backend's or a Frontend's Go type.

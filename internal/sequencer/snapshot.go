@@ -187,8 +187,9 @@ func ReadNamespace(ctx context.Context, r client.Reader, namespace string) (roll
 
 // freshReads lists, at the same time, the namespace's Backends, Frontends,
 // Express pods (labelled express.medallia.com/node) and StatefulSets: one
-// round trip's latency instead of four, and a second, answered from the
-// watch cache's snapshots, where their revisions differ. Each list is as
+// round trip's latency instead of four, and a second where their revisions
+// differ, answered from the watch cache's snapshots (kube-apiserver 1.34
+// and later; from etcd before). Each list is as
 // fresh as the API server at its moment, and the four are made one moment
 // (atOneRevision):
 // a Frontend brought back up after its list, and a Backend's pod turning
