@@ -35,7 +35,8 @@ const propertySeeds = 4000
 // The whole tenant's fresh read is four lists, each at its own moment; what
 // it returns must be the tenant at one revision, no older than the read's
 // start, whatever is written between the lists and whenever — and only the
-// tenant's namespace, only its Express pods. Checked on a
+// tenant's namespace, only its Express pods — and each machine a Ready pod
+// read runs on must be lost or not as it was at that revision. Checked on a
 // store that answers as the API server does (versionedStore), against every
 // revision the read spans.
 func TestTheWholeTenantsReadIsTheTenantAtOneRevisionWhateverIsWrittenBetweenItsLists(t *testing.T) {
@@ -58,10 +59,17 @@ func TestTheWholeTenantsReadIsTheTenantAtOneRevisionWhateverIsWrittenBetweenItsL
 		for _, s := range objects.StatefulSets {
 			got["StatefulSet/"+s.Name] = s.ResourceVersion
 		}
+		machines := map[string]bool{}
+		for _, p := range objects.Pods {
+			if rollout.PodReady(&p) {
+				machines[p.Spec.NodeName] = objects.LostMachines[p.Spec.NodeName]
+			}
+		}
 		at := slices.IndexFunc(revisions(start, end), func(rev uint64) bool {
-			return maps.Equal(got, store.state(rev, "tenant", v2alpha1.LabelNode, "Backend", "Frontend", "Pod", "StatefulSet"))
+			return maps.Equal(got, store.state(rev, "tenant", v2alpha1.LabelNode, "Backend", "Frontend", "Pod", "StatefulSet")) &&
+				machinesLostAt(store, rev, machines)
 		})
-		require.GreaterOrEqual(t, at, 0, "seed %d: the read (%v) is the tenant at no revision from %d to %d:\n%s", seed, got, start, end, store.written())
+		require.GreaterOrEqual(t, at, 0, "seed %d: the read (%v, machines lost: %v) is the tenant at no revision from %d to %d:\n%s", seed, got, machines, start, end, store.written())
 		if !maps.Equal(store.state(start, "tenant", v2alpha1.LabelNode, "Backend", "Frontend", "Pod", "StatefulSet"),
 			store.state(end, "tenant", v2alpha1.LabelNode, "Backend", "Frontend", "Pod", "StatefulSet")) {
 			spanned++
@@ -117,6 +125,23 @@ func TestAPodIsLetStartByNameOnlyWhereItsPredecessorsWereReadyAtOneRevision(t *t
 	// the writes made some reads hold.
 	assert.Positive(t, started, "pods let start")
 	assert.Positive(t, held, "pods held or answered on the whole tenant")
+}
+
+// machinesLostAt reports whether each machine of lost was, at revision
+// rev, gone or not Ready exactly where lost says it is lost.
+func machinesLostAt(s *versionedStore, rev uint64, lost map[string]bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, isLost := range lost {
+		m, _ := s.at(s.keyOf(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}), rev).(*corev1.Node)
+		ready := m != nil && slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
+		if isLost == ready {
+			return false
+		}
+	}
+	return true
 }
 
 // revisions returns from, from+1, … to.

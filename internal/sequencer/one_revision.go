@@ -29,8 +29,9 @@ type listed struct {
 // before it was asked for. And every watch cache has it already (each has
 // served a list at it or after it), where the newest would have the others
 // wait for it.
-// A reader that gives lists no resourceVersion (a fake client, an
-// informer) is taken as it is: the API server always gives one.
+// It returns that revision, the moment the lists are read at; 0 from a
+// reader that gives lists no resourceVersion (a fake client, an informer),
+// whose lists are taken as they are: the API server always gives one.
 //
 // Revisions compare across kinds only where they are stored in one etcd,
 // as they are unless the API server splits them (--etcd-servers-overrides):
@@ -38,7 +39,7 @@ type listed struct {
 // cannot be told from here — a store whose revisions run ahead answers a
 // list at the others' oldest from its own past, without an error; one
 // behind times out, and the error says so.
-func atOneRevision(ctx context.Context, r client.Reader, where string, lists []listed) error {
+func atOneRevision(ctx context.Context, r client.Reader, where string, lists []listed) (uint64, error) {
 	var oldest uint64
 	given := false
 	revs := make([]uint64, len(lists))
@@ -51,7 +52,7 @@ func atOneRevision(ctx context.Context, r client.Reader, where string, lists []l
 		}
 		rev, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return fmt.Errorf("listing %s in %s: resourceVersion %q is not a revision: %w", l.what, where, v, err)
+			return 0, fmt.Errorf("listing %s in %s: resourceVersion %q is not a revision: %w", l.what, where, v, err)
 		}
 		revs[i] = rev
 		if !given || rev < oldest {
@@ -60,9 +61,9 @@ func atOneRevision(ctx context.Context, r client.Reader, where string, lists []l
 	}
 	switch {
 	case !given:
-		return nil
+		return 0, nil
 	case missing >= 0:
-		return fmt.Errorf("listing %s in %s: the list carries no resourceVersion where the others do, so they cannot be made one moment", lists[missing].what, where)
+		return 0, fmt.Errorf("listing %s in %s: the list carries no resourceVersion where the others do, so they cannot be made one moment", lists[missing].what, where)
 	}
 	var g errgroup.Group
 	for i, l := range lists {
@@ -84,5 +85,5 @@ func atOneRevision(ctx context.Context, r client.Reader, where string, lists []l
 			return nil
 		})
 	}
-	return g.Wait()
+	return oldest, g.Wait()
 }

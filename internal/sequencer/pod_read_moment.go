@@ -58,10 +58,10 @@ var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the n
 // above a StatefulSet's replicas and its status's, the cache has not seen,
 // made by a controller that has not written its status since; so a
 // StatefulSet whose controller has not acted on its spec yet
-// (unobservedSet) has the tenant read whole too. A machine is compared on
-// whether it is Ready (machineReadiness), read after the pods as the whole
-// tenant's read reads it. Otherwise the tenant is read whole (fallback
-// moved).
+// (unobservedSet) has the tenant read whole too. A machine is compared as
+// every object is, on its resourceVersion: Ready at both reads, it may
+// have been lost in between, so a heartbeat between the two reads has the
+// tenant read whole. Otherwise the tenant is read whole (fallback moved).
 func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
 	first := &recordedReads{Reader: fresh, got: map[readKey]readAnswer{}}
 	snap, why, err := GatherForPod(ctx, cache, first, namespace, name, orders, now, grouping)
@@ -144,28 +144,11 @@ func (r *recordedReads) Get(ctx context.Context, key client.ObjectKey, obj clien
 	return err
 }
 
-// machineReadiness is what a pod's start reads of machine m: whether it is
-// Ready. A machine is written every heartbeat, so it is compared on that
-// alone, as the whole tenant's read reads it: each machine after the pods'
-// moment, Ready then (lostMachines). Read again Ready, it was, after the
-// first read's moment.
-func machineReadiness(m *corev1.Node) string {
-	if slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
-		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-	}) {
-		return "Ready"
-	}
-	return "not Ready"
-}
-
 // answerOf is what a Get that filled obj and returned err answered, and
 // whether it answered at all.
 func answerOf(obj client.Object, err error) (readAnswer, bool) {
 	switch {
 	case err == nil:
-		if m, ok := obj.(*corev1.Node); ok {
-			return readAnswer{version: machineReadiness(m)}, true
-		}
 		return readAnswer{version: obj.GetResourceVersion()}, true
 	case apierrors.IsNotFound(err):
 		return readAnswer{absent: true}, true
@@ -240,7 +223,7 @@ func nodesNow(ctx context.Context, fresh client.Reader, namespace string) (map[r
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	if err := atOneRevision(ctx, fresh, namespace, lists); err != nil {
+	if _, err := atOneRevision(ctx, fresh, namespace, lists); err != nil {
 		return nil, err
 	}
 	out := map[readKey]readAnswer{}

@@ -93,7 +93,7 @@ func (r *podReads) read(ctx context.Context) error {
 	}
 	for k, m := range machines {
 		g.Go(func() error {
-			lost[k], failed[k] = machineLost(ctx, r.fresh, m, &forbidden[k])
+			lost[k], failed[k] = machineLost(ctx, r.fresh, m, 0, &forbidden[k]) // judged again by the guard
 			return nil
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -253,134 +252,16 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	if setsListed {
 		lists = append(lists, listed{&sets, []client.ListOption{client.InNamespace(namespace)}, "the StatefulSets"})
 	}
-	if err := atOneRevision(ctx, r, where, lists); err != nil {
+	at, err := atOneRevision(ctx, r, where, lists)
+	if err != nil {
 		return rollout.Objects{}, err
 	}
-	lost, err := lostMachines(ctx, r, pods.Items, namespace == "")
+	lost, err := lostMachines(ctx, r, pods.Items, namespace == "", at)
 	if err != nil {
 		return rollout.Objects{}, err
 	}
 	return rollout.Objects{Nodes: nodesOf(bes.Items, fes.Items), Pods: pods.Items, StatefulSets: sets.Items, LostMachines: lost}, nil
 }
-
-// lostMachines reads, by name, the Nodes (machines) the Ready pods are
-// bound to, and returns those that no longer exist or are not Ready. A
-// machine that vanishes takes every pod on it, but the pods' status still
-// says Ready until the pod garbage collector deletes them (40 s after the
-// Node object is gone), or the node lifecycle controller marks them (its
-// grace period after the last heartbeat): a recreated pod of a later node
-// must not start before them. A sequencer that may not read Nodes (RBAC
-// get on nodes) logs it once and takes the pods as they are. With listAll
-// (the fleet view, whose pods run on any machine of the cluster) the
-// Nodes are listed once instead.
-func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listAll bool) (map[string]bool, error) {
-	var names []string
-	seen := map[string]bool{}
-	for i := range pods {
-		if m := readyOn(&pods[i]); m != "" && !seen[m] {
-			seen[m] = true
-			names = append(names, m)
-		}
-	}
-	if listAll && len(names) > 0 {
-		return listLostMachines(ctx, r, names)
-	}
-	lost := make([]bool, len(names))
-	var forbidden atomic.Bool
-	var g errgroup.Group
-	for i, name := range names {
-		g.Go(func() error {
-			var err error
-			lost[i], err = machineLost(ctx, r, name, &forbidden)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	if forbidden.Load() {
-		partialReads.WithLabelValues("machines").Inc() // once per read, however many machines
-	}
-	var out map[string]bool
-	for i, name := range names {
-		if lost[i] {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[name] = true
-		}
-	}
-	return out, nil
-}
-
-// readyOn is the machine pod runs Ready on: "" when it is not Ready,
-// being deleted, or not scheduled. A lost machine makes only such a pod
-// not Ready.
-func readyOn(pod *corev1.Pod) string {
-	if !rollout.PodReady(pod) {
-		return ""
-	}
-	return pod.Spec.NodeName
-}
-
-// machineLost reads machine name and reports whether it is gone or not
-// Ready. A machine the sequencer may not read is taken as not lost: it is
-// logged once per process and forbidden is set.
-func machineLost(ctx context.Context, r client.Reader, name string, forbidden *atomic.Bool) (bool, error) {
-	var m corev1.Node
-	err := r.Get(ctx, client.ObjectKey{Name: name}, &m)
-	switch {
-	case apierrors.IsNotFound(err):
-		return true, nil
-	case apierrors.IsForbidden(err):
-		forbidden.Store(true)
-		nodesForbidden.Do(func() {
-			log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: the sequencer may not read Nodes (RBAC get on nodes)")
-		})
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("reading Node %s: %w", name, err)
-	}
-	return !slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
-		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-	}), nil
-}
-
-// listLostMachines lists the Nodes once and returns those of names that
-// are gone or not Ready.
-func listLostMachines(ctx context.Context, r client.Reader, names []string) (map[string]bool, error) {
-	var machines corev1.NodeList
-	err := r.List(ctx, &machines)
-	switch {
-	case apierrors.IsForbidden(err):
-		partialReads.WithLabelValues("machines").Inc()
-		nodesForbidden.Do(func() {
-			log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: Nodes may not be listed (RBAC list on nodes)")
-		})
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("listing Nodes: %w", err)
-	}
-	ready := map[string]bool{}
-	for _, m := range machines.Items {
-		ready[m.Name] = slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
-			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-		})
-	}
-	var out map[string]bool
-	for _, name := range names {
-		if !ready[name] {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[name] = true
-		}
-	}
-	return out, nil
-}
-
-// nodesForbidden logs once per process that Nodes may not be read.
-var nodesForbidden sync.Once
 
 // statefulSetsForbidden logs once per process that StatefulSets may not be
 // listed: every release and every pod admission would log it again.

@@ -34,7 +34,7 @@ import (
 // busy API server. An object created gets a UID and a creation time; a
 // deletion is immediate (no finalizers, no graceful deletion); a list at
 // a revision to come is refused as too large, and one with options the
-// store does not model (fields, pages) is refused too.
+// store does not model (fields but the name, pages) is refused too.
 type versionedStore struct {
 	mu      sync.Mutex
 	rev     uint64
@@ -208,8 +208,15 @@ func (s *versionedStore) List(_ context.Context, list client.ObjectList, opts ..
 	}
 	var lo client.ListOptions
 	lo.ApplyOptions(opts)
-	if lo.FieldSelector != nil || lo.Limit != 0 || lo.Continue != "" {
-		return fmt.Errorf("the store answers a list by namespace and labels only, not %+v", lo)
+	named, byName := "", false
+	if lo.FieldSelector != nil {
+		named, byName = lo.FieldSelector.RequiresExactMatch("metadata.name")
+		if !byName || len(lo.FieldSelector.Requirements()) != 1 {
+			return fmt.Errorf("the store answers a list by metadata.name alone of the fields, not %s", lo.FieldSelector)
+		}
+	}
+	if lo.Limit != 0 || lo.Continue != "" {
+		return fmt.Errorf("the store answers a list by namespace, labels and name only, not %+v", lo)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,7 +239,7 @@ func (s *versionedStore) List(_ context.Context, list client.ObjectList, opts ..
 	}
 	var names []storedKey
 	for k := range s.history {
-		if k.kind == gvk && (lo.Namespace == "" || k.namespace == lo.Namespace) {
+		if k.kind == gvk && (lo.Namespace == "" || k.namespace == lo.Namespace) && (!byName || k.name == named) {
 			names = append(names, k)
 		}
 	}

@@ -1,0 +1,200 @@
+package sequencer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/medallia/express-sequencer/internal/rollout"
+)
+
+// lostMachines reads, by name, the Nodes (machines) the Ready pods are
+// bound to, and returns those that no longer exist or are not Ready. A
+// machine that vanishes takes every pod on it, but the pods' status still
+// says Ready until the pod garbage collector deletes them (40 s after the
+// Node object is gone), or the node lifecycle controller marks them (its
+// grace period after the last heartbeat): a recreated pod of a later node
+// must not start before them. A sequencer that may not read Nodes (RBAC
+// get on nodes) logs it once and takes the pods as they are. With listAll
+// (the fleet view, whose pods run on any machine of the cluster) the
+// Nodes are listed once instead.
+//
+// The pods were read at revision at (0: a reader that gives no revision,
+// taken as it is), so each machine is judged as it was then (machineAt):
+// a machine NotReady at that revision and Ready when read — back from a
+// partition, its kubelet about to report the pods it lost — would
+// otherwise make pods Ready that at no moment both were and ran on a Ready
+// machine.
+func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listAll bool, at uint64) (map[string]bool, error) {
+	var names []string
+	seen := map[string]bool{}
+	for i := range pods {
+		if m := readyOn(&pods[i]); m != "" && !seen[m] {
+			seen[m] = true
+			names = append(names, m)
+		}
+	}
+	if listAll && len(names) > 0 {
+		return listLostMachines(ctx, r, names, at)
+	}
+	lost := make([]bool, len(names))
+	var forbidden atomic.Bool
+	var g errgroup.Group
+	for i, name := range names {
+		g.Go(func() error {
+			var err error
+			lost[i], err = machineLost(ctx, r, name, at, &forbidden)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if forbidden.Load() {
+		partialReads.WithLabelValues("machines").Inc() // once per read, however many machines
+	}
+	var out map[string]bool
+	for i, name := range names {
+		if lost[i] {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = true
+		}
+	}
+	return out, nil
+}
+
+// readyOn is the machine pod runs Ready on: "" when it is not Ready,
+// being deleted, or not scheduled. A lost machine makes only such a pod
+// not Ready.
+func readyOn(pod *corev1.Pod) string {
+	if !rollout.PodReady(pod) {
+		return ""
+	}
+	return pod.Spec.NodeName
+}
+
+// machineLost reads machine name and reports whether it was gone or not
+// Ready at revision at. A GET answers from etcd at once; a machine written
+// since at (a heartbeat, a partition's end) is read again as it was at at
+// (machineAt). A machine gone now is taken as lost. A machine the
+// sequencer may not read is taken as not lost: it is logged once per
+// process and forbidden is set.
+func machineLost(ctx context.Context, r client.Reader, name string, at uint64, forbidden *atomic.Bool) (bool, error) {
+	var m corev1.Node
+	err := r.Get(ctx, client.ObjectKey{Name: name}, &m)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case apierrors.IsForbidden(err):
+		forbidden.Store(true)
+		nodesForbidden.Do(func() {
+			log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: the sequencer may not read Nodes (RBAC get on nodes)")
+		})
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading Node %s: %w", name, err)
+	}
+	if written, err := strconv.ParseUint(m.ResourceVersion, 10, 64); at > 0 && (err != nil || written > at) {
+		then, err := machineAt(ctx, r, name, at)
+		switch {
+		case apierrors.IsForbidden(err):
+			forbidden.Store(true)
+			nodesUnlisted.Do(func() {
+				log.FromContext(ctx).Error(err, "Taking a machine written while its pods were read as it is after: the sequencer may not list Nodes (RBAC list on nodes)")
+			})
+		case err != nil:
+			return false, err
+		case then == nil:
+			return true, nil // made since: the pods read on it ran on none then
+		default:
+			m = *then
+		}
+	}
+	return !machineReady(&m), nil
+}
+
+// machineAt reads machine name as it was at revision at: a list of that
+// name at exactly that revision, which the API server answers from its
+// watch cache's snapshot of it (kube-apiserver 1.34 and later) or from
+// etcd's. It returns nil where the machine did not exist then.
+func machineAt(ctx context.Context, r client.Reader, name string, at uint64) (*corev1.Node, error) {
+	var then corev1.NodeList
+	err := r.List(ctx, &then, client.MatchingFields{"metadata.name": name}, &client.ListOptions{Raw: &metav1.ListOptions{
+		ResourceVersion: strconv.FormatUint(at, 10), ResourceVersionMatch: metav1.ResourceVersionMatchExact,
+	}})
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("reading Node %s as it was at revision %d, that of the pods on it: %w", name, at, err)
+	}
+	for i := range then.Items {
+		if then.Items[i].Name == name {
+			return &then.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// machineReady reports whether machine m's Ready condition is True.
+func machineReady(m *corev1.Node) bool {
+	return slices.ContainsFunc(m.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	})
+}
+
+// listLostMachines lists the Nodes once, at revision at where it is given,
+// and returns those of names that are gone or not Ready.
+func listLostMachines(ctx context.Context, r client.Reader, names []string, at uint64) (map[string]bool, error) {
+	var machines corev1.NodeList
+	var opts []client.ListOption
+	if at > 0 {
+		opts = append(opts, &client.ListOptions{Raw: &metav1.ListOptions{
+			ResourceVersion: strconv.FormatUint(at, 10), ResourceVersionMatch: metav1.ResourceVersionMatchExact,
+		}})
+	}
+	err := r.List(ctx, &machines, opts...)
+	switch {
+	case apierrors.IsForbidden(err):
+		partialReads.WithLabelValues("machines").Inc()
+		nodesForbidden.Do(func() {
+			log.FromContext(ctx).Error(err, "Taking Express pods as Ready on whatever machine they run: Nodes may not be listed (RBAC list on nodes)")
+		})
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	ready := map[string]bool{}
+	for i := range machines.Items {
+		ready[machines.Items[i].Name] = machineReady(&machines.Items[i])
+	}
+	var out map[string]bool
+	for _, name := range names {
+		if !ready[name] {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = true
+		}
+	}
+	return out, nil
+}
+
+// nodesForbidden logs once per process that Nodes may not be read.
+var nodesForbidden sync.Once
+
+// nodesUnlisted logs once per process that Nodes may be read but not
+// listed, so not read as they were at an earlier revision.
+var nodesUnlisted sync.Once
