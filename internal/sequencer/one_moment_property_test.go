@@ -589,12 +589,14 @@ func (r *podReads) of(name string) int {
 }
 
 // awaitClosed waits for ch to close, and fails the test saying what did not
-// happen where it does not within 10 s.
-func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
+// happen where it does not within 10 s. It reports whether ch closed.
+func awaitClosed(t *testing.T, ch <-chan struct{}, what string) bool {
 	select {
 	case <-ch:
+		return true
 	case <-time.After(10 * time.Second):
 		t.Error(what)
+		return false
 	}
 }
 

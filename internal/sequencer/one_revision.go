@@ -77,7 +77,7 @@ func atOneRevision(ctx context.Context, r client.Reader, where string, lists []l
 		g.Go(func() error {
 			err := r.List(ctx, l.list, append(append([]client.ListOption{}, l.opts...), at)...)
 			if apierrors.IsTimeout(err) || apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
-				return fmt.Errorf("listing %s in %s again at revision %d, that of the others: the API server did not answer at that revision in time (if it stores Backends, Frontends, pods and StatefulSets in different etcds, --etcd-servers-overrides, their revisions do not compare and the fresh read cannot be made one moment): %w", l.what, where, oldest, err)
+				return fmt.Errorf("listing %s in %s again at revision %d, that of the others: the API server did not answer at that revision in time — behind a load balancer of several API servers, one whose watch cache lags the others may have answered it; if the API server stores Backends, Frontends, pods and StatefulSets in different etcds (--etcd-servers-overrides), their revisions do not compare and the fresh read cannot be made one moment: %w", l.what, where, oldest, err)
 			}
 			if err != nil {
 				return fmt.Errorf("listing %s in %s again at revision %d, that of the others: %w", l.what, where, oldest, err)

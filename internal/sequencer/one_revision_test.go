@@ -52,7 +52,9 @@ func TestTheWholeTenantsReadIsOneMoment(t *testing.T) {
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			switch list.(type) {
 			case *corev1.PodList:
-				<-changed
+				if !awaitClosed(t, changed, "the Frontends listed and the tenant changed") {
+					return context.DeadlineExceeded
+				}
 			case *v2alpha1.FrontendList:
 				err := c.List(ctx, list, opts...)
 				once.Do(func() {
@@ -160,7 +162,9 @@ func TestTheWholeTenantsReadIsOneMomentThroughTheFreshReader(t *testing.T) {
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*corev1.PodList); ok {
 				changed.Do(func() {
-					<-listed
+					if !awaitClosed(t, listed, "the fresh reader's list of Frontends") {
+						return
+					}
 					var fe2 v2alpha1.Frontend
 					if assert.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-fe2"}, &fe2)) {
 						fe2.Spec.Up = ptr.To(true)
