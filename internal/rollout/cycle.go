@@ -570,7 +570,11 @@ func (p *planner) findCycles(g waitGraph) map[string][]string {
 		if cycles[name] != nil {
 			continue
 		}
-		i := slices.IndexFunc(bs, func(b blocker) bool { return b.node == name && p.waitsOnlyForItself(name, b) })
+		// A Frontend with the Backend's name waits for a Backend of that
+		// name, which it is not: no loop, a node missing.
+		i := slices.IndexFunc(bs, func(b blocker) bool {
+			return b.node == name && b.reason != v2alpha1.ReasonPrerequisiteNotFound && p.waitsOnlyForItself(name, b)
+		})
 		if i < 0 {
 			continue
 		}

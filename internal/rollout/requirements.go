@@ -24,6 +24,9 @@ type requirement struct {
 	// deleting: it is being deleted, and will not.
 	missing, deleting bool
 	kind              string
+	// otherKind, for a missing node, is the kind of the node that has its
+	// name: a node of the other kind is not the one named.
+	otherKind string
 	// via are the intentionally-down nodes this requirement was reached
 	// through, in the order walked.
 	via []string
@@ -86,12 +89,18 @@ func (s *Snapshot) requirements(name string, upgrade bool) []requirement {
 	// mode: an upgrade released without one would replace running pods
 	// with pods the pod rule then holds (the release and the pod rule
 	// decide alike, so the node stays up on its running target instead).
+	// A Frontend with the Backend's name is not the Backend: one created
+	// beside the Backend hides it (a snapshot holds one node per name; the
+	// validating webhook refuses the second, but two created at once can
+	// both pass it), and its pods are not the Backend's.
 	n := s.Nodes[name]
 	if n.NodeKind() == v2alpha1.KindFrontend {
 		be := defaults.NodeName(s.Tenant.ClusterName, defaults.Backend)
 		switch b, ok := s.Nodes[be]; {
 		case !ok:
 			reqs = append(reqs, requirement{node: be, kind: v2alpha1.KindBackend, missing: true})
+		case b.NodeKind() != v2alpha1.KindBackend:
+			reqs = append(reqs, requirement{node: be, kind: v2alpha1.KindBackend, missing: true, otherKind: b.NodeKind()})
 		case b.GetDeletionTimestamp() != nil:
 			// About to be missing: a release now would start pods the pod
 			// rule holds once it is gone.
@@ -140,6 +149,9 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 		switch {
 		case !ok:
 			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via})
+		case dep.NodeKind() != p.Kind:
+			// Not the node named: another kind has its name.
+			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, otherKind: dep.NodeKind(), via: via})
 		case !Live(dep):
 			seen[p.ExpressNode] = true
 			reqs = append(reqs, s.listRequirements(p.ExpressNode, l, upToDate, append(slices.Clone(via), p.ExpressNode), seen)...)
@@ -215,8 +227,11 @@ func (s *Snapshot) blockerOf(r requirement, more string) blocker {
 	}
 	if r.missing {
 		what := ": it does not exist"
-		if r.deleting {
+		switch {
+		case r.deleting:
 			what = ": it is being deleted"
+		case r.otherKind != "":
+			what = fmt.Sprintf(": it does not exist, a %s has its name (two nodes of one name: delete the one that should not be)", r.otherKind)
 		}
 		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + what, upgrade: r.upToDate, via: r.via}
 	}

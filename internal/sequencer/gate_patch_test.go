@@ -1,6 +1,7 @@
 package sequencer
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,8 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // The gate patch adds or removes the sequencer's gate alone: another
@@ -70,4 +73,38 @@ func TestTheGatePatchIsRefusedOnASpecChangedSinceTheRead(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ops.Apply([]byte(`{"metadata":{"generation":4},"spec":{"rolloutGates":[{"name":"` + v2alpha1.GateSequencer + `"}]}}`))
 	assert.Error(t, err)
+}
+
+// A patch is for the object it was planned on: a node or a pod made since
+// under the same name — at the same generation, with the same gates — has
+// another UID and refuses it. The release guard judges a pod that is not
+// the current node's as nothing to judge, so a frozen sequencer's release
+// of an earlier node's pod would otherwise go through.
+func TestAGatePatchIsRefusedByAnObjectMadeSinceUnderItsName(t *testing.T) {
+	gate := `[{"name":"` + v2alpha1.GateSequencer + `"}]`
+	n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 1, UID: "planned"}}
+	n.Spec.AddGate(v2alpha1.GateSequencer)
+	nodePatch, err := gatePatch(n, false, false, nil, "", time.Now(), false)
+	require.NoError(t, err)
+	podPatch, err := podGatePatch(rollout.Pod{Name: "acme-fe1-0", UID: "planned", Gates: []string{v2alpha1.GateSequencer}})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name   string
+		patch  client.Patch
+		stored string
+	}{
+		{"a node patch", nodePatch, `{"metadata":{"generation":1,"uid":"%s"},"spec":{"rolloutGates":` + gate + `}}`},
+		{"a pod patch", podPatch, `{"metadata":{"uid":"%s"},"spec":{"schedulingGates":` + gate + `}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data, err := c.patch.Data(n)
+			require.NoError(t, err)
+			ops, err := jsonpatch.DecodePatch(data)
+			require.NoError(t, err)
+			_, err = ops.Apply(fmt.Appendf(nil, c.stored, "planned"))
+			require.NoError(t, err, "applies to the object planned on")
+			_, err = ops.Apply(fmt.Appendf(nil, c.stored, "made-since"))
+			assert.Error(t, err, "refused by another of its name")
+		})
+	}
 }

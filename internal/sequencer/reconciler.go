@@ -662,6 +662,11 @@ func podGatePatch(p rollout.Pod) (client.Patch, error) {
 		}
 	}
 	ops := []map[string]any{{"op": "test", "path": "/spec/schedulingGates", "value": gates}}
+	if p.UID != "" {
+		// The pod planned for, not one made since under its name, nor an
+		// earlier node's left over, which the guard does not judge.
+		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/uid", "value": p.UID})
+	}
 	if len(rest) == 0 {
 		ops = append(ops, map[string]any{"op": "remove", "path": "/spec/schedulingGates"})
 	} else {
@@ -690,6 +695,11 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 	// included.
 	gates := n.NodeSpec().RolloutGates
 	ops := []map[string]any{{"op": "test", "path": "/metadata/generation", "value": n.GetGeneration()}}
+	if uid := n.GetUID(); uid != "" {
+		// The node planned for, not one of the same name created since at
+		// the same generation.
+		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/uid", "value": uid})
+	}
 	ours := map[string]any{"name": v2alpha1.GateSequencer}
 	i := slices.IndexFunc(gates, func(g v2alpha1.RolloutGate) bool { return g.Name == v2alpha1.GateSequencer })
 	// A virtual gate (audit mode) exists in the plan's snapshot only: its

@@ -3,16 +3,19 @@ package integration
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/app"
+	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 func TestANewTenantIsProvisionedInOrderAndThenLeftAlone(t *testing.T) {
@@ -124,4 +127,34 @@ func TestAStalledNodeIsReportedAndHoldsItsDependents(t *testing.T) {
 				return e.Reason == v2alpha1.ReasonProgressDeadlineExceeded && e.Type == "Warning" && e.Regarding.Name == "acme-fe1"
 			})
 	}), "a Warning Event says so")
+}
+
+// A Frontend with the Backend's name (a typo'd kind; the validating
+// webhook warns that its name fits no node key) is not the Backend: fe1
+// waits for a Backend that does not exist, and says a Frontend has its
+// name, where it used to take the Frontend for it and start.
+func TestAFrontendNamedLikeTheBackendIsNotTheBackend(t *testing.T) {
+	startSequencer(t)
+	ns := namespace(t)
+	// fe1 first: its default prerequisites name Backend acme-be, which
+	// the validating webhook refuses once a Frontend has that name.
+	for _, name := range []string{"acme-fe1", "acme-be"} {
+		fe := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		fe.Spec.ClusterConfig = v2alpha1.ClusterConfig{ClusterName: "acme", TenantID: "123634", TenantName: "acme"}
+		fe.Spec.ExpressVersion = v1
+		require.NoError(t, harness.Client.Create(context.Background(), fe))
+	}
+
+	fe1 := node(ns, "fe1")
+	require.True(t, waitFor(30*time.Second, func() bool {
+		if err := harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe1), fe1); err != nil {
+			return false
+		}
+		c := condition(fe1)
+		return c != nil && strings.Contains(c.Message, "a Frontend has its name")
+	}), "fe1 waits for the Backend, a Frontend having its name: %v", condition(fe1))
+	assert.Equal(t, v2alpha1.ReasonPrerequisiteNotFound, condition(fe1).Reason)
+	assert.Contains(t, condition(fe1).Message, "waiting for acme-be (Backend): it does not exist, a Frontend has its name")
+	assert.True(t, rollout.Gated(fe1), "fe1 stays gated")
+	assert.NotContains(t, startedIn(ns), "fe1", "no pod of fe1 started")
 }

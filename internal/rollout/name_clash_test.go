@@ -1,0 +1,94 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+)
+
+// A snapshot holds one node per name. The validating webhook refuses a
+// node whose name another kind has, reading its cache; two created at once
+// (one Argo CD sync, a typo'd kind) can both pass it, and the one that is
+// kept hides the other. A node of the other kind is not the one named: a
+// Frontend with the Backend's name is not the Backend, and one named in a
+// prerequisite list as a Backend that is a Frontend is missing. Nothing
+// that waits for the hidden node goes before it.
+func TestANodeOfAnotherKindWithTheNameANodeWaitsForIsNotThatNode(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name  string
+		nodes []v2alpha1.Node
+		// held is the node that must stay gated, its new pods held, for
+		// the reason's message to name missing.
+		held, missing string
+	}{
+		{
+			name:    "a Frontend created with the Backend's name beside it holds fe1: the Backend it hides has no pod",
+			nodes:   []v2alpha1.Node{clashNode(v2alpha1.KindBackend, "acme-be", now), clashNode(v2alpha1.KindFrontend, "acme-be", now), clashNode(v2alpha1.KindFrontend, "acme-fe1", now)},
+			held:    "acme-fe1",
+			missing: "acme-be (Backend): it does not exist, a Frontend has its name",
+		},
+		{
+			name:    "a Frontend with the Backend's name and no Backend holds fe1 as a missing Backend does",
+			nodes:   []v2alpha1.Node{clashNode(v2alpha1.KindFrontend, "acme-be", now), clashNode(v2alpha1.KindFrontend, "acme-fe1", now)},
+			held:    "acme-fe1",
+			missing: "acme-be (Backend): it does not exist, a Frontend has its name",
+		},
+		{
+			name:    "a Frontend with the Backend's name waits for the Backend itself, and says so, not that it waits for itself",
+			nodes:   []v2alpha1.Node{clashNode(v2alpha1.KindFrontend, "acme-be", now), clashNode(v2alpha1.KindFrontend, "acme-fe1", now)},
+			held:    "acme-be",
+			missing: "acme-be (Backend): it does not exist, a Frontend has its name",
+		},
+		{
+			name: "an explicit prerequisite that names a Backend a Frontend has the name of holds its node",
+			nodes: []v2alpha1.Node{clashNode(v2alpha1.KindBackend, "acme-be", now), clashNode(v2alpha1.KindFrontend, "acme-fe1", now), func() v2alpha1.Node {
+				n := clashNode(v2alpha1.KindFrontend, "acme-fe2", now)
+				n.NodeSpec().DeploymentDependencies.ProvisioningPrerequisites = []v2alpha1.Prerequisite{{ExpressNode: "acme-fe1", Kind: v2alpha1.KindBackend, PodConditionType: "Ready", ConditionStatus: "True"}}
+				return n
+			}()},
+			held:    "acme-fe2",
+			missing: "acme-fe1 (Backend): it does not exist, a Frontend has its name",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := SnapshotOf(Objects{Nodes: c.nodes}, Tenant{Namespace: "tenant", ClusterName: "acme"}, defaults.Builtin(), now)
+			for _, d := range Plan(s) {
+				if d.Node == c.held {
+					assert.True(t, d.Gated, "%s stays gated: %s", c.held, d.Condition.Message)
+					assert.Equal(t, v2alpha1.ReasonPrerequisiteNotFound, d.Condition.Reason, d.Condition.Message)
+					assert.Contains(t, d.Condition.Message, c.missing)
+				}
+			}
+			ok, why := ReleaseStands(s, c.held, "")
+			assert.False(t, ok, "the release guard refuses %s's release", c.held)
+			assert.Contains(t, why, c.missing)
+			ok, why = PodsMayStart(s, c.held)
+			assert.False(t, ok, "%s's new pods are held", c.held)
+			assert.Contains(t, why, c.missing)
+		})
+	}
+}
+
+// clashNode is node name of tenant acme, of kind, created an hour before
+// now with the webhook's defaults and its first rollout gated.
+func clashNode(kind, name string, now time.Time) v2alpha1.Node {
+	n := v2alpha1.NewNode(kind)
+	n.SetName(name)
+	n.SetNamespace("tenant")
+	n.SetUID(types.UID(kind + "-" + name))
+	n.SetGeneration(1)
+	n.SetCreationTimestamp(metav1.NewTime(now.Add(-time.Hour)))
+	n.NodeSpec().ClusterConfig.ClusterName = "acme"
+	n.NodeSpec().ExpressVersion = "express-1"
+	defaults.Builtin().Apply(n)
+	setAnnotation(n, v2alpha1.AnnotationTargetHash, "hash-"+name)
+	n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+	return n
+}
