@@ -62,6 +62,14 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
 	}
 	name := pod.Labels[v2alpha1.LabelNode]
+	if heldBySequencer(pod) {
+		// Held already — by this webhook, called again because a webhook
+		// after it changed the pod (reinvocationPolicy IfNeeded): the
+		// sequencer lets it go. Called again without the gate, the pod is
+		// judged again: a webhook after this one that rewrote the
+		// scheduling gates has dropped it.
+		return admission.Allowed("")
+	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"label %s=%q names no Express node (%s): the pod is not held for its prerequisites", v2alpha1.LabelNode, name, errs[0]))
@@ -121,10 +129,16 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	return hold(pod)
 }
 
+// heldBySequencer reports whether pod carries the sequencer's scheduling
+// gate.
+func heldBySequencer(pod corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.SchedulingGates, func(s corev1.PodSchedulingGate) bool { return s.Name == v2alpha1.GateSequencer })
+}
+
 // hold admits pod scheduling-gated by the sequencer's gate, which the
 // sequencer removes once its prerequisites are Ready.
 func hold(pod corev1.Pod) admission.Response {
-	if slices.ContainsFunc(pod.Spec.SchedulingGates, func(s corev1.PodSchedulingGate) bool { return s.Name == v2alpha1.GateSequencer }) {
+	if heldBySequencer(pod) {
 		return admission.Allowed("")
 	}
 	op := jsonpatch.NewOperation("add", "/spec/schedulingGates/-", corev1.PodSchedulingGate{Name: v2alpha1.GateSequencer})

@@ -60,7 +60,7 @@ const (
 // failure policy is Fail: while no replica serves, new Express pods are
 // refused (their controllers retry) rather than scheduled out of order; no
 // other pod in the cluster is affected.
-// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"objectSelector":{"matchExpressions":[{"key":"express.medallia.com/node","operator":"Exists"}]}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"objectSelector":{"matchExpressions":[{"key":"express.medallia.com/node","operator":"Exists"}]}}`
 // The pod gate guard is sent only updates of pods labelled
 // express.medallia.com/node that carry the sequencer's scheduling gate (a
 // match condition): pods that have never been scheduled. Its failure policy
