@@ -69,6 +69,7 @@ func recordOf(n v2alpha1.Node) RolloutRecord {
 	r.Released = stamp(n, v2alpha1.AnnotationReleasedAt)
 	var after map[string]string
 	if json.Unmarshal([]byte(ann[v2alpha1.AnnotationReleasedAfter]), &after) == nil {
+		delete(after, n.GetName()) // its own rollout, converged when released
 		r.After = slices.Sorted(maps.Keys(after))
 	}
 	c := PrerequisitesCondition(n)

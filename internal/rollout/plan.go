@@ -27,6 +27,14 @@ type Decision struct {
 	// prerequisites it relies on (name → convergence key), written in the
 	// same patch.
 	ReleasedAfter map[string]string
+	// ReleasedConverged, for a release, is whether the node runs Ready on
+	// the target it is released for already (a change reverted before its
+	// release): nothing is left to roll, and the patch records the
+	// release's own rollout converged with the others (released-after).
+	// Otherwise it reads as a rollout under way until a pass sees it
+	// Ready, and a crash in between would let its new pods go as a
+	// half-done rollout's, ahead of a predecessor that waits for it.
+	ReleasedConverged bool
 	// ReleasedSetRevision, for a release, records the node's StatefulSet
 	// and its current revision (released-set-revision), written in the
 	// same patch; empty when it has none.
@@ -600,6 +608,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 	case p.releasing[name]:
 		d.RecordRelease = true
 		d.ReleasedAfter = p.convergedRecords(n, p.reliesOn[name])
+		d.ReleasedConverged = p.isReady(name) && p.podsOnTarget(name)
 		d.ReleasedSetRevision = p.SetRevisions[name]
 		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.reliesOn[name]))
 		switch {

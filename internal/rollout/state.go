@@ -66,10 +66,13 @@ func (s *Snapshot) isReady(name string) bool {
 // label (an operator that does not copy it yet), the node's version and
 // revision labels.
 func (s *Snapshot) onTarget(name string) bool {
+	return !Gated(s.Nodes[name]) && s.podsOnTarget(name)
+}
+
+// podsOnTarget reports whether every pod of the node runs its target,
+// gated or not.
+func (s *Snapshot) podsOnTarget(name string) bool {
 	n := s.Nodes[name]
-	if Gated(n) {
-		return false
-	}
 	for _, p := range s.Pods[name] {
 		if !podOnTarget(n, p) {
 			return false

@@ -743,8 +743,13 @@ func (w *world) planScoped() []Decision {
 func (w *world) seeConvergence() {
 	w.seenThisPass = map[string]string{}
 	for name, n := range w.nodes {
+		// A gated node is found Ready on the target the pass would release
+		// it for: released, its rollout has converged already.
 		target := ReleasedTarget(n)
-		if target == "" || target != StampedTarget(n) || Gated(n) || len(w.pods[name]) == 0 || w.missing[name] > 0 || w.scaling[name] > 0 {
+		if Gated(n) {
+			target = StampedTarget(n)
+		}
+		if target == "" || target != StampedTarget(n) || len(w.pods[name]) == 0 || w.missing[name] > 0 || w.scaling[name] > 0 {
 			continue
 		}
 		if !slices.ContainsFunc(w.pods[name], func(p Pod) bool {
@@ -806,7 +811,15 @@ func (w *world) apply(decisions []Decision) {
 				}
 				delete(w.convergedSince, d.Node)
 				delete(w.seenConverged, d.Node)
+				w.recordSeen(d.Node) // found converged as it was released
 				w.releasedBare[d.Node] = w.setCurrent[d.Node] == ""
+				if d.ReleasedConverged {
+					d.ReleasedAfter = maps.Clone(d.ReleasedAfter)
+					if d.ReleasedAfter == nil {
+						d.ReleasedAfter = map[string]string{}
+					}
+					d.ReleasedAfter[d.Node] = convergenceKey(n)
+				}
 				if len(d.ReleasedAfter) > 0 {
 					data, err := json.Marshal(d.ReleasedAfter)
 					if err != nil {

@@ -1,6 +1,7 @@
 package sequencer
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestTheGatePatchTouchesOnlyTheSequencersGate(t *testing.T) {
 			for _, g := range c.gates {
 				n.Spec.AddGate(g)
 			}
-			patch, err := gatePatch(n, c.gated, false, nil, "", time.Now(), false)
+			patch, err := gatePatch(n, c.gated, false, nil, "", time.Now(), false, false)
 			require.NoError(t, err)
 			data, err := patch.Data(n)
 			require.NoError(t, err)
@@ -65,7 +66,7 @@ func TestTheGatePatchTouchesOnlyTheSequencersGate(t *testing.T) {
 func TestTheGatePatchIsRefusedOnASpecChangedSinceTheRead(t *testing.T) {
 	n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 3}}
 	n.Spec.AddGate(v2alpha1.GateSequencer)
-	patch, err := gatePatch(n, false, false, nil, "", time.Now(), false)
+	patch, err := gatePatch(n, false, false, nil, "", time.Now(), false, false)
 	require.NoError(t, err)
 	data, err := patch.Data(n)
 	require.NoError(t, err)
@@ -84,7 +85,7 @@ func TestAGatePatchIsRefusedByAnObjectMadeSinceUnderItsName(t *testing.T) {
 	gate := `[{"name":"` + v2alpha1.GateSequencer + `"}]`
 	n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 1, UID: "planned"}}
 	n.Spec.AddGate(v2alpha1.GateSequencer)
-	nodePatch, err := gatePatch(n, false, false, nil, "", time.Now(), false)
+	nodePatch, err := gatePatch(n, false, false, nil, "", time.Now(), false, false)
 	require.NoError(t, err)
 	podPatch, err := podGatePatch(rollout.Pod{Name: "acme-fe1-0", UID: "planned", Gates: []string{v2alpha1.GateSequencer}})
 	require.NoError(t, err)
@@ -105,6 +106,39 @@ func TestAGatePatchIsRefusedByAnObjectMadeSinceUnderItsName(t *testing.T) {
 			require.NoError(t, err, "applies to the object planned on")
 			_, err = ops.Apply(fmt.Appendf(nil, c.stored, "made-since"))
 			assert.Error(t, err, "refused by another of its name")
+		})
+	}
+}
+
+// A release of a node that runs its target Ready already records its own
+// rollout converged, keyed as the release it makes (its UID and the
+// generation the patch produces), beside what it relied on; a release of a
+// node still to roll records what it relied on alone.
+func TestAReleaseOfANodeRunningItsTargetReadyRecordsItsOwnRolloutConverged(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		converged bool
+		want      string
+	}{
+		{"released on what it runs Ready", true, `{"acme-be":"be-uid/3","acme-fe1":"fe1-uid/5"}`},
+		{"released to roll", false, `{"acme-be":"be-uid/3"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 4, UID: "fe1-uid",
+				Annotations: map[string]string{v2alpha1.AnnotationTargetHash: "h"}}}
+			n.Spec.AddGate(v2alpha1.GateSequencer)
+			patch, err := gatePatch(n, false, true, map[string]string{"acme-be": "be-uid/3"}, "", time.Now(), false, c.converged)
+			require.NoError(t, err)
+			data, err := patch.Data(n)
+			require.NoError(t, err)
+			ops, err := jsonpatch.DecodePatch(data)
+			require.NoError(t, err)
+			got, err := ops.Apply([]byte(`{"metadata":{"generation":4,"uid":"fe1-uid","annotations":{"` + v2alpha1.AnnotationTargetHash + `":"h"}},"spec":{"rolloutGates":[{"name":"` + v2alpha1.GateSequencer + `"}]}}`))
+			require.NoError(t, err)
+			var stored v2alpha1.Frontend
+			require.NoError(t, json.Unmarshal(got, &stored))
+			assert.JSONEq(t, c.want, stored.Annotations[v2alpha1.AnnotationReleasedAfter])
+			assert.Equal(t, "5", stored.Annotations[v2alpha1.AnnotationReleasedGeneration])
 		})
 	}
 }

@@ -28,7 +28,7 @@ func (r *Reconciler) switchMode(ctx context.Context, snap *rollout.Snapshot, aud
 	wrote := false
 	patchNode := func(name string, gated, record, virtual bool, what string) {
 		n := snap.Nodes[name]
-		patch, err := gatePatch(n, gated, record, nil, "", r.Clock.Now(), virtual)
+		patch, err := gatePatch(n, gated, record, nil, "", r.Clock.Now(), virtual, false)
 		if err == nil {
 			patched := v2alpha1.NewNode(n.NodeKind())
 			patched.SetName(n.GetName())

@@ -513,7 +513,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 	before := rollout.Gated(n)
 	if before != d.Gated {
 		virtual := snap.Virtual[d.Node]
-		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter, d.ReleasedSetRevision, r.Clock.Now(), virtual)
+		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter, d.ReleasedSetRevision, r.Clock.Now(), virtual, d.ReleasedConverged)
 		if err != nil {
 			return err
 		}
@@ -688,7 +688,7 @@ func podGatePatch(p rollout.Pod) (client.Patch, error) {
 // of the target hash: the release can never be
 // lost between two writes, nor recorded for a target that changed
 // meanwhile, and what it relied on is recorded with it.
-func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set string, now time.Time, virtual bool) (client.Patch, error) {
+func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set string, now time.Time, virtual, converged bool) (client.Patch, error) {
 	// The spec is as read (its generation is tested), so the sequencer's
 	// gate is where it was read: only that item is added or removed, and
 	// every other gate stays as stored, fields the Go types do not model
@@ -730,6 +730,15 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 			v2alpha1.AnnotationReleasedTarget:     hash,
 			v2alpha1.AnnotationReleasedGeneration: strconv.FormatInt(generation, 10),
 			v2alpha1.AnnotationReleasedAt:         now.UTC().Format(time.RFC3339Nano),
+		}
+		if converged {
+			// Released on what it runs Ready: its own rollout, the one
+			// this release makes, converged already.
+			after = maps.Clone(after)
+			if after == nil {
+				after = map[string]string{}
+			}
+			after[n.GetName()] = string(n.GetUID()) + "/" + released[v2alpha1.AnnotationReleasedGeneration]
 		}
 		if len(after) > 0 {
 			data, err := json.Marshal(after)
