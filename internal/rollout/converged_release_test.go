@@ -39,3 +39,31 @@ func TestANodeReleasedOnTheTargetItRunsReadyRecoversAfterItsPredecessors(t *test
 	ticks(3)(w)
 	assert.True(t, slices.ContainsFunc(w.pods[fe2], Pod.HeldBySequencer), "fe2's new pods still wait for be:\n%s", w.dump())
 }
+
+// Released on what its pods run Ready, a node whose StatefulSet's template
+// was made for another target (the operator began a rollout the revert
+// overtook, and has not put the template back) still has a rollout to run:
+// its release records nothing of its own.
+func TestANodeWhoseTemplateWasMadeForAnotherTargetIsNotRecordedConvergedAsItIsReleased(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(200)
+	fe2 := w.name("fe2")
+	w.setVersion(v2, "be", "fe1", "fe2")
+	w.setVersion(v1, "fe2")
+	for i := 0; ; i++ {
+		require.Less(t, i, 200, "fe2 never released:\n%s", w.dump())
+		s := w.snapshot()
+		d := decisionOf(t, Plan(s), fe2)
+		if d.Gated {
+			w.step()
+			continue
+		}
+		assert.True(t, d.ReleasedConverged, "its pods and its template run the target it is released for")
+		s.SetTemplates = map[string][]Template{fe2: {{Hash: "made-for-v2"}}}
+		d = decisionOf(t, Plan(s), fe2)
+		assert.False(t, d.ReleasedConverged, "its template was made for another target: a rollout to run (%s)", d.Condition.Message)
+		return
+	}
+}
+

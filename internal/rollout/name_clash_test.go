@@ -14,18 +14,17 @@ import (
 
 // A snapshot holds one node per name. The validating webhook refuses a
 // node whose name another kind has, reading its cache; two created at once
-// (one Argo CD sync, a typo'd kind) can both pass it, and the one that is
-// kept hides the other. A node of the other kind is not the one named: a
-// Frontend with the Backend's name is not the Backend, and one named in a
-// prerequisite list as a Backend that is a Frontend is missing. Nothing
-// that waits for the hidden node goes before it.
-func TestANodeOfAnotherKindWithTheNameANodeWaitsForIsNotThatNode(t *testing.T) {
+// (one Argo CD sync, a typo'd kind) can both pass it, and the Frontend,
+// which is kept, hides the Backend. A Frontend with the Backend's name is
+// not the Backend: every Frontend waits for the Backend as for a missing
+// one, and nothing goes before it.
+func TestAFrontendWithTheBackendsNameIsNotTheBackend(t *testing.T) {
 	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name  string
 		nodes []v2alpha1.Node
 		// held is the node that must stay gated, its new pods held, for
-		// the reason's message to name missing.
+		// the reason's message to say missing.
 		held, missing string
 	}{
 		{
@@ -45,16 +44,6 @@ func TestANodeOfAnotherKindWithTheNameANodeWaitsForIsNotThatNode(t *testing.T) {
 			nodes:   []v2alpha1.Node{clashNode(v2alpha1.KindFrontend, "acme-be", now), clashNode(v2alpha1.KindFrontend, "acme-fe1", now)},
 			held:    "acme-be",
 			missing: "acme-be (Backend): it does not exist, a Frontend has its name",
-		},
-		{
-			name: "an explicit prerequisite that names a Backend a Frontend has the name of holds its node",
-			nodes: []v2alpha1.Node{clashNode(v2alpha1.KindBackend, "acme-be", now), clashNode(v2alpha1.KindFrontend, "acme-fe1", now), func() v2alpha1.Node {
-				n := clashNode(v2alpha1.KindFrontend, "acme-fe2", now)
-				n.NodeSpec().DeploymentDependencies.ProvisioningPrerequisites = []v2alpha1.Prerequisite{{ExpressNode: "acme-fe1", Kind: v2alpha1.KindBackend, PodConditionType: "Ready", ConditionStatus: "True"}}
-				return n
-			}()},
-			held:    "acme-fe2",
-			missing: "acme-fe1 (Backend): it does not exist, a Frontend has its name",
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {

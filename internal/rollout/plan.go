@@ -28,8 +28,9 @@ type Decision struct {
 	// same patch.
 	ReleasedAfter map[string]string
 	// ReleasedConverged, for a release, is whether the node runs Ready on
-	// the target it is released for already (a change reverted before its
-	// release): nothing is left to roll, and the patch records the
+	// the target it is released for already, its pods and its StatefulSet's
+	// template made for it (a change reverted before the operator acted on
+	// its release): nothing is left to roll, and the patch records the
 	// release's own rollout converged with the others (released-after).
 	// Otherwise it reads as a rollout under way until a pass sees it
 	// Ready, and a crash in between would let its new pods go as a
@@ -608,7 +609,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 	case p.releasing[name]:
 		d.RecordRelease = true
 		d.ReleasedAfter = p.convergedRecords(n, p.reliesOn[name])
-		d.ReleasedConverged = p.isReady(name) && p.podsOnTarget(name)
+		d.ReleasedConverged = p.isReady(name) && !p.runsAnotherTarget(name)
 		d.ReleasedSetRevision = p.SetRevisions[name]
 		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.reliesOn[name]))
 		switch {

@@ -24,8 +24,8 @@ type requirement struct {
 	// deleting: it is being deleted, and will not.
 	missing, deleting bool
 	kind              string
-	// otherKind, for a missing node, is the kind of the node that has its
-	// name: a node of the other kind is not the one named.
+	// otherKind, for the tenant's Backend missing, is the kind of the node
+	// that has its name: a Frontend is not the Backend.
 	otherKind string
 	// via are the intentionally-down nodes this requirement was reached
 	// through, in the order walked.
@@ -149,9 +149,6 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 		switch {
 		case !ok:
 			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via})
-		case dep.NodeKind() != p.Kind:
-			// Not the node named: another kind has its name.
-			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, otherKind: dep.NodeKind(), via: via})
 		case !Live(dep):
 			seen[p.ExpressNode] = true
 			reqs = append(reqs, s.listRequirements(p.ExpressNode, l, upToDate, append(slices.Clone(via), p.ExpressNode), seen)...)
@@ -231,7 +228,7 @@ func (s *Snapshot) blockerOf(r requirement, more string) blocker {
 		case r.deleting:
 			what = ": it is being deleted"
 		case r.otherKind != "":
-			what = fmt.Sprintf(": it does not exist, a %s has its name (two nodes of one name: delete the one that should not be)", r.otherKind)
+			what = fmt.Sprintf(": it does not exist, a %s has its name (delete that %s: no %s may take the Backend's name)", r.otherKind, r.otherKind, r.otherKind)
 		}
 		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + what, upgrade: r.upToDate, via: r.via}
 	}

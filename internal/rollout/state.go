@@ -66,13 +66,10 @@ func (s *Snapshot) isReady(name string) bool {
 // label (an operator that does not copy it yet), the node's version and
 // revision labels.
 func (s *Snapshot) onTarget(name string) bool {
-	return !Gated(s.Nodes[name]) && s.podsOnTarget(name)
-}
-
-// podsOnTarget reports whether every pod of the node runs its target,
-// gated or not.
-func (s *Snapshot) podsOnTarget(name string) bool {
 	n := s.Nodes[name]
+	if Gated(n) {
+		return false
+	}
 	for _, p := range s.Pods[name] {
 		if !podOnTarget(n, p) {
 			return false
@@ -165,7 +162,9 @@ func (s *Snapshot) convergedRecords(n v2alpha1.Node, names []string) map[string]
 	var had map[string]string
 	if raw := n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter]; raw != "" && json.Unmarshal([]byte(raw), &had) == nil {
 		for name, key := range had {
-			if m := s.Nodes[name]; m != nil && strings.HasPrefix(key, string(m.GetUID())+"/") {
+			// Its own rollout's record is its last release's, not the one
+			// being made: left behind.
+			if m := s.Nodes[name]; m != nil && name != n.GetName() && strings.HasPrefix(key, string(m.GetUID())+"/") {
 				out[name] = key
 			}
 		}

@@ -48,7 +48,7 @@ func TestTheGatePatchTouchesOnlyTheSequencersGate(t *testing.T) {
 			for _, g := range c.gates {
 				n.Spec.AddGate(g)
 			}
-			patch, err := gatePatch(n, c.gated, false, nil, "", time.Now(), false, false)
+			patch, err := gatePatch(n, gateWrite{gated: c.gated})
 			require.NoError(t, err)
 			data, err := patch.Data(n)
 			require.NoError(t, err)
@@ -66,7 +66,7 @@ func TestTheGatePatchTouchesOnlyTheSequencersGate(t *testing.T) {
 func TestTheGatePatchIsRefusedOnASpecChangedSinceTheRead(t *testing.T) {
 	n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 3}}
 	n.Spec.AddGate(v2alpha1.GateSequencer)
-	patch, err := gatePatch(n, false, false, nil, "", time.Now(), false, false)
+	patch, err := gatePatch(n, gateWrite{})
 	require.NoError(t, err)
 	data, err := patch.Data(n)
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestAGatePatchIsRefusedByAnObjectMadeSinceUnderItsName(t *testing.T) {
 	gate := `[{"name":"` + v2alpha1.GateSequencer + `"}]`
 	n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 1, UID: "planned"}}
 	n.Spec.AddGate(v2alpha1.GateSequencer)
-	nodePatch, err := gatePatch(n, false, false, nil, "", time.Now(), false, false)
+	nodePatch, err := gatePatch(n, gateWrite{})
 	require.NoError(t, err)
 	podPatch, err := podGatePatch(rollout.Pod{Name: "acme-fe1-0", UID: "planned", Gates: []string{v2alpha1.GateSequencer}})
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func TestAReleaseOfANodeRunningItsTargetReadyRecordsItsOwnRolloutConverged(t *te
 			n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 4, UID: "fe1-uid",
 				Annotations: map[string]string{v2alpha1.AnnotationTargetHash: "h"}}}
 			n.Spec.AddGate(v2alpha1.GateSequencer)
-			patch, err := gatePatch(n, false, true, map[string]string{"acme-be": "be-uid/3"}, "", time.Now(), false, c.converged)
+			patch, err := gatePatch(n, gateWrite{record: &releaseRecord{after: map[string]string{"acme-be": "be-uid/3"}, now: time.Now(), converged: c.converged}})
 			require.NoError(t, err)
 			data, err := patch.Data(n)
 			require.NoError(t, err)

@@ -88,9 +88,9 @@ func readyOn(pod *corev1.Pod) string {
 // machineLost reads machine name and reports whether it was gone or not
 // Ready at revision at. A GET answers from etcd at once; a machine written
 // since at (a heartbeat, a partition's end) is read again as it was at at
-// (machineAt). A machine gone now is taken as lost. A machine the
-// sequencer may not read is taken as not lost: it is logged once per
-// process and forbidden is set.
+// (machineAt), and the read fails where that is not allowed. A machine
+// gone now is taken as lost. A machine the sequencer may not get is taken
+// as not lost: it is logged once per process and forbidden is set.
 func machineLost(ctx context.Context, r client.Reader, name string, at uint64, forbidden *atomic.Bool) (bool, error) {
 	var m corev1.Node
 	err := r.Get(ctx, client.ObjectKey{Name: name}, &m)
@@ -109,18 +109,12 @@ func machineLost(ctx context.Context, r client.Reader, name string, at uint64, f
 	if written, err := strconv.ParseUint(m.ResourceVersion, 10, 64); at > 0 && (err != nil || written > at) {
 		then, err := machineAt(ctx, r, name, at)
 		switch {
-		case apierrors.IsForbidden(err):
-			forbidden.Store(true)
-			nodesUnlisted.Do(func() {
-				log.FromContext(ctx).Error(err, "Taking a machine written while its pods were read as it is after: the sequencer may not list Nodes (RBAC list on nodes)")
-			})
 		case err != nil:
 			return false, err
 		case then == nil:
 			return true, nil // made since: the pods read on it ran on none then
-		default:
-			m = *then
 		}
+		m = *then
 	}
 	return !machineReady(&m), nil
 }
@@ -136,7 +130,10 @@ func machineAt(ctx context.Context, r client.Reader, name string, at uint64) (*c
 	}})
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, err
+		// Judged as it is now, it could make Ready a pod of a machine lost
+		// then: the read fails, and is made again (a machine is seldom
+		// written while its pods are read).
+		return nil, fmt.Errorf("reading Node %s as it was at revision %d, that of the pods on it: the sequencer may not list Nodes (RBAC list on nodes, which this version's ClusterRole grants: upgrade it with the binary); the read is made again: %w", name, at, err)
 	case err != nil:
 		return nil, fmt.Errorf("reading Node %s as it was at revision %d, that of the pods on it: %w", name, at, err)
 	}
@@ -194,7 +191,3 @@ func listLostMachines(ctx context.Context, r client.Reader, names []string, at u
 
 // nodesForbidden logs once per process that Nodes may not be read.
 var nodesForbidden sync.Once
-
-// nodesUnlisted logs once per process that Nodes may be read but not
-// listed, so not read as they were at an earlier revision.
-var nodesUnlisted sync.Once

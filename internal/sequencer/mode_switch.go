@@ -28,7 +28,11 @@ func (r *Reconciler) switchMode(ctx context.Context, snap *rollout.Snapshot, aud
 	wrote := false
 	patchNode := func(name string, gated, record, virtual bool, what string) {
 		n := snap.Nodes[name]
-		patch, err := gatePatch(n, gated, record, nil, "", r.Clock.Now(), virtual, false)
+		write := gateWrite{gated: gated, virtual: virtual}
+		if record {
+			write.record = &releaseRecord{now: r.Clock.Now()}
+		}
+		patch, err := gatePatch(n, write)
 		if err == nil {
 			patched := v2alpha1.NewNode(n.NodeKind())
 			patched.SetName(n.GetName())

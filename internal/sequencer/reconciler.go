@@ -513,7 +513,11 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 	before := rollout.Gated(n)
 	if before != d.Gated {
 		virtual := snap.Virtual[d.Node]
-		patch, err := gatePatch(n, d.Gated, d.RecordRelease, d.ReleasedAfter, d.ReleasedSetRevision, r.Clock.Now(), virtual, d.ReleasedConverged)
+		write := gateWrite{gated: d.Gated, virtual: virtual}
+		if d.RecordRelease {
+			write.record = &releaseRecord{after: d.ReleasedAfter, set: d.ReleasedSetRevision, now: r.Clock.Now(), converged: d.ReleasedConverged}
+		}
+		patch, err := gatePatch(n, write)
 		if err != nil {
 			return err
 		}
@@ -679,16 +683,40 @@ func podGatePatch(p rollout.Pod) (client.Patch, error) {
 	return client.RawPatch(types.JSONPatchType, data), nil
 }
 
+// gateWrite is what a gate patch writes: the sequencer's gate added or
+// removed, and, with the removal, the release's record.
+type gateWrite struct {
+	// gated: the node carries the gate after the patch.
+	gated bool
+	// virtual: the gate exists in the plan's snapshot only (audit mode):
+	// no gate is touched, and the generation stays.
+	virtual bool
+	// record, when set, is the release recorded in the same patch.
+	record *releaseRecord
+}
+
+// releaseRecord is what a release records with the gate's removal.
+type releaseRecord struct {
+	// after are the converged rollouts it relied on (released-after).
+	after map[string]string
+	// set is the node's StatefulSet at that moment (released-set-revision).
+	set string
+	// now is the time of the release (released-at).
+	now time.Time
+	// converged: the node runs the target it is released for Ready
+	// already, and its own rollout is recorded converged with the others.
+	converged bool
+}
+
 // gatePatch returns the JSON patch that adds or removes the sequencer's gate,
-// guarded by tests of the generation and of the current gates. A release
-// (record) also writes, in the same patch, the target it released, the
-// generation the patch produces, the converged rollouts it relied on
-// (after), the node's StatefulSet at that moment (set) and the time of the
-// release (now), guarded by a test
-// of the target hash: the release can never be
-// lost between two writes, nor recorded for a target that changed
-// meanwhile, and what it relied on is recorded with it.
-func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set string, now time.Time, virtual, converged bool) (client.Patch, error) {
+// guarded by tests of the generation, the UID and the current gates. A
+// release (w.record) also writes, in the same patch, the target it
+// released, the generation the patch produces and its record, guarded by a
+// test of the target hash: the release can never be lost between two
+// writes, nor recorded for a target that changed meanwhile, and what it
+// relied on is recorded with it.
+func gatePatch(n v2alpha1.Node, w gateWrite) (client.Patch, error) {
+	gated, virtual := w.gated, w.virtual
 	// The spec is as read (its generation is tested), so the sequencer's
 	// gate is where it was read: only that item is added or removed, and
 	// every other gate stays as stored, fields the Go types do not model
@@ -724,14 +752,15 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 		ops = append(ops, map[string]any{"op": "test", "path": at + "/name", "value": v2alpha1.GateSequencer},
 			map[string]any{"op": "remove", "path": at})
 	}
-	if record {
+	if rec := w.record; rec != nil {
 		hash := rollout.StampedTarget(n)
 		released := map[string]string{
 			v2alpha1.AnnotationReleasedTarget:     hash,
 			v2alpha1.AnnotationReleasedGeneration: strconv.FormatInt(generation, 10),
-			v2alpha1.AnnotationReleasedAt:         now.UTC().Format(time.RFC3339Nano),
+			v2alpha1.AnnotationReleasedAt:         rec.now.UTC().Format(time.RFC3339Nano),
 		}
-		if converged {
+		after := rec.after
+		if rec.converged {
 			// Released on what it runs Ready: its own rollout, the one
 			// this release makes, converged already.
 			after = maps.Clone(after)
@@ -747,8 +776,8 @@ func gatePatch(n v2alpha1.Node, gated, record bool, after map[string]string, set
 			}
 			released[v2alpha1.AnnotationReleasedAfter] = string(data)
 		}
-		if set != "" {
-			released[v2alpha1.AnnotationReleasedSetRevision] = set
+		if rec.set != "" {
+			released[v2alpha1.AnnotationReleasedSetRevision] = rec.set
 		}
 		if len(n.GetAnnotations()) == 0 {
 			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": released})

@@ -67,7 +67,9 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 		// after it changed the pod (reinvocationPolicy IfNeeded): the
 		// sequencer lets it go. Called again without the gate, the pod is
 		// judged again: a webhook after this one that rewrote the
-		// scheduling gates has dropped it.
+		// scheduling gates has dropped it. (A pod its client creates gated
+		// is let through so too: in audit, where the sequencer lifts the
+		// gate, it is not noted with what enforcing would have held it for.)
 		return admission.Allowed("")
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
