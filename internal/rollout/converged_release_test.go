@@ -66,4 +66,3 @@ func TestANodeWhoseTemplateWasMadeForAnotherTargetIsNotRecordedConvergedAsItIsRe
 		return
 	}
 }
-
