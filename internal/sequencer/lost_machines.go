@@ -63,16 +63,22 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 	if forbidden.Load() {
 		partialReads.WithLabelValues("machines").Inc() // once per read, however many machines
 	}
+	return namesWhere(names, func(i int) bool { return lost[i] }), nil
+}
+
+// namesWhere returns, as a set, the names of names at whose index lost
+// holds; nil where none does.
+func namesWhere(names []string, lost func(i int) bool) map[string]bool {
 	var out map[string]bool
 	for i, name := range names {
-		if lost[i] {
+		if lost(i) {
 			if out == nil {
 				out = map[string]bool{}
 			}
 			out[name] = true
 		}
 	}
-	return out, nil
+	return out
 }
 
 // readyOn is the machine pod runs Ready on: "" when it is not Ready,
@@ -88,7 +94,9 @@ func readyOn(pod *corev1.Pod) string {
 // machineLost reads machine name and reports whether it was gone or not
 // Ready at revision at. A GET answers from etcd at once; a machine written
 // since at (a heartbeat, a partition's end) is read again as it was at at
-// (machineAt), and the read fails where that is not allowed. A machine
+// (machineAt), and the read fails where that is not allowed. Listed at at
+// from the start, every machine would wait for the API server's cache of
+// Nodes, seldom written, to prove itself that fresh. A machine
 // gone now is taken as lost. A machine the sequencer may not get is taken
 // as not lost: it is logged once per process and forbidden is set.
 func machineLost(ctx context.Context, r client.Reader, name string, at uint64, forbidden *atomic.Bool) (bool, error) {
@@ -177,16 +185,7 @@ func listLostMachines(ctx context.Context, r client.Reader, names []string, at u
 	for i := range machines.Items {
 		ready[machines.Items[i].Name] = machineReady(&machines.Items[i])
 	}
-	var out map[string]bool
-	for _, name := range names {
-		if !ready[name] {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[name] = true
-		}
-	}
-	return out, nil
+	return namesWhere(names, func(i int) bool { return !ready[names[i]] }), nil
 }
 
 // nodesForbidden logs once per process that Nodes may not be read.

@@ -49,10 +49,7 @@ func (g *PodGateGuard) Handle(ctx context.Context, req admission.Request) admiss
 	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored pod: %w", err))
 	}
-	held := func(p corev1.Pod) bool {
-		return slices.ContainsFunc(p.Spec.SchedulingGates, func(s corev1.PodSchedulingGate) bool { return s.Name == v2alpha1.GateSequencer })
-	}
-	if !held(old) || held(pod) {
+	if !heldBySequencer(old) || heldBySequencer(pod) {
 		return admission.Allowed("")
 	}
 	if slices.Contains(g.Sequencer, req.UserInfo.Username) {
