@@ -64,10 +64,10 @@ const (
 	// JSON object from node name to "<uid>/<released-generation>". Once a
 	// prerequisite's pods are gone (a crash right after), this record, like
 	// the prerequisite's RolloutComplete condition written before the
-	// release, says its rollout was done. A node released on the target it
-	// runs Ready already (a change reverted before its release) names
-	// itself too, with the key of the release the patch makes: nothing is
-	// left to roll.
+	// release, says its rollout was done. A node whose release leaves its
+	// operator nothing to roll (it runs its target Ready already, or its
+	// target is the one released before and its workload was made for it)
+	// names itself too, with the key of the release the patch makes.
 	AnnotationReleasedAfter = "express.medallia.com/released-after"
 
 	// AnnotationReleasedSetRevision records, in the patch that releases a

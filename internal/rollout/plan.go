@@ -27,10 +27,8 @@ type Decision struct {
 	// prerequisites it relies on (name → convergence key), written in the
 	// same patch.
 	ReleasedAfter map[string]string
-	// ReleasedConverged, for a release, is whether the node runs Ready on
-	// the target it is released for already, its pods and its StatefulSet's
-	// template made for it (a change reverted before the operator acted on
-	// its release): nothing is left to roll, and the patch records the
+	// ReleasedConverged, for a release, is whether the release leaves the
+	// operator nothing to roll (nothingToRoll): the patch records the
 	// release's own rollout converged with the others (released-after).
 	// Otherwise it reads as a rollout under way until a pass sees it
 	// Ready, and a crash in between would let its new pods go as a
@@ -609,7 +607,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 	case p.releasing[name]:
 		d.RecordRelease = true
 		d.ReleasedAfter = p.convergedRecords(n, p.reliesOn[name])
-		d.ReleasedConverged = p.isReady(name) && !p.runsAnotherTarget(name)
+		d.ReleasedConverged = p.nothingToRoll(name)
 		d.ReleasedSetRevision = p.SetRevisions[name]
 		msg := fmt.Sprintf("released for %s: %s", what, describeMet(p.reliesOn[name]))
 		switch {

@@ -47,6 +47,20 @@ func (s *Snapshot) runsAnotherTarget(name string) bool {
 	return false
 }
 
+// nothingToRoll reports whether releasing node name leaves its operator
+// nothing to roll: no pod and no StatefulSet template of it made for
+// another target, and either it runs Ready on its target already, or its
+// target is the one released before and its StatefulSet's template says
+// so (a change reverted before its release, a node brought back up on the
+// target it had) — DESIGN §4's Recovery, Ready or not when released.
+func (s *Snapshot) nothingToRoll(name string) bool {
+	if s.runsAnotherTarget(name) {
+		return false
+	}
+	n := s.Nodes[name]
+	return s.isReady(name) || ReleasedTarget(n) == StampedTarget(n) && len(s.SetTemplates[name]) > 0
+}
+
 // setTemplates returns, by node name, the pod templates of the StatefulSets
 // that make the node's pods: not being deleted, their template naming the
 // node, with at least one replica — and the node's own StatefulSet, named

@@ -801,6 +801,11 @@ func (w *world) apply(decisions []Decision) {
 			}
 			n.SetGeneration(n.GetGeneration() + 1)
 			if d.RecordRelease {
+				// Released again on the target it was released for before,
+				// its StatefulSet and every pod made for it: nothing to roll,
+				// a recovery (DESIGN §4), as the world knows it.
+				again := ReleasedTarget(n) == StampedTarget(n) && w.lastHash[d.Node] == StampedTarget(n) &&
+					!slices.ContainsFunc(w.pods[d.Node], func(p Pod) bool { return p.Hash != StampedTarget(n) })
 				setAnnotation(n, v2alpha1.AnnotationReleasedTarget, StampedTarget(n))
 				setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, strconv.FormatInt(n.GetGeneration(), 10))
 				setAnnotation(n, v2alpha1.AnnotationReleasedAt, w.now.UTC().Format(time.RFC3339Nano))
@@ -812,6 +817,9 @@ func (w *world) apply(decisions []Decision) {
 				delete(w.convergedSince, d.Node)
 				delete(w.seenConverged, d.Node)
 				w.recordSeen(d.Node) // found converged as it was released
+				if again {
+					w.seenConverged[d.Node] = StampedTarget(n)
+				}
 				w.releasedBare[d.Node] = w.setCurrent[d.Node] == ""
 				if d.ReleasedConverged {
 					d.ReleasedAfter = maps.Clone(d.ReleasedAfter)

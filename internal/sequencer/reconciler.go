@@ -703,8 +703,8 @@ type releaseRecord struct {
 	set string
 	// now is the time of the release (released-at).
 	now time.Time
-	// converged: the node runs the target it is released for Ready
-	// already, and its own rollout is recorded converged with the others.
+	// converged: the release leaves the operator nothing to roll, and the
+	// node's own rollout is recorded converged with the others.
 	converged bool
 }
 
@@ -761,8 +761,8 @@ func gatePatch(n v2alpha1.Node, w gateWrite) (client.Patch, error) {
 		}
 		after := rec.after
 		if rec.converged {
-			// Released on what it runs Ready: its own rollout, the one
-			// this release makes, converged already.
+			// Nothing to roll: its own rollout, the one this release
+			// makes, converged already.
 			after = maps.Clone(after)
 			if after == nil {
 				after = map[string]string{}
