@@ -171,6 +171,18 @@ const GateSequencer = "express.medallia.com/sequencer"
 // FieldManager is the field manager express-sequencer writes with.
 const FieldManager = "express-sequencer"
 
+// FieldManagerGuardedRelease is the field manager of a release the
+// sequencer planned on a scoped read (--scoped-reads): one that rests on the
+// release guard's read of the whole tenant as it is written. A webhook
+// replica that does not judge releases (--recheck-releases=false) refuses it
+// (CauseReleaseNotJudged), so such a release never goes through unjudged.
+const FieldManagerGuardedRelease = "express-sequencer-guarded-release"
+
+// CauseReleaseNotJudged is the cause type of the refusal of a guarded
+// release by a webhook replica that does not judge releases: the sequencer
+// reads the tenant whole for its releases for a while.
+const CauseReleaseNotJudged = "express.medallia.com/ReleaseNotJudged"
+
 // ConditionPrerequisitesReady is the one status condition express-sequencer
 // owns. True: the node is free to roll out; False: it is held, the reason
 // and message say why and for whom.

@@ -107,8 +107,10 @@ type Options struct {
 	// the workload the release rests on read fresh, by name — where the
 	// release guard judges every release again on a fresh read of the whole
 	// tenant: with RecheckReleases, in a process that serves the webhooks
-	// too. Off by default: the guard is a setting of every webhook replica,
-	// which the sequencer cannot see before it writes (docs/sequencer.md).
+	// too, where the guard's webhooks are registered to judge the release.
+	// Such a release is written as v2alpha1.FieldManagerGuardedRelease, which
+	// a webhook replica that does not judge releases refuses
+	// (docs/sequencer.md).
 	ScopedReads bool
 	// PodReadsByName has the pod webhook, in a process that runs the
 	// sequencer too (its cache guesses the names), let a new Express pod
@@ -157,6 +159,7 @@ func DefaultOptions() Options {
 		Webhooks:         true,
 		Sequencer:        true,
 		RecheckReleases:  true,
+		ScopedReads:      true,
 		DefaultMode:      v2alpha1.ModeEnforce,
 		Audit:            true,
 		WouldHoldGrace:   5 * time.Second,

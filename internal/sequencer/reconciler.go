@@ -80,6 +80,9 @@ type Reconciler struct {
 	observed observations
 	// own holds the sequencer's own writes until the cache has them.
 	own ownWrites
+	// unjudged is when a webhook replica last refused a release planned on
+	// a scoped read as not judging releases.
+	unjudged unjudgedReleases
 }
 
 // plan gathers the tenant from the cache, with the sequencer's own writes
@@ -93,7 +96,11 @@ type Reconciler struct {
 // node is recovering, held for its prerequisites, no longer a rollout's).
 // Passes that do neither (most of them: waits, explanations) are decided on
 // the cache alone.
-func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatch, audit bool) (*rollout.Snapshot, []rollout.Decision, error) {
+//
+// It returns, with the plan, the field manager its releases are written as:
+// FieldManagerGuardedRelease where the plan rests on a scoped read, so that
+// a webhook replica that does not judge releases refuses them.
+func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatch, audit bool) (*rollout.Snapshot, []rollout.Decision, client.FieldOwner, error) {
 	view := func(s *rollout.Snapshot) *rollout.Snapshot {
 		if audit && s != nil {
 			return rollout.AuditView(s)
@@ -108,7 +115,7 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 	case errors.Is(err, errUncomparable) && r.Fresh != nil:
 		raw = nil // the cache cannot be compared with the sequencer's own writes: read fresh
 	default:
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	cached := view(raw)
 	var readFresh func() (*rollout.Snapshot, error)
@@ -122,7 +129,7 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 	if !r.ScopedReads || readFresh == nil {
 		snap, decisions, fresh, err := rollout.PlanOnFreshest(cached, readFresh)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		if fresh {
 			releaseReads.WithLabelValues(rollout.ReadTenant, "none").Inc()
@@ -130,7 +137,7 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 		} else {
 			watch.lap("plan")
 		}
-		return snap, decisions, nil
+		return snap, decisions, client.FieldOwner(v2alpha1.FieldManager), nil
 	}
 	readScoped := func(scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
 		watch.lap("plan")
@@ -139,6 +146,9 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 		// tenant read whole. audit was read fresh (Reconcile).
 		if audit {
 			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: WhyNotGuarded + "the namespace is in audit mode"}, nil
+		}
+		if why := r.unjudged.why(r.Clock.Now()); why != "" {
+			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: WhyNotGuarded + why}, nil
 		}
 		// Whether the guard judges the namespace's releases, and its mode,
 		// read fresh — a cache that has not seen the guard deregistered, the
@@ -176,11 +186,12 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 	}
 	snap, decisions, read, why, err := rollout.PlanOnScoped(cached, readScoped, readFresh)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	switch read {
 	case rollout.ReadDecision:
 		releaseReads.WithLabelValues(read, "none").Inc()
+		return snap, decisions, client.FieldOwner(v2alpha1.FieldManagerGuardedRelease), nil
 	case rollout.ReadTenant:
 		releaseReads.WithLabelValues(read, why.Label).Inc()
 		log.FromContext(ctx).V(1).Info("Read the whole tenant to plan a release", "why", why.Why)
@@ -188,7 +199,7 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 	default:
 		watch.lap("plan")
 	}
-	return snap, decisions, nil
+	return snap, decisions, client.FieldOwner(v2alpha1.FieldManager), nil
 }
 
 // CacheOptions restricts the manager's pod cache to pods of Express nodes and
@@ -337,7 +348,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 	audit := mode == v2alpha1.ModeAudit
 	since := r.observed.take(t)
 	watch := newStopwatch(r.Clock, since)
-	snap, decisions, err := r.plan(ctx, t, watch, audit)
+	snap, decisions, owner, err := r.plan(ctx, t, watch, audit)
 	if err != nil {
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
@@ -351,7 +362,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 	}
 	r.count(t, decisions)
 	releases := rollout.ReleasesAny(snap, decisions)
-	if err := r.applyPlan(ctx, snap, decisions, since, watch); err != nil {
+	if err := r.applyPlan(ctx, snap, decisions, since, watch, owner); err != nil {
 		r.observed.restore(t, since) // the retry's releases are timed from the same change
 		if errors.Is(err, errReadChanged) {
 			// Counted in express_sequencer_condition_conflicts_total, not
@@ -377,7 +388,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 // one: a node waiting in line should not also wait for the condition updates
 // of the nodes behind it. The other changes touch one node each and go out
 // in parallel.
-func (r *Reconciler) applyPlan(ctx context.Context, snap *rollout.Snapshot, decisions []rollout.Decision, since time.Time, watch *stopwatch) error {
+func (r *Reconciler) applyPlan(ctx context.Context, snap *rollout.Snapshot, decisions []rollout.Decision, since time.Time, watch *stopwatch, owner client.FieldOwner) error {
 	var records, releases, rest []rollout.Decision
 	for _, d := range decisions {
 		switch {
@@ -390,16 +401,16 @@ func (r *Reconciler) applyPlan(ctx context.Context, snap *rollout.Snapshot, deci
 			rest = append(rest, d)
 		}
 	}
-	if err := r.applyAll(ctx, snap, records, since); err != nil {
+	if err := r.applyAll(ctx, snap, records, since, owner); err != nil {
 		return err
 	}
 	watch.lap("records")
 	var errs []error
 	for _, d := range releases {
-		errs = append(errs, r.apply(ctx, snap, d, since))
+		errs = append(errs, r.apply(ctx, snap, d, since, owner))
 	}
 	watch.lap("release")
-	errs = append(errs, r.applyAll(ctx, snap, rest, since))
+	errs = append(errs, r.applyAll(ctx, snap, rest, since, owner))
 	watch.lap("rest")
 	return errors.Join(errs...)
 }
@@ -484,12 +495,12 @@ func resourceOf(n v2alpha1.Node) string {
 }
 
 // applyAll applies decisions that touch one node each, in parallel.
-func (r *Reconciler) applyAll(ctx context.Context, snap *rollout.Snapshot, decisions []rollout.Decision, since time.Time) error {
+func (r *Reconciler) applyAll(ctx context.Context, snap *rollout.Snapshot, decisions []rollout.Decision, since time.Time, owner client.FieldOwner) error {
 	var g errgroup.Group
 	errs := make([]error, len(decisions))
 	for i, d := range decisions {
 		g.Go(func() error {
-			errs[i] = r.apply(ctx, snap, d, since)
+			errs[i] = r.apply(ctx, snap, d, since, owner)
 			return nil
 		})
 	}
@@ -503,8 +514,9 @@ func (r *Reconciler) applyAll(ctx context.Context, snap *rollout.Snapshot, decis
 // again from fresh data; status and annotation changes do not get in the way.
 // A release's Event goes right after its gate patch; then the held pods'
 // scheduling gates, the condition (tested against the node's
-// resourceVersion: applyCondition), and any other Event.
-func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision, since time.Time) error {
+// resourceVersion: applyCondition), and any other Event. The gates are
+// written as owner (Reconciler.plan).
+func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision, since time.Time, owner client.FieldOwner) error {
 	n := snap.Nodes[d.Node]
 	if !d.Changed(n) {
 		return nil
@@ -528,7 +540,8 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 		patched := v2alpha1.NewNode(n.NodeKind())
 		patched.SetName(n.GetName())
 		patched.SetNamespace(n.GetNamespace())
-		if err := r.Client.Patch(ctx, patched, patch, client.FieldOwner(v2alpha1.FieldManager)); err != nil {
+		if err := r.Client.Patch(ctx, patched, patch, owner); err != nil {
+			r.unjudged.see(err, r.Clock.Now())
 			reconcileErrors.WithLabelValues("gate").Inc()
 			return fmt.Errorf("updating the gate of %s %s: %w", n.NodeKind(), n.GetName(), err)
 		}
@@ -548,7 +561,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 			r.event(n, d, before)
 		}
 	}
-	if err := r.releasePods(ctx, snap, d); err != nil {
+	if err := r.releasePods(ctx, snap, d, owner); err != nil {
 		reconcileErrors.WithLabelValues("pod").Inc()
 		return err
 	}
@@ -593,8 +606,8 @@ func (r *Reconciler) event(n v2alpha1.Node, d rollout.Decision, before bool) {
 // releasePods removes the sequencer's scheduling gate from the decision's
 // pods, each with a JSON patch that tests the gates it saw: only its own
 // gate goes, whatever else holds the pod.
-func (r *Reconciler) releasePods(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision) error {
-	return r.patchPods(ctx, snap, d.Node, d.PodsToRelease, "removing the scheduling gate of pod %s", podGatePatch, client.IgnoreNotFound, func(name string) {
+func (r *Reconciler) releasePods(ctx context.Context, snap *rollout.Snapshot, d rollout.Decision, owner client.FieldOwner) error {
+	return r.patchPods(ctx, snap, d.Node, d.PodsToRelease, owner, "removing the scheduling gate of pod %s", podGatePatch, client.IgnoreNotFound, func(name string) {
 		podReleases.Inc()
 		log.FromContext(ctx).Info("Released pod", "node", d.Node, "pod", name)
 	})
@@ -621,7 +634,7 @@ func (r *Reconciler) markPodsWouldRelease(ctx context.Context, snap *rollout.Sna
 		}
 		return client.IgnoreNotFound(err)
 	}
-	return r.patchPods(ctx, snap, d.Node, d.PodsWouldRelease, "recording that enforcing would let pod %s go", mark, gone, func(string) {})
+	return r.patchPods(ctx, snap, d.Node, d.PodsWouldRelease, client.FieldOwner(v2alpha1.FieldManager), "recording that enforcing would let pod %s go", mark, gone, func(string) {})
 }
 
 // patchPods patches each pod of node named in names that snap holds with
@@ -629,8 +642,8 @@ func (r *Reconciler) markPodsWouldRelease(ctx context.Context, snap *rollout.Sna
 // over counts as done (the pod gone, say); one that fails otherwise is
 // returned, saying what. Each pod patched is
 // remembered as the sequencer's own write and passed to done. what is the
-// write, a format of the pod's name.
-func (r *Reconciler) patchPods(ctx context.Context, snap *rollout.Snapshot, node string, names []string, what string,
+// write, a format of the pod's name; owner its field manager.
+func (r *Reconciler) patchPods(ctx context.Context, snap *rollout.Snapshot, node string, names []string, owner client.FieldOwner, what string,
 	patchOf func(rollout.Pod) (client.Patch, error), passOver func(error) error, done func(name string)) error {
 	var errs []error
 	for _, name := range names {
@@ -644,7 +657,8 @@ func (r *Reconciler) patchPods(ctx context.Context, snap *rollout.Snapshot, node
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: snap.Tenant.Namespace}}
 		apiWrites.WithLabelValues("patch", "pods").Inc()
-		if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(v2alpha1.FieldManager)); passOver(err) != nil {
+		if err := r.Client.Patch(ctx, pod, patch, owner); passOver(err) != nil {
+			r.unjudged.see(err, r.Clock.Now())
 			errs = append(errs, fmt.Errorf("%s: %w", fmt.Sprintf(what, name), err))
 			continue
 		}

@@ -65,9 +65,9 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	d.Orders.Apply(obj)
 
 	manager := fieldManager(req)
-	a := rollout.Admission{FromSequencer: manager == v2alpha1.FieldManager && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now(), SettleTime: d.SettleTime}
-	if manager == v2alpha1.FieldManager && !a.FromSequencer {
-		warn(ctx, fmt.Sprintf("%s is not express-sequencer's identity: field manager %s gives it no right to release a node", req.UserInfo.Username, v2alpha1.FieldManager))
+	a := rollout.Admission{FromSequencer: sequencerManager(manager) && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now(), SettleTime: d.SettleTime}
+	if sequencerManager(manager) && !a.FromSequencer {
+		warn(ctx, fmt.Sprintf("%s is not express-sequencer's identity: field manager %s gives it no right to release a node", req.UserInfo.Username, manager))
 	}
 	if a.Hash, err = rollout.TargetHashOfObject(req.Object.Raw); err != nil {
 		return err
@@ -102,4 +102,11 @@ func fieldManager(req admission.Request) string {
 		return ""
 	}
 	return opts.FieldManager
+}
+
+// sequencerManager reports whether m is a field manager express-sequencer
+// writes a node's or a pod's gate with: its own, or the one of a release
+// planned on a scoped read.
+func sequencerManager(m string) bool {
+	return m == v2alpha1.FieldManager || m == v2alpha1.FieldManagerGuardedRelease
 }

@@ -53,7 +53,7 @@ func (g *PodGateGuard) Handle(ctx context.Context, req admission.Request) admiss
 		return admission.Allowed("")
 	}
 	if slices.Contains(g.Sequencer, req.UserInfo.Username) {
-		return g.sequencerRelease(ctx, req.Namespace, pod)
+		return g.sequencerRelease(ctx, req, pod)
 	}
 	return admission.Denied(fmt.Sprintf(
 		"spec.schedulingGates: the %s gate of pod %s is removed by express-sequencer only, once the prerequisites of node %s are Ready; "+
@@ -63,12 +63,16 @@ func (g *PodGateGuard) Handle(ctx context.Context, req admission.Request) admiss
 
 // sequencerRelease lets the sequencer's removal of pod's gate through if it
 // stands on the tenant as it is now.
-func (g *PodGateGuard) sequencerRelease(ctx context.Context, namespace string, pod corev1.Pod) admission.Response {
+func (g *PodGateGuard) sequencerRelease(ctx context.Context, req admission.Request, pod corev1.Pod) admission.Response {
+	node := pod.Labels[v2alpha1.LabelNode]
 	if g.Releases == nil {
+		if fieldManager(req) == v2alpha1.FieldManagerGuardedRelease {
+			status := notJudged(corev1.Resource("pods"), pod.Name).Status()
+			return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+		}
 		return admission.Allowed("")
 	}
-	node := pod.Labels[v2alpha1.LabelNode]
-	why, err := g.Releases.stands(ctx, namespace, node, pod.Name)
+	why, err := g.Releases.stands(ctx, req.Namespace, node, pod.Name)
 	var status apierrors.APIStatus
 	switch {
 	case errors.As(err, &status):

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,6 +122,25 @@ func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) 
 		return why, nil
 	}
 	return "", nil
+}
+
+// notJudged refuses, in a webhook replica that does not judge releases
+// (--recheck-releases=false), a release the sequencer planned on a scoped
+// read (field manager v2alpha1.FieldManagerGuardedRelease): it rests on the
+// guard's read of the whole tenant, which this replica does not make. The
+// sequencer reads the tenant whole and plans it again. Without this, a
+// replica rolled out with the guard turned off would let such a release
+// through unjudged, since the sequencer cannot see the setting of the replica
+// its write reaches.
+func notJudged(gr schema.GroupResource, name string) *apierrors.StatusError {
+	err := apierrors.NewConflict(gr, name, fmt.Errorf(
+		"this express-sequencer webhook replica runs with --recheck-releases=false and does not judge releases; "+
+			"this one was planned on a scoped read (field manager %s) and rests on that judgement: refused; express-sequencer reads the tenant whole and plans it again",
+		v2alpha1.FieldManagerGuardedRelease))
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: v2alpha1.CauseReleaseNotJudged, Message: "the release guard is off in this webhook replica",
+	})
+	return err
 }
 
 // resourceOf is the API resource of a node.

@@ -64,14 +64,19 @@ func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, obj T) (admis
 	if obj.GetDeletionTimestamp() != nil {
 		return nil, nil
 	}
-	if v.Releases != nil && rollout.Gated(oldObj) && !rollout.Gated(obj) {
+	released := obj.GetAnnotations()[v2alpha1.AnnotationReleasedTarget]
+	gateRemoved := rollout.Gated(oldObj) && !rollout.Gated(obj)
+	recorded := !rollout.Gated(oldObj) && !rollout.Gated(obj) && released != "" &&
+		released != oldObj.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] && fromSequencerManager(ctx)
+	if v.Releases == nil && (gateRemoved || recorded) && guardedRelease(ctx) {
+		return nil, notJudged(schema.GroupResource{Group: v2alpha1.GroupVersion.Group, Resource: resourceOf(obj)}, obj.GetName())
+	}
+	if v.Releases != nil && gateRemoved {
 		if err := v.Releases.nodeRelease(ctx, obj); err != nil {
 			return nil, err
 		}
 	}
-	released := obj.GetAnnotations()[v2alpha1.AnnotationReleasedTarget]
-	if v.Releases != nil && !rollout.Gated(oldObj) && !rollout.Gated(obj) && released != "" &&
-		released != oldObj.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] && fromSequencerManager(ctx) {
+	if v.Releases != nil && recorded {
 		if err := v.Releases.recordWithoutGate(ctx, obj, released); err != nil {
 			return nil, err
 		}
@@ -83,7 +88,14 @@ func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, obj T) (admis
 // sequencer's field manager.
 func fromSequencerManager(ctx context.Context) bool {
 	req, err := admission.RequestFromContext(ctx)
-	return err == nil && fieldManager(req) == v2alpha1.FieldManager
+	return err == nil && sequencerManager(fieldManager(req))
+}
+
+// guardedRelease reports whether the request is a release the sequencer
+// planned on a scoped read: one that rests on the release guard's judgement.
+func guardedRelease(ctx context.Context) bool {
+	req, err := admission.RequestFromContext(ctx)
+	return err == nil && fieldManager(req) == v2alpha1.FieldManagerGuardedRelease
 }
 
 // sameOrderingInputs reports whether an update leaves what Check judges of

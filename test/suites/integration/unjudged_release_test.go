@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/certs"
+	"github.com/medallia/express-sequencer/internal/defaults"
+	"github.com/medallia/express-sequencer/internal/rollout"
+	"github.com/medallia/express-sequencer/internal/webhook"
+	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
+)
+
+// A webhook replica rolled out with --recheck-releases=false sits behind the
+// same registration as the others: the sequencer cannot see which replica
+// its write reaches. A release it planned on a scoped read reaches such a
+// replica (here express-sequencer's own validating webhook for Frontends,
+// served with the guard off and registered for this namespace beside the
+// harness's): refused, naming why. The sequencer then reads the whole tenant
+// itself, and the release, planned on that read, goes.
+func TestAReleaseAReplicaWithoutTheGuardRefusesIsPlannedAgainOnTheWholeTenant(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	ctx := context.Background()
+	unjudgingReplica(t, ns)
+	setVersion(t, ns, v2, "fe1")
+	fe1 := read(t, ns, "fe1")
+	require.True(t, v2alpha1.IsGated(fe1), "the webhook gates fe1's change")
+	// The API server sees a new webhook configuration a moment after it is
+	// written: probe with dry-run releases until the replica refuses one.
+	require.Eventually(t, func() bool {
+		n := fe1.DeepCopyObject().(v2alpha1.Node)
+		base := n.DeepCopyObject().(v2alpha1.Node)
+		n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+		err := harness.Client.Patch(ctx, n, client.MergeFrom(base), client.DryRunAll, client.FieldOwner(v2alpha1.FieldManagerGuardedRelease))
+		return apierrors.HasStatusCause(err, v2alpha1.CauseReleaseNotJudged)
+	}, 30*time.Second, 100*time.Millisecond, "the replica without the guard is registered")
+
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(append(podsOf(t, ns), guardAndNamespace(t, ns)...), read(t, ns, "be"), fe1)...)
+	tenant := rollout.Tenant{Namespace: ns, ClusterName: "acme"}
+	r := scopedReconciler(cache, harness.Client)
+	pastSettle()
+	_, err := r.Reconcile(ctx, tenant)
+	require.Error(t, err, "the release planned on a scoped read meets the replica that judges none")
+	assert.True(t, apierrors.HasStatusCause(err, v2alpha1.CauseReleaseNotJudged), "refused as unjudged: %v", err)
+	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "fe1 is not released unjudged")
+
+	whole, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": rollout.ReadTenant, "fallback": "guard"})
+	require.NoError(t, err)
+	_, err = r.Reconcile(ctx, tenant)
+	require.NoError(t, err, "planned again on the whole tenant, the release goes through the replica")
+	assert.False(t, v2alpha1.IsGated(read(t, ns, "fe1")), "fe1 is released")
+	after, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": rollout.ReadTenant, "fallback": "guard"})
+	require.NoError(t, err)
+	assert.Greater(t, after, whole, "counted as a read of the whole tenant for want of a guard in every replica")
+}
+
+// unjudgingReplica serves, over TLS, express-sequencer's validating webhook
+// for Frontends as a replica run with --recheck-releases=false serves it,
+// and registers it for the Frontends of namespace ns, failing closed.
+func unjudgingReplica(t *testing.T, ns string) {
+	t.Helper()
+	hooks := webhook.Handlers(harness.Client.Scheme(), harness.Client, harness.Client, webhook.Settings{
+		Orders: defaults.Builtin(), Grouping: grouping, Clock: clock.RealClock{}, SequencerUsers: []string{leastPrivilegeUser},
+		RecheckReleases: false, DefaultMode: v2alpha1.ModeEnforce,
+	})
+	now := time.Now()
+	ca, err := certs.NewCA(now, time.Hour)
+	require.NoError(t, err)
+	serving, err := certs.NewServingCert(ca, []string{"127.0.0.1"}, now, time.Hour)
+	require.NoError(t, err)
+	pair, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(hooks[webhook.ValidateFrontendPath])
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	config := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "zz-unjudging-replica-"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         "vfrontend.unjudging.example.com",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + webhook.ValidateFrontendPath), CABundle: ca.CertPEM},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{v2alpha1.GroupVersion.Group}, APIVersions: []string{v2alpha1.GroupVersion.Version}, Resources: []string{"frontends"}},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		}},
+	}
+	require.NoError(t, harness.Client.Create(context.Background(), config))
+	t.Cleanup(func() { assert.NoError(t, harness.Client.Delete(context.Background(), config)) })
+}
