@@ -540,13 +540,31 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 		patched := v2alpha1.NewNode(n.NodeKind())
 		patched.SetName(n.GetName())
 		patched.SetNamespace(n.GetNamespace())
-		if err := r.Client.Patch(ctx, patched, patch, owner); err != nil {
+		writeAs := owner
+		if d.Gated {
+			// Gating is never out of order: it rests on no guard.
+			writeAs = client.FieldOwner(v2alpha1.FieldManager)
+		}
+		if err := r.Client.Patch(ctx, patched, patch, writeAs); err != nil {
 			r.unjudged.see(err, r.Clock.Now())
 			reconcileErrors.WithLabelValues("gate").Inc()
 			return fmt.Errorf("updating the gate of %s %s: %w", n.NodeKind(), n.GetName(), err)
 		}
 		n = patched
 		r.own.remember(snap.Tenant, n)
+		if !virtual && rollout.Gated(n) != d.Gated {
+			// A mutating webhook undid the write (one of an earlier version
+			// that does not know the field manager it was written as; the
+			// namespace switched to audit as a gate went on): not a
+			// release, nor a gate; the next pass plans again on what is.
+			stored := "off"
+			if rollout.Gated(n) {
+				stored = "still on"
+			}
+			reconcileErrors.WithLabelValues("gate").Inc()
+			return fmt.Errorf("updating the gate of %s %s: the write was stored with the gate %s (a mutating webhook undid it: one of an earlier version, or the namespace switched to audit); planning again",
+				n.NodeKind(), n.GetName(), stored)
+		}
 		if !d.Gated && !virtual {
 			releases.WithLabelValues(d.Condition.Reason).Inc()
 			if !since.IsZero() {
