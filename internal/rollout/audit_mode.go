@@ -121,6 +121,16 @@ func Unheld(s *Snapshot) (adopt, gate []string) {
 	return adopt, gate
 }
 
+// AdoptedConverged reports whether node name, adopted at a switch to
+// enforce (Unheld), leaves its operator nothing to roll: Ready on its
+// target, no pod or StatefulSet template made for another (fresh snapshots
+// only). Its adoption records its own rollout converged, as a release that
+// leaves nothing to roll does (Decision.ReleasedConverged): otherwise it
+// reads as rolling until a pass sees it Ready, and its pods, lost before
+// that, would go as a half-done rollout's beside a crashed predecessor
+// gated for the same change instead of after it.
+func AdoptedConverged(s *Snapshot, name string) bool { return s.nothingToRoll(name) }
+
 // RunsTarget reports whether node name's pods, or the pod template of one
 // of its StatefulSets (fresh snapshots only), carry target's hash: the
 // Express operator has started rolling it. Only the target hash label

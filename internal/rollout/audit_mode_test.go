@@ -130,3 +130,50 @@ func TestAuditModeSaysWhenItWouldLetARecoveringNodesPodGo(t *testing.T) {
 }
 
 func fePodName(s *Snapshot, node string) string { return s.Pods[node][0].Name }
+
+// A node the Express operator rolled in audit and finished by the switch
+// to enforce — Ready on its target, no pod or template of another left —
+// is adopted converged; one still rolling, or not Ready, is adopted
+// rolling (AdoptedConverged).
+func TestANodeAdoptedReadyOnItsTargetIsAdoptedConverged(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(100)
+	w.setVersion(v2, "fe1")
+	s := asAuditLeftIt(w.snapshot())
+	fe1 := w.name("fe1")
+	target := StampedTarget(s.Nodes[fe1])
+	require.NotEmpty(t, s.Pods[fe1])
+	with := func(ready string, oldLeft bool) *Snapshot {
+		out := *s
+		out.Pods, out.SetTemplates = maps.Clone(s.Pods), maps.Clone(s.SetTemplates)
+		var pods []Pod
+		for _, p := range s.Pods[fe1] {
+			if oldLeft {
+				pods = append(pods, p)
+			}
+			p.Name, p.Hash = p.Name+"-new", target
+			p.Conditions = map[string]string{string(corev1.PodReady): ready}
+			pods = append(pods, p)
+		}
+		out.Pods[fe1] = pods
+		if out.SetTemplates == nil {
+			out.SetTemplates = map[string][]Template{}
+		}
+		out.SetTemplates[fe1] = []Template{{Hash: target}}
+		return &out
+	}
+	for _, c := range []struct {
+		name      string
+		snap      *Snapshot
+		converged bool
+	}{
+		{"a node Ready on its target with nothing of another left is adopted converged", with("True", false), true},
+		{"a node still running pods of the target before it is adopted rolling", with("True", true), false},
+		{"a node on its target and not Ready is adopted rolling", with("False", false), false},
+	} {
+		adopt, _ := Unheld(c.snap)
+		require.Contains(t, adopt, fe1, "%s: the operator rolled fe1 in audit", c.name)
+		assert.Equal(t, c.converged, AdoptedConverged(c.snap, fe1), c.name)
+	}
+}

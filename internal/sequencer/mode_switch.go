@@ -26,12 +26,8 @@ func (r *Reconciler) switchMode(ctx context.Context, snap *rollout.Snapshot, aud
 	logger := log.FromContext(ctx)
 	var errs []error
 	wrote := false
-	patchNode := func(name string, gated, record, virtual bool, what string) {
+	patchNode := func(name string, write gateWrite, what string) {
 		n := snap.Nodes[name]
-		write := gateWrite{gated: gated, virtual: virtual}
-		if record {
-			write.record = &releaseRecord{now: r.Clock.Now()}
-		}
 		patch, err := gatePatch(n, write)
 		if err == nil {
 			patched := v2alpha1.NewNode(n.NodeKind())
@@ -69,16 +65,19 @@ func (r *Reconciler) switchMode(ctx context.Context, snap *rollout.Snapshot, aud
 			adopt, gate = rollout.Unheld(snap)
 		}
 		for _, name := range adopt {
-			patchNode(name, false, true, true, "adopt")
+			// On the fresh read only: a cache knows no template, nor a pod
+			// the StatefulSet still has to make.
+			converged := r.Fresh != nil && rollout.AdoptedConverged(snap, name)
+			patchNode(name, gateWrite{virtual: true, record: &releaseRecord{now: r.Clock.Now(), converged: converged}}, "adopt")
 		}
 		for _, name := range gate {
-			patchNode(name, true, false, false, "gate")
+			patchNode(name, gateWrite{gated: true}, "gate")
 		}
 		return wrote, errors.Join(errs...)
 	}
 	for name, n := range snap.Nodes {
 		if rollout.Gated(n) && !snap.Virtual[name] {
-			patchNode(name, false, false, false, "lift")
+			patchNode(name, gateWrite{}, "lift")
 		}
 	}
 	for _, pods := range snap.Pods {
