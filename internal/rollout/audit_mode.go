@@ -131,6 +131,14 @@ func Unheld(s *Snapshot) (adopt, gate []string) {
 // gated for the same change instead of after it.
 func AdoptedConverged(s *Snapshot, name string) bool { return s.nothingToRoll(name) }
 
+// AdoptionRecords are the records of other nodes' converged rollouts that
+// node name's adoption keeps (released-after), as a release keeps them: a
+// record may be the only one left of a rollout whose RolloutComplete write
+// was lost.
+func AdoptionRecords(s *Snapshot, name string) map[string]string {
+	return s.convergedRecords(s.Nodes[name], nil)
+}
+
 // RunsTarget reports whether node name's pods, or the pod template of one
 // of its StatefulSets (fresh snapshots only), carry target's hash: the
 // Express operator has started rolling it. Only the target hash label

@@ -177,3 +177,22 @@ func TestANodeAdoptedReadyOnItsTargetIsAdoptedConverged(t *testing.T) {
 		assert.Equal(t, c.converged, AdoptedConverged(c.snap, fe1), c.name)
 	}
 }
+
+// An adoption keeps what the adopted node records of other nodes'
+// converged rollouts, as a release does: of a node still there under the
+// same UID, not its own nor one made again since.
+func TestAnAdoptionKeepsTheConvergedRolloutsItsNodeRecords(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(100)
+	s := asAuditLeftIt(w.snapshot())
+	be, fe1, fe2 := w.name("be"), w.name("fe1"), w.name("fe2")
+	n := s.Nodes[fe1].DeepCopyObject().(v2alpha1.Node)
+	ann := maps.Clone(n.GetAnnotations())
+	ann[v2alpha1.AnnotationReleasedAfter] = `{"` + be + `":"` + string(s.Nodes[be].GetUID()) + `/2","` +
+		fe2 + `":"an-earlier-fe2/4","` + fe1 + `":"` + string(n.GetUID()) + `/3"}`
+	n.SetAnnotations(ann)
+	s.Nodes = maps.Clone(s.Nodes)
+	s.Nodes[fe1] = n
+	assert.Equal(t, map[string]string{be: string(s.Nodes[be].GetUID()) + "/2"}, AdoptionRecords(s, fe1))
+}

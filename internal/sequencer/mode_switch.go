@@ -68,7 +68,8 @@ func (r *Reconciler) switchMode(ctx context.Context, snap *rollout.Snapshot, aud
 			// On the fresh read only: a cache knows no template, nor a pod
 			// the StatefulSet still has to make.
 			converged := r.Fresh != nil && rollout.AdoptedConverged(snap, name)
-			patchNode(name, gateWrite{virtual: true, record: &releaseRecord{now: r.Clock.Now(), converged: converged}}, "adopt")
+			record := &releaseRecord{after: rollout.AdoptionRecords(snap, name), now: r.Clock.Now(), converged: converged}
+			patchNode(name, gateWrite{virtual: true, record: record}, "adopt")
 		}
 		for _, name := range gate {
 			patchNode(name, gateWrite{gated: true}, "gate")

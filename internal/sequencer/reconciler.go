@@ -561,6 +561,9 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 			if rollout.Gated(n) {
 				stored = "still on"
 			}
+			if writeAs == client.FieldOwner(v2alpha1.FieldManagerGuardedRelease) {
+				r.unjudged.undone(r.Clock.Now())
+			}
 			reconcileErrors.WithLabelValues("gate").Inc()
 			return fmt.Errorf("updating the gate of %s %s: the write was stored with the gate %s (a mutating webhook undid it: one of an earlier version, or the namespace switched to audit); planning again",
 				n.NodeKind(), n.GetName(), stored)
