@@ -150,6 +150,11 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 		if why := r.unjudged.why(r.Clock.Now()); why != "" {
 			return nil, rollout.Fallback{Label: rollout.FallbackGuard, Why: WhyNotGuarded + why}, nil
 		}
+		// Where the cache already shows the naming rule broken, nothing is
+		// read by name, the guard's registration included.
+		if _, why, err := CachedOrdinals(ctx, cache, t.Namespace, scope); err != nil || !why.None() {
+			return nil, why, err
+		}
 		// Whether the guard judges the namespace's releases, and its mode,
 		// read fresh — a cache that has not seen the guard deregistered, the
 		// namespace relabelled out of its selector or switched to audit is

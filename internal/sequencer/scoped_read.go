@@ -69,6 +69,30 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 	return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
 }
 
+// CachedOrdinals lists, from the cache, the pods of each node of scope in
+// namespace ns, and says why the naming rule does not hold where one of
+// them is not an ordinal of the StatefulSet named after its node: then
+// nothing need be read by name — the tenant is read whole — and a caller
+// that checks this first reads nothing else for the scoped read (an
+// operator that names its pods otherwise would pay for a scoped read
+// before every read of the whole tenant).
+func CachedOrdinals(ctx context.Context, cache client.Reader, ns string, scope []string) ([][]corev1.Pod, rollout.Fallback, error) {
+	known := make([][]corev1.Pod, len(scope))
+	for i, name := range scope {
+		var pods corev1.PodList
+		if err := cache.List(ctx, &pods, client.InNamespace(ns), client.MatchingFields{IndexPodNode: name}); err != nil {
+			return nil, rollout.Fallback{}, fmt.Errorf("listing pods of %s/%s: %w", ns, name, err)
+		}
+		for _, p := range pods.Items {
+			if _, ok := ordinalOf(p.Name, name); !ok {
+				return nil, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s of %s is not one of StatefulSet %s's ordinals", p.Name, name, name)}, nil
+			}
+		}
+		known[i] = pods.Items
+	}
+	return known, rollout.Fallback{}, nil
+}
+
 // workload is what a scoped read found of its nodes' workload: their
 // pods, their StatefulSets and the lost machines their Ready pods run on.
 type workload struct {
@@ -89,23 +113,18 @@ func (w workload) objects(nodes []v2alpha1.Node) rollout.Objects {
 func readWorkload(ctx context.Context, cache, fresh client.Reader, ns string, scope []string) (workload, rollout.Fallback, error) {
 	// What the cache knows of each node's pods: the ordinals and machines
 	// to read in the first round trip.
-	known := make([][]corev1.Pod, len(scope))
+	known, guess, err := CachedOrdinals(ctx, cache, ns, scope)
+	if err != nil || !guess.None() {
+		return workload{}, guess, err
+	}
 	r := newPodReads(ns, fresh)
 	for i, name := range scope {
-		var pods corev1.PodList
-		if err := cache.List(ctx, &pods, client.InNamespace(ns), client.MatchingFields{IndexPodNode: name}); err != nil {
-			return workload{}, rollout.Fallback{}, fmt.Errorf("listing pods of %s/%s: %w", ns, name, err)
-		}
-		known[i] = pods.Items
-		for _, p := range pods.Items {
-			o, ok := ordinalOf(p.Name, name)
-			if !ok {
-				return workload{}, rollout.Fallback{Label: rollout.FallbackNaming, Why: fmt.Sprintf("pod %s of %s is not one of StatefulSet %s's ordinals", p.Name, name, name)}, nil
-			}
+		for _, p := range known[i] {
+			o, _ := ordinalOf(p.Name, name)
 			r.want(i, name, o)
 			r.wantMachine(p.Spec.NodeName)
 		}
-		if len(pods.Items) == 0 {
+		if len(known[i]) == 0 {
 			r.want(i, name, 0)
 		}
 	}

@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -186,4 +189,60 @@ func releaseReads(t *testing.T, read string) float64 {
 	n, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": read})
 	require.NoError(t, err)
 	return n
+}
+
+// An operator that names its pods otherwise than its StatefulSet's
+// ordinals: where the cache already shows it, the scoped read reads
+// nothing by name — not the guard's registration, nor a StatefulSet — and
+// the tenant is read whole at once, without paying for a scoped read first.
+func TestWhereTheCacheShowsPodsNamedOtherwiseNothingIsReadByName(t *testing.T) {
+	stop := startSequencer(t)
+	ns, _ := settledTenant(t, 2)
+	stop()
+	setVersion(t, ns, v2, "fe1")
+	pods := podsOf(t, ns)
+	for _, o := range pods {
+		o.SetName(o.GetName() + "-named-otherwise") // as the cache would show such an operator's pods
+	}
+	cache := &laggingCache{Client: harness.Client}
+	cache.reads = copyOf(t, append(append(pods, guardAndNamespace(t, ns)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
+	naming, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": rollout.ReadTenant, "fallback": rollout.FallbackNaming})
+	require.NoError(t, err)
+	fresh := &countingReader{Reader: harness.Client}
+	pastSettle()
+	_, err = scopedReconciler(cache, fresh).Reconcile(context.Background(), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
+	require.NoError(t, err)
+	assert.False(t, v2alpha1.IsGated(read(t, ns, "fe1")), "fe1 is released on the whole tenant")
+	after, err := auditmetrics.SumWhere("express_sequencer_release_reads_total", map[string]string{"read": rollout.ReadTenant, "fallback": rollout.FallbackNaming})
+	require.NoError(t, err)
+	assert.Greater(t, after, naming, "counted as a read of the whole tenant for the naming rule")
+	assert.Empty(t, fresh.gotten(), "nothing read by name before the whole tenant")
+}
+
+// countingReader records the kinds of the objects read through it by GET.
+type countingReader struct {
+	client.Reader
+	mu   sync.Mutex
+	gets []string
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.mu.Lock()
+	c.gets = append(c.gets, fmt.Sprintf("%T %s", obj, key))
+	c.mu.Unlock()
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// gotten are the GETs made other than of machines (the whole tenant's read
+// reads the machines of Ready pods by name).
+func (c *countingReader) gotten() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, g := range c.gets {
+		if !strings.HasPrefix(g, "*v1.Node ") {
+			out = append(out, g)
+		}
+	}
+	return out
 }
