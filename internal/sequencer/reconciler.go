@@ -80,8 +80,9 @@ type Reconciler struct {
 	observed observations
 	// own holds the sequencer's own writes until the cache has them.
 	own ownWrites
-	// unjudged is when a webhook replica last refused a release planned on
-	// a scoped read as not judging releases.
+	// unjudged is when a release planned on a scoped read was last refused
+	// by a webhook replica that judges no release, or undone by a mutating
+	// webhook, and why: the tenant is read whole for a while after.
 	unjudged unjudgedReleases
 }
 
