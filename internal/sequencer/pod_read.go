@@ -81,7 +81,7 @@ func GatherForPod(ctx context.Context, cache, fresh client.Reader, namespace, na
 		var both bool
 		wg.Go(func() { got, both, nodeErr = readNodes(ctx, fresh, namespace, nodes) })
 		if len(sets) > 0 {
-			wg.Go(func() { w, why, setErr = readWorkload(ctx, cache, fresh, namespace, sets) })
+			wg.Go(func() { w, why, setErr = readCachedWorkload(ctx, cache, fresh, namespace, sets) })
 		}
 		wg.Wait()
 		if !why.None() {

@@ -153,7 +153,8 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 		}
 		// Where the cache already shows the naming rule broken, nothing is
 		// read by name, the guard's registration included.
-		if _, why, err := CachedOrdinals(ctx, cache, t.Namespace, scope); err != nil || !why.None() {
+		known, why, err := CachedOrdinals(ctx, cache, t.Namespace, scope)
+		if err != nil || !why.None() {
 			return nil, why, err
 		}
 		// Whether the guard judges the namespace's releases, and its mode,
@@ -165,7 +166,6 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 		var guarded string
 		var guardErr, scopedErr error
 		var scoped *rollout.Snapshot
-		var why rollout.Fallback
 		scopedCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -175,7 +175,7 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 				cancel()
 			}
 		})
-		wg.Go(func() { scoped, why, scopedErr = GatherScoped(scopedCtx, cache, r.Fresh, raw, scope) })
+		wg.Go(func() { scoped, why, scopedErr = gatherScoped(scopedCtx, known, r.Fresh, raw, scope) })
 		wg.Wait()
 		switch {
 		case guardErr != nil:
@@ -546,12 +546,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 		patched := v2alpha1.NewNode(n.NodeKind())
 		patched.SetName(n.GetName())
 		patched.SetNamespace(n.GetNamespace())
-		writeAs := owner
-		if d.Gated {
-			// Gating is never out of order: it rests on no guard.
-			writeAs = client.FieldOwner(v2alpha1.FieldManager)
-		}
-		if err := r.Client.Patch(ctx, patched, patch, writeAs); err != nil {
+		if err := r.Client.Patch(ctx, patched, patch, owner); err != nil {
 			r.unjudged.see(err, r.Clock.Now())
 			reconcileErrors.WithLabelValues("gate").Inc()
 			return fmt.Errorf("updating the gate of %s %s: %w", n.NodeKind(), n.GetName(), err)
@@ -567,7 +562,7 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 			if rollout.Gated(n) {
 				stored = "still on"
 			}
-			if writeAs == client.FieldOwner(v2alpha1.FieldManagerGuardedRelease) {
+			if owner == client.FieldOwner(v2alpha1.FieldManagerGuardedRelease) {
 				r.unjudged.undone(r.Clock.Now())
 			}
 			reconcileErrors.WithLabelValues("gate").Inc()

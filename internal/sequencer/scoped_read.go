@@ -57,7 +57,17 @@ import (
 // the cache) is not one of its ordinals: the tenant is then read whole. A
 // node with neither has no workload yet (not provisioned).
 func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollout.Snapshot, scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
-	w, why, err := readWorkload(ctx, cache, fresh, cached.Tenant.Namespace, scope)
+	known, why, err := CachedOrdinals(ctx, cache, cached.Tenant.Namespace, scope)
+	if err != nil || !why.None() {
+		return nil, why, err
+	}
+	return gatherScoped(ctx, known, fresh, cached, scope)
+}
+
+// gatherScoped is GatherScoped on known, the pods of each node of scope the
+// cache knows (CachedOrdinals).
+func gatherScoped(ctx context.Context, known [][]corev1.Pod, fresh client.Reader, cached *rollout.Snapshot, scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
+	w, why, err := readWorkload(ctx, known, fresh, cached.Tenant.Namespace, scope)
 	if err != nil || !why.None() {
 		return nil, why, err
 	}
@@ -106,17 +116,21 @@ func (w workload) objects(nodes []v2alpha1.Node) rollout.Objects {
 	return rollout.Objects{Nodes: nodes, Pods: w.pods, StatefulSets: w.sets, LostMachines: w.lost}
 }
 
-// readWorkload reads fresh, by name, the workload of each node of scope in
-// namespace ns, guessing from cache which pods and machines to read first
-// (GatherScoped). A Fallback that is not None says why the naming rule
-// does not hold.
-func readWorkload(ctx context.Context, cache, fresh client.Reader, ns string, scope []string) (workload, rollout.Fallback, error) {
-	// What the cache knows of each node's pods: the ordinals and machines
-	// to read in the first round trip.
-	known, guess, err := CachedOrdinals(ctx, cache, ns, scope)
-	if err != nil || !guess.None() {
-		return workload{}, guess, err
+// readCachedWorkload is readWorkload guessing from what cache knows.
+func readCachedWorkload(ctx context.Context, cache, fresh client.Reader, ns string, scope []string) (workload, rollout.Fallback, error) {
+	known, why, err := CachedOrdinals(ctx, cache, ns, scope)
+	if err != nil || !why.None() {
+		return workload{}, why, err
 	}
+	return readWorkload(ctx, known, fresh, ns, scope)
+}
+
+// readWorkload reads fresh, by name, the workload of each node of scope in
+// namespace ns, guessing from known, what the cache knows of each node's
+// pods (CachedOrdinals), which ordinals and machines to read in the first
+// round trip (GatherScoped). A Fallback that is not None says why the
+// naming rule does not hold.
+func readWorkload(ctx context.Context, known [][]corev1.Pod, fresh client.Reader, ns string, scope []string) (workload, rollout.Fallback, error) {
 	r := newPodReads(ns, fresh)
 	for i, name := range scope {
 		for _, p := range known[i] {

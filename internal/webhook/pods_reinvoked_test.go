@@ -2,10 +2,8 @@ package webhook_test
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/internal/certs"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
 // Another mutating webhook, called after the pod webhook, may rewrite a
@@ -58,14 +56,7 @@ func TestAPodWhoseGateALaterWebhookDropsIsGatedAgain(t *testing.T) {
 // stripped in stripped.
 func gateStripper(t *testing.T, ns string, stripped *atomic.Int32) {
 	t.Helper()
-	now := time.Now()
-	ca, err := certs.NewCA(now, time.Hour)
-	require.NoError(t, err)
-	serving, err := certs.NewServingCert(ca, []string{"127.0.0.1"}, now, time.Hour)
-	require.NoError(t, err)
-	pair, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
-	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	clientConfig := controlplane.ServeWebhook(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var review admissionv1.AdmissionReview
 		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -84,16 +75,13 @@ func gateStripper(t *testing.T, ns string, stripped *atomic.Int32) {
 		}
 		review.Request = nil
 		_ = json.NewEncoder(w).Encode(review)
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	}), "/strip")
 
 	config := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "zz-gate-stripper-"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:                    "strip.example.com",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/strip"), CABundle: ca.CertPEM},
+			ClientConfig:            clientConfig,
 			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
 			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),

@@ -2,10 +2,7 @@ package integration
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -22,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
-	"github.com/medallia/express-sequencer/internal/certs"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/rollout"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/webhook"
 	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
 )
@@ -92,7 +89,7 @@ func unjudgingReplica(t *testing.T, ns string) {
 		Orders: defaults.Builtin(), Grouping: grouping, Clock: clock.RealClock{}, SequencerUsers: []string{leastPrivilegeUser},
 		RecheckReleases: false, DefaultMode: v2alpha1.ModeEnforce,
 	})
-	clientConfig := serveTLS(t, hooks[webhook.ValidateFrontendPath], webhook.ValidateFrontendPath)
+	clientConfig := controlplane.ServeWebhook(t, hooks[webhook.ValidateFrontendPath], webhook.ValidateFrontendPath)
 	config := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "zz-unjudging-replica-"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
@@ -116,24 +113,6 @@ var frontendUpdates = []admissionregistrationv1.RuleWithOperations{{
 	Rule:       admissionregistrationv1.Rule{APIGroups: []string{v2alpha1.GroupVersion.Group}, APIVersions: []string{v2alpha1.GroupVersion.Version}, Resources: []string{"frontends"}},
 }}
 
-// serveTLS serves h over TLS with a certificate of its own CA until the
-// test ends, and returns how a webhook registration reaches it at path.
-func serveTLS(t *testing.T, h http.Handler, path string) admissionregistrationv1.WebhookClientConfig {
-	t.Helper()
-	now := time.Now()
-	ca, err := certs.NewCA(now, time.Hour)
-	require.NoError(t, err)
-	serving, err := certs.NewServingCert(ca, []string{"127.0.0.1"}, now, time.Hour)
-	require.NoError(t, err)
-	pair, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
-	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + path), CABundle: ca.CertPEM}
-}
-
 // A mutating webhook of an earlier version, called during a rolling update
 // of the webhooks, does not know the field manager a release planned on a
 // scoped read is written as: it takes the write for someone else's removal
@@ -146,7 +125,7 @@ func TestAReleaseAWebhookUndoesIsNotTakenForOne(t *testing.T) {
 	ns, _ := settledTenant(t, 2)
 	stop()
 	ctx := context.Background()
-	clientConfig := serveTLS(t, &admission.Webhook{Handler: admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
+	clientConfig := controlplane.ServeWebhook(t, &admission.Webhook{Handler: admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 		var opts metav1.PatchOptions
 		_ = json.Unmarshal(req.Options.Raw, &opts)
 		if opts.FieldManager != v2alpha1.FieldManagerGuardedRelease {
