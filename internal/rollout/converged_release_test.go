@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // A node released on the target it already runs Ready (a change reverted
@@ -103,4 +105,114 @@ func recoversAfterBe(t *testing.T, w *world, fe2 string) {
 	assert.Contains(t, why, "acme-be")
 	ticks(3)(w)
 	assert.True(t, slices.ContainsFunc(w.pods[fe2], Pod.HeldBySequencer), "fe2's new pods still wait for be:\n%s", w.dump())
+}
+
+// A node whose rollout a change overtook before it converged — gated again
+// mid-rollout, then changed back to the target it was released for — has
+// its rollout still to finish when released again, Ready or not: nothing
+// records that rollout converged. Were it taken for a recovery, be,
+// crashed and gated for the same change, would go before fe2's rollout is
+// done, against DESIGN §4 (be crashes while fe2 is rolling: BE only after
+// FE2 is Ready). The world's oracle checks every release against that.
+func TestANodeReleasedAgainOnATargetWhoseRolloutNeverConvergedGoesOnAsARolloutUnderWay(t *testing.T) {
+	const v3 = "express-e689.160"
+	w, fe2 := rollingToV2(t)
+	require.False(t, w.snapshot().isReady(fe2), "fe2 is rolling")
+
+	w.setVersion(v3, "be", "fe1", "fe2")
+	w.setVersion(v2, "fe2") // back to the target it was released for
+	require.True(t, Gated(w.nodes[fe2]))
+	for i := 0; decisionOf(t, Plan(w.snapshot()), fe2).Gated; i++ {
+		require.Less(t, i, 200, "fe2 never released again:\n%s", w.dump())
+		w.step()
+	}
+	d := decisionOf(t, Plan(w.snapshot()), fe2)
+	assert.False(t, d.ReleasedConverged, "its rollout never converged: %s", d.Condition.Message)
+	w.sequence()
+	require.False(t, Gated(w.nodes[fe2]))
+	assert.True(t, w.snapshot().inFlight(fe2), "a rollout under way, not a recovery")
+
+	w.crash("be")
+	w.evict("fe2")
+	ok, why := PodsMayStart(w.snapshot(), fe2)
+	assert.True(t, ok, "fe2's rollout goes on: %s", why)
+	delete(w.stuck, fe2)
+	w.run(200) // the oracle fails the test if be goes before fe2 is Ready
+	assert.False(t, Gated(w.nodes[w.name("be")]))
+}
+
+// The same rollout, converging while the change holds fe2 gated: a pass
+// finds it Ready on the target it was released for and records that
+// release converged. Changed back and crashed before its release, fe2 is
+// then a recovery: its new pods wait for be, as DESIGN §4 orders a change
+// to all while be is crashed (BE, FE1, FE2).
+func TestARolloutThatConvergedWhileGatedAgainIsRecordedAndRecoversAfterItsPredecessors(t *testing.T) {
+	const v3 = "express-e689.160"
+	w, fe2 := rollingToV2(t)
+	w.setVersion(v3, "be", "fe1", "fe2")
+	w.annotate("fe2", v2alpha1.AnnotationPauseRollout, "true") // held gated while it converges
+	delete(w.stuck, fe2)
+	for i := 0; !w.snapshot().recordedConverged(fe2); i++ {
+		require.Less(t, i, 200, "fe2's v2 release never recorded converged:\n%s", w.dump())
+		require.True(t, Gated(w.nodes[fe2]))
+		w.step()
+	}
+
+	w.setVersion(v2, "fe2")
+	w.annotate("fe2", v2alpha1.AnnotationPauseRollout, "false")
+	w.crash("fe2")
+	d := decisionOf(t, Plan(w.snapshot()), fe2)
+	require.False(t, d.Gated, "released again on the target it runs: %s", d.Condition.Message)
+	assert.True(t, d.ReleasedConverged, "its rollout converged while gated: nothing to roll")
+	w.sequence()
+	recoversAfterBe(t, w, fe2)
+}
+
+// A node that crashed after its rollout converged, and was gated for a
+// change before it recovered, keeps in its rollout-history that the rollout
+// it was recovering had converged (its condition was a recovery's). Changed
+// back before its release, it is released a recovery, not Ready: its new
+// pods wait for be.
+func TestANodeCrashedBeforeAChangeRevertedBeforeItsReleaseIsStillARecovery(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(200)
+	fe2 := w.name("fe2")
+	w.crash("fe2")
+	w.sequence() // the pass that finds it crashed writes a recovery's condition
+	w.setVersion(v2, "be", "fe1", "fe2")
+	w.setVersion(v1, "fe2")
+	history := HistoryIn(w.nodes[fe2])
+	require.NotEmpty(t, history)
+	require.True(t, history[len(history)-1].Converged, "kept converged: %+v", history)
+	for i := 0; ; i++ {
+		require.Less(t, i, 200, "fe2 never released:\n%s", w.dump())
+		d := decisionOf(t, Plan(w.snapshot()), fe2)
+		if !d.Gated {
+			assert.True(t, d.ReleasedConverged, "nothing to roll: %s", d.Condition.Message)
+			break
+		}
+		w.step()
+	}
+	w.sequence()
+	require.True(t, Gated(w.nodes[w.name("be")]), "be waits for fe2 in the upgrade order")
+	recoversAfterBe(t, w, fe2)
+}
+
+// rollingToV2 is a settled three-node tenant changed whole to v2, stepped
+// until fe2, released, rolls to v2 and does not become Ready (it is stuck
+// until the test lets it go). It returns the world and fe2's name.
+func rollingToV2(t *testing.T) (*world, string) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(200)
+	fe2 := w.name("fe2")
+	w.stuck[fe2] = true
+	w.setVersion(v2, "be", "fe1", "fe2")
+	w.stepUntilReleased("fe2")
+	for i := 0; len(w.pods[fe2]) == 0 || w.pods[fe2][0].Hash != StampedTarget(w.nodes[fe2]); i++ {
+		require.Less(t, i, 200, "fe2 never rolled:\n%s", w.dump())
+		w.step()
+	}
+	return w, fe2
 }

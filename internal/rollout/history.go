@@ -29,6 +29,12 @@ type RolloutRecord struct {
 	// Replaced is when a new target (or bringing the node back up)
 	// replaced the rollout: set on the records of the rollout-history.
 	Replaced time.Time `json:"replaced,omitzero"`
+	// Converged, on a record of the rollout-history, is whether the node
+	// recorded the rollout converged when it was replaced — Ready on its
+	// target then, or recovering from a crash since. A node gated again
+	// and brought back to that target tells by it a recovery from a
+	// rollout the change overtook.
+	Converged bool `json:"converged,omitempty"`
 	// After are the prerequisites whose converged rollouts the release
 	// relied on; in a kept record, the first historyAfter of them, and
 	// AfterOmitted says how many more there were.
@@ -107,6 +113,7 @@ func keepInHistory(ann map[string]string, old v2alpha1.Node, now time.Time) {
 	}
 	r := recordOf(old)
 	r.Replaced = now.UTC()
+	r.Converged = convergedAsStored(old)
 	if len(r.After) > historyAfter {
 		r.After, r.AfterOmitted = r.After[:historyAfter], len(r.After)-historyAfter
 	}

@@ -43,7 +43,7 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 		}
 		return n
 	}
-	h1 := RolloutRecord{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now, After: []string{"acme-fe1"}}
+	h1 := RolloutRecord{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now, Converged: true, After: []string{"acme-fe1"}}
 	older := func(i int) RolloutRecord {
 		return RolloutRecord{Target: fmt.Sprintf("h0-%d", i), Gated: gated.Add(-time.Duration(10-i) * time.Hour)}
 	}
@@ -75,7 +75,7 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 				require.NoError(t, err)
 				n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter] = string(data)
 				return n
-			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now,
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now, Converged: true,
 				After: func() []string {
 					var names []string
 					for i := range 32 {
@@ -99,6 +99,26 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 				n.GetAnnotations()[v2alpha1.AnnotationReleasedGeneration] = "5"
 				return n
 			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, After: []string{"acme-fe1"}}}},
+		{name: "a rollout recovering from a crash since it was recorded Ready is kept converged, without a Ready time",
+			old: func() v2alpha1.Node {
+				n := stored("h1", nil)
+				n.NodeStatus().Conditions[0].Reason = v2alpha1.ReasonWaitingForPrerequisite
+				return n
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, Converged: true, After: []string{"acme-fe1"}}}},
+		{name: "a rollout still under way when replaced is kept not converged",
+			old: func() v2alpha1.Node {
+				n := stored("h1", nil)
+				n.NodeStatus().Conditions[0].Reason = v2alpha1.ReasonReleased
+				return n
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, After: []string{"acme-fe1"}}}},
+		{name: "a rollout its release recorded converged (nothing to roll) is kept converged",
+			old: func() v2alpha1.Node {
+				n := stored("h1", nil)
+				n.SetUID("uid-2")
+				n.NodeStatus().Conditions[0].Reason = v2alpha1.ReasonReleased
+				n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter] = `{"acme-fe1":"uid-1/3","acme-fe2":"uid-2/4"}`
+				return n
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, Converged: true, After: []string{"acme-fe1"}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := c.old.DeepCopyObject().(v2alpha1.Node)

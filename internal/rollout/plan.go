@@ -34,6 +34,16 @@ type Decision struct {
 	// Ready, and a crash in between would let its new pods go as a
 	// half-done rollout's, ahead of a predecessor that waits for it.
 	ReleasedConverged bool
+	// RecordConverged, for a node that stays gated, records that the
+	// rollout of its latest release converged (its own entry in
+	// released-after): it runs every pod Ready on the target it was
+	// released for, and nothing recorded so yet — a change came before its
+	// RolloutComplete, or before it converged. Should the change be
+	// reverted, the node released again on that target is a recovery
+	// (nothingToRoll) even if it crashed in between; without the record it
+	// would go on as a rollout under way, ahead of a predecessor that waits
+	// for it.
+	RecordConverged bool
 	// ReleasedSetRevision, for a release, records the node's StatefulSet
 	// and its current revision (released-set-revision), written in the
 	// same patch; empty when it has none.
@@ -72,7 +82,7 @@ type Event struct {
 
 // Changed reports whether applying the decision changes the node or its pods.
 func (d Decision) Changed(n v2alpha1.Node) bool {
-	if d.Gated != Gated(n) || len(d.PodsToRelease) > 0 || len(d.PodsWouldRelease) > 0 {
+	if d.Gated != Gated(n) || d.RecordConverged || len(d.PodsToRelease) > 0 || len(d.PodsWouldRelease) > 0 {
 		return true
 	}
 	if d.KeepCondition {
@@ -534,6 +544,7 @@ func (p *planner) decide(name string) Decision {
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonNodeDown, "%s is intentionally down (up: false) and takes no part in the order", name)
 	case Gated(n):
 		p.decideGated(name, &d)
+		d.RecordConverged = d.Gated && p.convergedUnrecorded(name)
 	case p.converged(name):
 		msg := "Ready on " + describeTarget(n)
 		if p.onFallback(name) {

@@ -55,10 +55,10 @@ func ScopeOf(s *Snapshot, decisions []Decision) []string {
 }
 
 // restsOnFreshState reports whether decision d releases its node or pods,
-// or records the node's rollout complete: what PlanOnFreshest reads fresh
-// for.
+// or records the node's rollout complete or converged: what PlanOnFreshest
+// reads fresh for.
 func restsOnFreshState(s *Snapshot, d Decision) bool {
-	return Releasing(s, d) || len(d.PodsToRelease) > 0 ||
+	return Releasing(s, d) || len(d.PodsToRelease) > 0 || d.RecordConverged ||
 		d.Condition.Reason == v2alpha1.ReasonRolloutComplete && d.Changed(s.Nodes[d.Node])
 }
 

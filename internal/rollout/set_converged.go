@@ -75,13 +75,17 @@ func recordsConvergence(sts appsv1.StatefulSet, n v2alpha1.Node) bool {
 }
 
 // setsConverged returns the nodes of s in flight (released, not Ready on
-// target, no record of the sequencer's own that they converged) whose pods
+// target, no record of the sequencer's own that they converged), or gated
+// again on the target they were released for, whose pods
 // all carry their target (those that exist) and whose StatefulSet records
 // that their released rollout converged (recordsConvergence).
 func setsConverged(s *Snapshot, sets []appsv1.StatefulSet) map[string]bool {
 	var out map[string]bool
 	for name, n := range s.Nodes {
-		if !s.inFlight(name) || !s.onTarget(name) {
+		// A node gated again on the target it was released for (a change
+		// reverted before its release) is read as one in flight would be.
+		again := Live(n) && Gated(n) && StampedTarget(n) != "" && !newTarget(n) && !s.runsAnotherTarget(name)
+		if !again && (!s.inFlight(name) || !s.onTarget(name)) {
 			continue
 		}
 		if sts, ok := setOf(sets, name); ok && recordsConvergence(sts, n) {

@@ -157,8 +157,9 @@ type Snapshot struct {
 	// for the fresh snapshots every release is planned on; nil in a
 	// snapshot of the cache, which then takes the pods as they are.
 	MissingPods map[string]int
-	// SetsConverged are the nodes in flight whose StatefulSet records that
-	// their released rollout converged (DESIGN §2): every replica updated
+	// SetsConverged are the nodes in flight, or gated again on the target
+	// they were released for, whose StatefulSet records that their
+	// released rollout converged (DESIGN §2): every replica updated
 	// and Ready at once, whatever happened to the pods since.
 	// SetRevisions are, by node name, what a release records of the node's
 	// StatefulSet (released-set-revision). Both are read for the fresh
@@ -264,7 +265,7 @@ func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Ti
 	}
 	s.MissingPods = missingPods(own, sets, s.Nodes)
 	s.SetRevisions = setRevisions(sets, s.Nodes)
+	s.SetTemplates = setTemplates(sets, s.Nodes) // before setsConverged, which reads them
 	s.SetsConverged = setsConverged(s, sets)
-	s.SetTemplates = setTemplates(sets, s.Nodes)
 	return s
 }

@@ -203,6 +203,73 @@ func (s *Snapshot) recordedConverged(name string) bool {
 	return false
 }
 
+// releaseConverged reports whether the rollout of node name's latest
+// release is known to have converged, Ready or not now: a release
+// recorded it (released-after, the node's own or a dependent's), its
+// condition says so at or after the release, its StatefulSet records it
+// (SetsConverged), or the record of that release the webhook kept in the
+// rollout-history as a change replaced it says it was recorded Ready. A
+// node gated again for a change, then changed back to the target it was
+// released for, is not Ready for many reasons: a crash after its rollout
+// converged (a recovery), or a rollout still under way when the change
+// came (not one). Only such a record tells them apart.
+func (s *Snapshot) releaseConverged(name string) bool {
+	n := s.Nodes[name]
+	if convergenceKey(n) == "" {
+		return false
+	}
+	if s.recordedConverged(name) || s.SetsConverged[name] {
+		return true
+	}
+	// Of the reasons that prove it, these two are never written for a
+	// gated node: one not overwritten since the gate came back.
+	if c := PrerequisitesCondition(n); c != nil && (c.Reason == v2alpha1.ReasonRolloutComplete || c.Reason == v2alpha1.ReasonRecovering) &&
+		c.ObservedGeneration >= releasedGeneration(n) {
+		return true
+	}
+	history := HistoryIn(n)
+	if len(history) == 0 {
+		return false
+	}
+	// The last record is of the latest release only if it was released
+	// then: a record of an earlier release of the same target says
+	// nothing of this one.
+	last := history[len(history)-1]
+	return last.Target == ReleasedTarget(n) && (last.Converged || !last.Ready.IsZero()) && last.Released.Equal(stamp(n, v2alpha1.AnnotationReleasedAt))
+}
+
+// convergedAsStored reports whether released node n's own object records
+// that the rollout of its latest release converged: its condition,
+// observed at or after the release, has a reason written only once it did
+// (inFlight), or its release recorded it (its own entry in
+// released-after). What the rollout-history keeps of a rollout a change
+// replaces.
+func convergedAsStored(n v2alpha1.Node) bool {
+	if c := PrerequisitesCondition(n); c != nil && slices.Contains(convergedReasons, c.Reason) && c.ObservedGeneration >= releasedGeneration(n) {
+		return true
+	}
+	k := convergenceKey(n)
+	return k != "" && strings.Contains(n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter], strconv.Quote(n.GetName())+":"+strconv.Quote(k))
+}
+
+// convergedUnrecorded reports whether gated node name runs every pod
+// Ready on the target of its latest release, as many as its StatefulSets
+// want, and nothing the cache shows records that release's rollout
+// converged (Decision.RecordConverged). Its StatefulSet's record is left
+// out: the cache has none, and a record written once stops the fresh reads
+// the decision asks for.
+func (s *Snapshot) convergedUnrecorded(name string) bool {
+	n := s.Nodes[name]
+	target := ReleasedTarget(n)
+	if target == "" || convergenceKey(n) == "" || !s.isReady(name) ||
+		slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash != target }) {
+		return false
+	}
+	withoutSets := *s
+	withoutSets.SetsConverged = nil
+	return !withoutSets.releaseConverged(name)
+}
+
 // inFlight reports whether the node is in a released rollout that has not
 // converged yet: ungated, released for its current target, not Ready on it,
 // and neither a condition since the release, a dependent's release

@@ -50,15 +50,18 @@ func (s *Snapshot) runsAnotherTarget(name string) bool {
 // nothingToRoll reports whether releasing node name leaves its operator
 // nothing to roll: no pod and no StatefulSet template of it made for
 // another target, and either it runs Ready on its target already, or its
-// target is the one released before and its StatefulSet's template says
-// so (a change reverted before its release, a node brought back up on the
-// target it had) — DESIGN §4's Recovery, Ready or not when released.
+// target is the one released before, its StatefulSet's template says so,
+// and that release's rollout is known to have converged (releaseConverged:
+// a change reverted before its release, a node brought back up on the
+// target it had) — DESIGN §4's Recovery, Ready or not when released. A
+// rollout the change overtook before it converged is not done: released
+// again, it goes on as a rollout under way.
 func (s *Snapshot) nothingToRoll(name string) bool {
 	if s.runsAnotherTarget(name) {
 		return false
 	}
 	n := s.Nodes[name]
-	return s.isReady(name) || ReleasedTarget(n) == StampedTarget(n) && len(s.SetTemplates[name]) > 0
+	return s.isReady(name) || ReleasedTarget(n) == StampedTarget(n) && len(s.SetTemplates[name]) > 0 && s.releaseConverged(name)
 }
 
 // setTemplates returns, by node name, the pod templates of the StatefulSets

@@ -575,8 +575,8 @@ func (w *world) snapshot() *Snapshot {
 		s.Pods = CurrentPods(all, w.nodes, sets)
 	}
 	s.SetRevisions = setRevisions(sets, w.nodes)
-	s.SetsConverged = setsConverged(s, sets)
 	s.SetTemplates = setTemplates(sets, w.nodes)
+	s.SetsConverged = setsConverged(s, sets)
 	return s
 }
 
@@ -744,12 +744,13 @@ func (w *world) seeConvergence() {
 	w.seenThisPass = map[string]string{}
 	for name, n := range w.nodes {
 		// A gated node is found Ready on the target the pass would release
-		// it for: released, its rollout has converged already.
+		// it for (released, its rollout has converged already), or on the
+		// target it was released for (that release's rollout converged).
 		target := ReleasedTarget(n)
-		if Gated(n) {
+		if Gated(n) && len(w.pods[name]) > 0 && w.pods[name][0].Hash == StampedTarget(n) {
 			target = StampedTarget(n)
 		}
-		if target == "" || target != StampedTarget(n) || len(w.pods[name]) == 0 || w.missing[name] > 0 || w.scaling[name] > 0 {
+		if target == "" || !Gated(n) && target != StampedTarget(n) || len(w.pods[name]) == 0 || w.missing[name] > 0 || w.scaling[name] > 0 {
 			continue
 		}
 		if !slices.ContainsFunc(w.pods[name], func(p Pod) bool {
@@ -802,10 +803,14 @@ func (w *world) apply(decisions []Decision) {
 			n.SetGeneration(n.GetGeneration() + 1)
 			if d.RecordRelease {
 				// Released again on the target it was released for before,
-				// its StatefulSet and every pod made for it: nothing to roll,
-				// a recovery (DESIGN §4), as the world knows it.
-				again := ReleasedTarget(n) == StampedTarget(n) && w.lastHash[d.Node] == StampedTarget(n) &&
-					!slices.ContainsFunc(w.pods[d.Node], func(p Pod) bool { return p.Hash != StampedTarget(n) })
+				// its StatefulSet and every pod made for it, that release's
+				// rollout converged where anything could know it: nothing to
+				// roll, a recovery (DESIGN §4), as the world knows it. One
+				// the change overtook before it converged goes on.
+				target := StampedTarget(n)
+				again := ReleasedTarget(n) == target && w.lastHash[d.Node] == target &&
+					!slices.ContainsFunc(w.pods[d.Node], func(p Pod) bool { return p.Hash != target }) &&
+					(w.seenConverged[d.Node] == target || w.convergedSince[d.Node] == target)
 				setAnnotation(n, v2alpha1.AnnotationReleasedTarget, StampedTarget(n))
 				setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, strconv.FormatInt(n.GetGeneration(), 10))
 				setAnnotation(n, v2alpha1.AnnotationReleasedAt, w.now.UTC().Format(time.RFC3339Nano))
@@ -837,6 +842,22 @@ func (w *world) apply(decisions []Decision) {
 				}
 				w.released++
 			}
+		}
+		if d.RecordConverged {
+			// As the reconciler writes it: the node's own entry joins
+			// released-after.
+			var after map[string]string
+			_ = json.Unmarshal([]byte(n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter]), &after)
+			if after == nil {
+				after = map[string]string{}
+			}
+			after[d.Node] = convergenceKey(n)
+			data, err := json.Marshal(after)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			setAnnotation(n, v2alpha1.AnnotationReleasedAfter, string(data))
+			w.logf("%s recorded converged on its released target", w.key(d.Node))
 		}
 		for i, p := range w.pods[d.Node] {
 			if slices.Contains(d.PodsToRelease, p.Name) {

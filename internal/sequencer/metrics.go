@@ -99,14 +99,19 @@ var (
 		Help: "New Express pods the pod webhook answered with --pod-reads-by-name, by the read the answer was made on: decision (the nodes the pods' start rests on and their workload, read by name) or tenant (the whole tenant read, as without the flag), and by what the read by name found (none: the pod may start; held: it may not — gated on it in an enforcing namespace, answered on the whole tenant in audit, where the mode could not be read or for a pod bound to a machine; or why it could not answer — moved: read again, what the pod's start rests on had changed; naming: a node's StatefulSet is not named after it or does not own its pods; wider: its start rests on more nodes than are read by name; cache: the node is not in the cache, or not as the cache has it on the API server (gone, or in another tenant); error: the read by name failed).",
 	}, []string{"read", "fallback"})
 
+	convergenceRecords = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "express_sequencer_convergence_records_total",
+		Help: "Gated nodes recorded converged on the target of their latest release, a change having come before their RolloutComplete.",
+	})
+
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_reconcile_errors_total",
-		Help: "Tenant reconciles that failed, by step (gather, gate, pod, status).",
+		Help: "Tenant reconciles that failed, by step (gather, gate, record, pod, status).",
 	}, []string{"step"})
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, podAdmissionReads, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, podAdmissionReads, convergenceRecords, reconcileErrors}
 
 // ObserveAdmissionStep records that step of webhook took d, for
 // express_sequencer_admission_step_seconds.

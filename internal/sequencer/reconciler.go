@@ -583,6 +583,15 @@ func (r *Reconciler) apply(ctx context.Context, snap *rollout.Snapshot, d rollou
 			r.event(n, d, before)
 		}
 	}
+	if d.RecordConverged {
+		recorded, err := r.recordConverged(ctx, n)
+		if err != nil {
+			reconcileErrors.WithLabelValues("record").Inc()
+			return err
+		}
+		n = recorded
+		r.own.remember(snap.Tenant, n)
+	}
 	if err := r.releasePods(ctx, snap, d, owner); err != nil {
 		reconcileErrors.WithLabelValues("pod").Inc()
 		return err

@@ -137,18 +137,7 @@ func TestAPodRecreatedInAReleasedRolloutIsNotGated(t *testing.T) {
 // and a rollout under way is held at its new pods by a predecessor that does
 // not itself wait for it.
 func TestARolloutFinishedWhileNoSequencerRanRecoversAfterItsPredecessors(t *testing.T) {
-	stop := startSequencer(t)
-	ns, mark := settledTenant(t, 5)
-	stick(ns, "fe3")
-	setVersion(t, ns, v2, keys(5)...)
-	require.True(t, waitFor(30*time.Second, func() bool { return startedSince(ns, mark) == "fe1 fe2 be fe3" }), startedSince(ns, mark))
-	stop()
-	unstick(t, ns, "fe3")
-	require.True(t, waitFor(10*time.Second, func() bool {
-		var now corev1.PodList
-		_ = harness.Client.List(context.Background(), &now, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-fe3"})
-		return len(now.Items) > 0 && !slices.ContainsFunc(now.Items, func(p corev1.Pod) bool { return !podReady(p) })
-	}), "fe3 becomes Ready on its new target")
+	ns := convergedWhileNoSequencerRuns(t, 5, "fe3", "fe1 fe2 be fe3")
 	fe3 := node(ns, "fe3")
 	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe3), fe3))
 	require.Equal(t, v2alpha1.ReasonReleased, condition(fe3).Reason, "nothing recorded the rollout complete")
@@ -160,6 +149,28 @@ func TestARolloutFinishedWhileNoSequencerRanRecoversAfterItsPredecessors(t *test
 	assert.Regexp(t, `^be fe1 fe2 fe3 fe4( fe4)?$`, startedSince(ns, recovery),
 		"fe4's old pods may start once fe3 is Ready, before fe4 rolls")
 	assertEachStartedAfterThePreviousWasReady(t, ns, recovery)
+}
+
+// convergedWhileNoSequencerRuns settles a tenant of size nodes, changes it
+// whole to v2 with node k stuck, waits until the pods of the nodes in
+// started (k last) have started, stops the sequencer and lets k's pods
+// become Ready: k's rollout converges with nothing recording it. It
+// returns the namespace.
+func convergedWhileNoSequencerRuns(t *testing.T, size int, k, started string) string {
+	t.Helper()
+	stop := startSequencer(t)
+	ns, mark := settledTenant(t, size)
+	stick(ns, k)
+	setVersion(t, ns, v2, keys(size)...)
+	require.True(t, waitFor(30*time.Second, func() bool { return startedSince(ns, mark) == started }), startedSince(ns, mark))
+	stop()
+	unstick(t, ns, k)
+	require.True(t, waitFor(10*time.Second, func() bool {
+		var now corev1.PodList
+		_ = harness.Client.List(context.Background(), &now, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-" + k})
+		return len(now.Items) > 0 && !slices.ContainsFunc(now.Items, func(p corev1.Pod) bool { return !podReady(p) })
+	}), "%s becomes Ready on its new target", k)
+	return ns
 }
 
 func podReady(p corev1.Pod) bool {
