@@ -215,9 +215,6 @@ func (s *Snapshot) recordedConverged(name string) bool {
 // came (not one). Only such a record tells them apart.
 func (s *Snapshot) releaseConverged(name string) bool {
 	n := s.Nodes[name]
-	if convergenceKey(n) == "" {
-		return false
-	}
 	if s.recordedConverged(name) || s.SetsConverged[name] {
 		return true
 	}
