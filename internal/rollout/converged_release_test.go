@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -184,7 +185,7 @@ func TestANodeCrashedBeforeAChangeRevertedBeforeItsReleaseIsStillARecovery(t *te
 	w.setVersion(v1, "fe2")
 	history := HistoryIn(w.nodes[fe2])
 	require.NotEmpty(t, history)
-	require.True(t, history[len(history)-1].Converged, "kept converged: %+v", history)
+	require.True(t, ptr.Deref(history[len(history)-1].Converged, false), "kept converged: %+v", history)
 	for i := 0; ; i++ {
 		require.Less(t, i, 200, "fe2 never released:\n%s", w.dump())
 		d := decisionOf(t, Plan(w.snapshot()), fe2)
@@ -215,4 +216,31 @@ func rollingToV2(t *testing.T) (*world, string) {
 		w.step()
 	}
 	return w, fe2
+}
+
+// A node brought back up on the target it had is a recovery (DESIGN §4),
+// whatever its rollout-history says of the rollout it had: every pod of it
+// is made again. Released so before its operator makes them, its pods wait
+// for be when be crashes and is changed alone (its upgrade waiting for
+// fe2): BE, then FE2.
+func TestANodeBroughtBackUpOnTheTargetItHadIsARecovery(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(200)
+	fe2 := w.name("fe2")
+	w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) })
+	ticks(3)(w)
+	w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = nil })
+	require.True(t, Gated(w.nodes[fe2]))
+	for i := 0; Gated(w.nodes[fe2]); i++ {
+		require.Less(t, i, 20, "fe2 never released:\n%s", w.dump())
+		d := decisionOf(t, Plan(w.snapshot()), fe2)
+		if !d.Gated {
+			assert.True(t, d.ReleasedConverged, "brought back up on the target it had: a recovery (%s)", d.Condition.Message)
+		}
+		w.sequence() // the operator does not act yet
+	}
+	w.crash("be")
+	w.setVersion(v2, "be")
+	w.run(200) // the oracle fails the test if fe2's pods start before be is Ready
 }

@@ -33,8 +33,12 @@ type RolloutRecord struct {
 	// recorded the rollout converged when it was replaced — Ready on its
 	// target then, or recovering from a crash since. A node gated again
 	// and brought back to that target tells by it a recovery from a
-	// rollout the change overtook.
-	Converged bool `json:"converged,omitempty"`
+	// rollout the change overtook. Nil on a record kept by a webhook of an
+	// earlier version: unknown.
+	Converged *bool `json:"converged,omitempty"`
+	// Down, on a record of the rollout-history, is whether the rollout was
+	// replaced by bringing the node back up (up: false → true).
+	Down bool `json:"down,omitempty"`
 	// After are the prerequisites whose converged rollouts the release
 	// relied on; in a kept record, the first historyAfter of them, and
 	// AfterOmitted says how many more there were.
@@ -113,7 +117,8 @@ func keepInHistory(ann map[string]string, old v2alpha1.Node, now time.Time) {
 	}
 	r := recordOf(old)
 	r.Replaced = now.UTC()
-	r.Converged = convergedAsStored(old)
+	converged := convergedAsStored(old)
+	r.Converged, r.Down = &converged, !old.NodeSpec().IsUp()
 	if len(r.After) > historyAfter {
 		r.After, r.AfterOmitted = r.After[:historyAfter], len(r.After)-historyAfter
 	}

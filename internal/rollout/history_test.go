@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -43,7 +44,7 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 		}
 		return n
 	}
-	h1 := RolloutRecord{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now, Converged: true, After: []string{"acme-fe1"}}
+	h1 := RolloutRecord{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now, Converged: ptr.To(true), After: []string{"acme-fe1"}}
 	older := func(i int) RolloutRecord {
 		return RolloutRecord{Target: fmt.Sprintf("h0-%d", i), Gated: gated.Add(-time.Duration(10-i) * time.Hour)}
 	}
@@ -75,7 +76,7 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 				require.NoError(t, err)
 				n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter] = string(data)
 				return n
-			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now, Converged: true,
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Ready: ready, Replaced: now, Converged: ptr.To(true),
 				After: func() []string {
 					var names []string
 					for i := range 32 {
@@ -98,19 +99,19 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 				n := stored("h1", nil)
 				n.GetAnnotations()[v2alpha1.AnnotationReleasedGeneration] = "5"
 				return n
-			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, After: []string{"acme-fe1"}}}},
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, Converged: ptr.To(false), After: []string{"acme-fe1"}}}},
 		{name: "a rollout recovering from a crash since it was recorded Ready is kept converged, without a Ready time",
 			old: func() v2alpha1.Node {
 				n := stored("h1", nil)
 				n.NodeStatus().Conditions[0].Reason = v2alpha1.ReasonWaitingForPrerequisite
 				return n
-			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, Converged: true, After: []string{"acme-fe1"}}}},
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, Converged: ptr.To(true), After: []string{"acme-fe1"}}}},
 		{name: "a rollout still under way when replaced is kept not converged",
 			old: func() v2alpha1.Node {
 				n := stored("h1", nil)
 				n.NodeStatus().Conditions[0].Reason = v2alpha1.ReasonReleased
 				return n
-			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, After: []string{"acme-fe1"}}}},
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, Converged: ptr.To(false), After: []string{"acme-fe1"}}}},
 		{name: "a rollout its release recorded converged (nothing to roll) is kept converged",
 			old: func() v2alpha1.Node {
 				n := stored("h1", nil)
@@ -118,7 +119,15 @@ func TestRolloutHistoryKeptByAdmission(t *testing.T) {
 				n.NodeStatus().Conditions[0].Reason = v2alpha1.ReasonReleased
 				n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter] = `{"acme-fe1":"uid-1/3","acme-fe2":"uid-2/4"}`
 				return n
-			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, Converged: true, After: []string{"acme-fe1"}}}},
+			}(), hash: "h2", want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, Converged: ptr.To(true), After: []string{"acme-fe1"}}}},
+		{name: "a rollout replaced by bringing the node back up is kept down",
+			old: func() v2alpha1.Node {
+				n := stored("h1", nil)
+				n.NodeSpec().Up = ptr.To(false)
+				n.NodeStatus().Conditions[0].Reason = v2alpha1.ReasonNodeDown
+				return n
+			}(), hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = nil },
+			want: []RolloutRecord{{Target: "h1", RolloutID: "r1", Gated: gated, Released: released, Replaced: now, Converged: ptr.To(false), Down: true, After: []string{"acme-fe1"}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := c.old.DeepCopyObject().(v2alpha1.Node)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -41,9 +42,10 @@ func TestWhatTellsThatTheRolloutOfAGatedNodesLatestReleaseConverged(t *testing.T
 			n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Reason: reason, ObservedGeneration: generation}}
 		}
 	}
-	converged, unconverged, earlier := ofRelease, ofRelease, ofRelease
-	converged.Converged = true
-	earlier.Converged, earlier.Released = true, releasedAt.Add(-time.Hour)
+	converged, unconverged, earlier, down, unknown := ofRelease, ofRelease, ofRelease, ofRelease, ofRelease
+	converged.Converged, unconverged.Converged, down.Converged = ptr.To(true), ptr.To(false), ptr.To(false)
+	earlier.Converged, earlier.Released = ptr.To(true), releasedAt.Add(-time.Hour)
+	down.Down = true
 	gen := releasedGeneration(base)
 	for _, c := range []struct {
 		name string
@@ -54,6 +56,8 @@ func TestWhatTellsThatTheRolloutOfAGatedNodesLatestReleaseConverged(t *testing.T
 		{"a history record of that release kept with a Ready time tells it", []func(v2alpha1.Node){withHistory(func() RolloutRecord { r := unconverged; r.Ready = releasedAt.Add(time.Minute); return r }()), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
 		{"a history record of that release kept unconverged does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false},
 		{"a history record of an earlier release of the same target does not", []func(v2alpha1.Node){withHistory(earlier), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false},
+		{"a history record of that release kept as the node came back up, unconverged, tells a recovery", []func(v2alpha1.Node){withHistory(down), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
+		{"a history record of that release kept by an earlier version, which says nothing of convergence, is taken as that version took it", []func(v2alpha1.Node){withHistory(unknown), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
 		{"a RolloutComplete condition for that release not overwritten yet tells it", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonRolloutComplete, gen)}, true},
 		{"a RolloutComplete condition of an earlier release does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonRolloutComplete, gen-1)}, false},
 		{"a wait the sequencer writes for the gated node does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen)}, false},
@@ -64,7 +68,7 @@ func TestWhatTellsThatTheRolloutOfAGatedNodesLatestReleaseConverged(t *testing.T
 			delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedGeneration)
 			delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedAt)
 			delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedAfter)
-		}, withHistory(RolloutRecord{Target: ReleasedTarget(base), Converged: true}), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
+		}, withHistory(RolloutRecord{Target: ReleasedTarget(base), Converged: ptr.To(true)}), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := base.DeepCopyObject().(v2alpha1.Node)

@@ -33,6 +33,9 @@ func ScopeOf(s *Snapshot, decisions []Decision) []string {
 			continue
 		}
 		add(d.Node)
+		if d.Gated && len(d.PodsToRelease) == 0 && d.Condition.Reason != v2alpha1.ReasonRolloutComplete {
+			continue // a record of the node's own convergence rests on its workload alone
+		}
 		for _, r := range s.requirements(d.Node, true) {
 			add(r.node)
 			for _, v := range r.via {

@@ -204,15 +204,19 @@ func (s *Snapshot) recordedConverged(name string) bool {
 }
 
 // releaseConverged reports whether the rollout of node name's latest
-// release is known to have converged, Ready or not now: a release
-// recorded it (released-after, the node's own or a dependent's), its
-// condition says so at or after the release, its StatefulSet records it
-// (SetsConverged), or the record of that release the webhook kept in the
-// rollout-history as a change replaced it says it was recorded Ready. A
-// node gated again for a change, then changed back to the target it was
-// released for, is not Ready for many reasons: a crash after its rollout
-// converged (a recovery), or a rollout still under way when the change
-// came (not one). Only such a record tells them apart.
+// release is known to have converged, Ready or not now, or the node came
+// back up since: a release recorded it (released-after, the node's own or
+// a dependent's), its condition says so at or after the release, its
+// StatefulSet records it (SetsConverged), or the record of that release
+// the webhook kept in the rollout-history as the node was gated again says
+// it converged — or that the node was down then, brought back up with the
+// target it had (DESIGN §4's Recovery: every pod of it new). A node gated
+// again for a change, then changed back to the target it was released
+// for, is not Ready for many reasons: a crash after its rollout converged
+// (a recovery), or a rollout still under way when the change came (not
+// one). Only such a record tells them apart. A record kept by a webhook of
+// an earlier version says nothing of convergence: the node is taken for a
+// recovery, as that version did.
 func (s *Snapshot) releaseConverged(name string) bool {
 	n := s.Nodes[name]
 	if s.recordedConverged(name) || s.SetsConverged[name] {
@@ -232,7 +236,10 @@ func (s *Snapshot) releaseConverged(name string) bool {
 	// then: a record of an earlier release of the same target says
 	// nothing of this one.
 	last := history[len(history)-1]
-	return last.Target == ReleasedTarget(n) && (last.Converged || !last.Ready.IsZero()) && last.Released.Equal(stamp(n, v2alpha1.AnnotationReleasedAt))
+	if last.Target != ReleasedTarget(n) || !last.Released.Equal(stamp(n, v2alpha1.AnnotationReleasedAt)) {
+		return false
+	}
+	return last.Converged == nil || *last.Converged || !last.Ready.IsZero() || last.Down
 }
 
 // convergedAsStored reports whether released node n's own object records

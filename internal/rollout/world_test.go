@@ -804,13 +804,15 @@ func (w *world) apply(decisions []Decision) {
 			if d.RecordRelease {
 				// Released again on the target it was released for before,
 				// its StatefulSet and every pod made for it, that release's
-				// rollout converged where anything could know it: nothing to
-				// roll, a recovery (DESIGN §4), as the world knows it. One
-				// the change overtook before it converged goes on.
+				// rollout converged where anything could know it, or the
+				// node brought back up on it (taken down since, its pods all
+				// to be made again): nothing to roll, a recovery (DESIGN §4),
+				// as the world knows it. One the change overtook before it
+				// converged goes on.
 				target := StampedTarget(n)
 				again := ReleasedTarget(n) == target && w.lastHash[d.Node] == target &&
 					!slices.ContainsFunc(w.pods[d.Node], func(p Pod) bool { return p.Hash != target }) &&
-					(w.seenConverged[d.Node] == target || w.convergedSince[d.Node] == target)
+					(w.seenConverged[d.Node] == target || w.convergedSince[d.Node] == target || w.scaledDown[d.Node])
 				setAnnotation(n, v2alpha1.AnnotationReleasedTarget, StampedTarget(n))
 				setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, strconv.FormatInt(n.GetGeneration(), 10))
 				setAnnotation(n, v2alpha1.AnnotationReleasedAt, w.now.UTC().Format(time.RFC3339Nano))
