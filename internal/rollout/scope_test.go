@@ -202,3 +202,31 @@ func TestARolloutCompleteSaysWhenTheNodesStatefulSetIsNamedOtherwise(t *testing.
 	assert.Contains(t, fe1.Condition.Message, "its pods' StatefulSet t-fe1-set is not named after it, as the operator contract asks: it cannot be read by name")
 	assert.NotContains(t, decisionOf(t, decisions, "t-fe2").Condition.Message, "not named after it", "fe2's StatefulSet is its own")
 }
+
+// A record of a gated node's own convergence (RecordConverged) rests on
+// its workload alone: not on its prerequisites, nor on the Backend.
+func TestARecordOfAGatedNodesOwnConvergenceRestsOnItAlone(t *testing.T) {
+	w, fe2 := rollingToV2(t)
+	w.setVersion("express-e689.160", "fe2")
+	w.annotate("fe2", v2alpha1.AnnotationPauseRollout, "true")
+	delete(w.stuck, fe2)
+	for i := 0; ; i++ {
+		require.Less(t, i, 50, "no plan records fe2 converged:\n%s", w.dump())
+		w.operate()
+		s := w.snapshot()
+		decisions := Plan(s)
+		d := decisionOf(t, decisions, fe2)
+		if !d.RecordConverged {
+			continue
+		}
+		var only []Decision
+		for _, d := range decisions {
+			if restsOnFreshState(s, d) {
+				only = append(only, d)
+			}
+		}
+		require.Len(t, only, 1, "the plan rests on fresh state for fe2's record alone")
+		assert.Equal(t, []string{fe2}, ScopeOf(s, decisions))
+		return
+	}
+}
