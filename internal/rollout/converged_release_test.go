@@ -244,3 +244,74 @@ func TestANodeBroughtBackUpOnTheTargetItHadIsARecovery(t *testing.T) {
 	w.setVersion(v2, "be")
 	w.run(200) // the oracle fails the test if fe2's pods start before be is Ready
 }
+
+// The same rollout, converging under the gate of a change with no pass of
+// the sequencer to see it, then crashed and changed back: its StatefulSet
+// records the convergence (its currentRevision moved on since the release),
+// and fe2 is a recovery — its new pods wait for be (DESIGN §4: change to
+// all while be is crashed: BE, FE1, FE2).
+func TestARolloutThatConvergedUnseenUnderTheGateOfAChangeIsKnownByItsStatefulSet(t *testing.T) {
+	w, fe2 := rollingToV2(t)
+	w.setVersion("express-e689.160", "fe2")
+	delete(w.stuck, fe2)
+	for i := 0; !w.snapshot().isReady(fe2); i++ {
+		require.Less(t, i, 20, "fe2 never Ready on v2:\n%s", w.dump())
+		w.operate() // no pass of the sequencer
+	}
+	w.crash("fe2")
+	w.setVersion(v2, "fe2")
+	require.True(t, w.snapshot().SetsConverged[fe2], "its StatefulSet records the v2 rollout converged")
+	d := decisionOf(t, Plan(w.snapshot()), fe2)
+	require.False(t, d.Gated, "released again on the target it was released for: %s", d.Condition.Message)
+	assert.True(t, d.ReleasedConverged, "nothing to roll: %s", d.Condition.Message)
+	w.sequence()
+	recoversAfterBe(t, w, fe2)
+}
+
+// A node whose operator never took it down — up: false and back before it
+// looked — still runs the rollout it ran: brought back up mid-rollout, it
+// goes on as a rollout under way, and be, crashed and waiting for it in
+// the upgrade order, goes only after it is Ready (DESIGN §4).
+func TestANodeToggledDownAndUpBeforeItsOperatorLookedGoesOnAsARolloutUnderWay(t *testing.T) {
+	w, fe2 := rollingToV2(t)
+	w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) })
+	w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = nil })
+	d := decisionOf(t, Plan(w.snapshot()), fe2)
+	require.False(t, d.Gated, "%s", d.Condition.Message)
+	assert.False(t, d.ReleasedConverged, "its rollout runs on: %s", d.Condition.Message)
+	w.sequence()
+	w.crash("be")
+	w.evict("fe2")
+	delete(w.stuck, fe2)
+	w.run(200) // the oracle fails the test if be goes before fe2 is Ready
+}
+
+// A gated node Ready on the target of its latest release whose
+// StatefulSet's template was made for another target has a rollout of it
+// under way: nothing is recorded converged (RecordConverged).
+func TestAGatedNodeWhoseStatefulSetMakesPodsForAnotherTargetIsNotRecordedConverged(t *testing.T) {
+	s, _, fe2 := recordingConverged(t)
+	s.SetTemplates = map[string][]Template{fe2: {{Hash: "made-for-another"}}}
+	assert.False(t, decisionOf(t, Plan(s), fe2).RecordConverged)
+}
+
+// recordingConverged is fe2 of rollingToV2 changed alone and held paused
+// as its v2 rollout converges under the gate, the operator stepped until a
+// plan records that rollout converged (RecordConverged). It returns that
+// snapshot, its plan and fe2's name.
+func recordingConverged(t *testing.T) (*Snapshot, []Decision, string) {
+	w, fe2 := rollingToV2(t)
+	w.setVersion("express-e689.160", "fe2")
+	w.annotate("fe2", v2alpha1.AnnotationPauseRollout, "true")
+	delete(w.stuck, fe2)
+	for range 50 {
+		w.operate()
+		s := w.snapshot()
+		decisions := Plan(s)
+		if decisionOf(t, decisions, fe2).RecordConverged {
+			return s, decisions, fe2
+		}
+	}
+	t.Fatalf("no plan records fe2 converged:\n%s", w.dump())
+	return nil, nil, ""
+}

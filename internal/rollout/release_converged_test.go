@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 	"time"
 
@@ -42,6 +43,9 @@ func TestWhatTellsThatTheRolloutOfAGatedNodesLatestReleaseConverged(t *testing.T
 			n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Reason: reason, ObservedGeneration: generation}}
 		}
 	}
+	// noPods marks a case read with no pod of fe2 (its operator took it
+	// down): the snapshot is built without them.
+	noPods := func(n v2alpha1.Node) { n.GetAnnotations()["test/no-pods"] = "true" }
 	converged, unconverged, earlier, down, unknown := ofRelease, ofRelease, ofRelease, ofRelease, ofRelease
 	converged.Converged, unconverged.Converged, down.Converged = ptr.To(true), ptr.To(false), ptr.To(false)
 	earlier.Converged, earlier.Released = ptr.To(true), releasedAt.Add(-time.Hour)
@@ -56,7 +60,8 @@ func TestWhatTellsThatTheRolloutOfAGatedNodesLatestReleaseConverged(t *testing.T
 		{"a history record of that release kept with a Ready time tells it", []func(v2alpha1.Node){withHistory(func() RolloutRecord { r := unconverged; r.Ready = releasedAt.Add(time.Minute); return r }()), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
 		{"a history record of that release kept unconverged does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false},
 		{"a history record of an earlier release of the same target does not", []func(v2alpha1.Node){withHistory(earlier), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false},
-		{"a history record of that release kept as the node came back up, unconverged, tells a recovery", []func(v2alpha1.Node){withHistory(down), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
+		{"a history record of that release kept as the node came back up, unconverged, tells a recovery once its pods are gone", []func(v2alpha1.Node){withHistory(down), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1), noPods}, true},
+		{"a history record of that release kept as the node came back up does not while the pods it ran are still there", []func(v2alpha1.Node){withHistory(down), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false},
 		{"a history record of that release kept by an earlier version, which says nothing of convergence, is taken as that version took it", []func(v2alpha1.Node){withHistory(unknown), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
 		{"a RolloutComplete condition for that release not overwritten yet tells it", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonRolloutComplete, gen)}, true},
 		{"a RolloutComplete condition of an earlier release does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonRolloutComplete, gen-1)}, false},
@@ -82,6 +87,10 @@ func TestWhatTellsThatTheRolloutOfAGatedNodesLatestReleaseConverged(t *testing.T
 			}
 			s.Nodes[fe2] = n
 			s.SetsConverged = nil
+			if n.GetAnnotations()["test/no-pods"] == "true" {
+				s.Pods = maps.Clone(s.Pods)
+				delete(s.Pods, fe2)
+			}
 			assert.Equal(t, c.want, s.releaseConverged(fe2))
 		})
 	}

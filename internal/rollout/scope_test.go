@@ -206,27 +206,13 @@ func TestARolloutCompleteSaysWhenTheNodesStatefulSetIsNamedOtherwise(t *testing.
 // A record of a gated node's own convergence (RecordConverged) rests on
 // its workload alone: not on its prerequisites, nor on the Backend.
 func TestARecordOfAGatedNodesOwnConvergenceRestsOnItAlone(t *testing.T) {
-	w, fe2 := rollingToV2(t)
-	w.setVersion("express-e689.160", "fe2")
-	w.annotate("fe2", v2alpha1.AnnotationPauseRollout, "true")
-	delete(w.stuck, fe2)
-	for i := 0; ; i++ {
-		require.Less(t, i, 50, "no plan records fe2 converged:\n%s", w.dump())
-		w.operate()
-		s := w.snapshot()
-		decisions := Plan(s)
-		d := decisionOf(t, decisions, fe2)
-		if !d.RecordConverged {
-			continue
+	s, decisions, fe2 := recordingConverged(t)
+	var only []Decision
+	for _, d := range decisions {
+		if restsOnFreshState(s, d) {
+			only = append(only, d)
 		}
-		var only []Decision
-		for _, d := range decisions {
-			if restsOnFreshState(s, d) {
-				only = append(only, d)
-			}
-		}
-		require.Len(t, only, 1, "the plan rests on fresh state for fe2's record alone")
-		assert.Equal(t, []string{fe2}, ScopeOf(s, decisions))
-		return
 	}
+	require.Len(t, only, 1, "the plan rests on fresh state for fe2's record alone")
+	assert.Equal(t, []string{fe2}, ScopeOf(s, decisions))
 }

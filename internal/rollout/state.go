@@ -239,7 +239,11 @@ func (s *Snapshot) releaseConverged(name string) bool {
 	if last.Target != ReleasedTarget(n) || !last.Released.Equal(stamp(n, v2alpha1.AnnotationReleasedAt)) {
 		return false
 	}
-	return last.Converged == nil || *last.Converged || !last.Ready.IsZero() || last.Down
+	// Down counts for a node whose pods went with it: gated from the
+	// moment it came back up, it has none until released. One whose
+	// operator never took it down (up: false and back before it looked)
+	// still runs what it ran, and is judged by that.
+	return last.Converged == nil || *last.Converged || !last.Ready.IsZero() || last.Down && len(s.Pods[name]) == 0
 }
 
 // convergedAsStored reports whether released node n's own object records
@@ -258,7 +262,8 @@ func convergedAsStored(n v2alpha1.Node) bool {
 
 // convergedUnrecorded reports whether gated node name runs every pod
 // Ready on the target of its latest release, as many as its StatefulSets
-// want, and nothing the cache shows records that release's rollout
+// want, no StatefulSet of it makes pods for another target, and nothing
+// the cache shows records that release's rollout
 // converged (Decision.RecordConverged). Its StatefulSet's record is left
 // out: the cache has none, and a record written once stops the fresh reads
 // the decision asks for.
@@ -266,7 +271,10 @@ func (s *Snapshot) convergedUnrecorded(name string) bool {
 	n := s.Nodes[name]
 	target := ReleasedTarget(n)
 	if target == "" || convergenceKey(n) == "" || !s.isReady(name) ||
-		slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash != target }) {
+		slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash != target }) ||
+		slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return t.Hash != "" && t.Hash != target }) {
+		// Not Ready on it, or a StatefulSet making pods for another
+		// target: a rollout of it under way (fresh snapshots only).
 		return false
 	}
 	withoutSets := *s

@@ -859,6 +859,7 @@ func (w *world) apply(decisions []Decision) {
 				w.t.Fatal(err)
 			}
 			setAnnotation(n, v2alpha1.AnnotationReleasedAfter, string(data))
+			w.recordSeen(d.Node) // the record landed, whatever the condition does
 			w.logf("%s recorded converged on its released target", w.key(d.Node))
 		}
 		for i, p := range w.pods[d.Node] {
@@ -972,7 +973,9 @@ func (w *world) operate() {
 				}
 				if w.missing[name] == 0 && w.scaling[name] == 0 {
 					w.setCurrent[name] = w.lastHash[name]
-					if w.lastHash[name] == StampedTarget(n) && ReleasedTarget(n) == StampedTarget(n) && !w.releasedBare[name] {
+					// The released rollout's, gated again for another
+					// target or not: its StatefulSet records it.
+					if w.lastHash[name] == ReleasedTarget(n) && !w.releasedBare[name] {
 						w.convergedSince[name] = w.lastHash[name]
 					}
 				}
