@@ -68,6 +68,12 @@ type exploration struct {
 	// recreate: the world may delete a node and create it again at once,
 	// its old StatefulSet and pods left to the garbage collector.
 	recreate bool
+	// overtakenMidRollout: this node starts the exploration released for a
+	// change to all (v2) and rolling it, its pods not Ready until the world
+	// lets them; every node then changed again (v3) and this one changed
+	// back to v2 before its release: gated on the target it was released
+	// for, its rollout not converged.
+	overtakenMidRollout string
 	// dropped: nodes carry rollout-id, and the renders of the exploration
 	// no longer render this node (dropped from the values, not pruned):
 	// they land at the others only, and say so (AnnotationRenderedNodes).
@@ -153,6 +159,11 @@ func (e exploration) actions() []action {
 				if n := w.nodes[w.name(k)]; n != nil && n.GetDeletionTimestamp() == nil {
 					w.remove(k)
 				}
+			}})
+		}
+		if k == e.overtakenMidRollout {
+			acts = append(acts, action{name: "the pods of " + k + " may become Ready", event: true, do: func(w *world) {
+				delete(w.stuck, w.name(k))
 			}})
 		}
 		if k == e.overtaken {
@@ -249,6 +260,20 @@ func (e exploration) setup(t testing.TB) *world {
 		w.setVersion(v2, keysOf(e.size)...)
 		w.stepUntilReleased(e.overtaken) // its operator held
 	}
+	if k := e.overtakenMidRollout; k != "" {
+		name := w.name(k)
+		w.stuck[name] = true
+		w.setVersion(v2, keysOf(e.size)...)
+		w.stepUntilReleased(k)
+		for i := 0; len(w.pods[name]) == 0 || w.pods[name][0].Hash != StampedTarget(w.nodes[name]); i++ {
+			if i == 200 {
+				t.Fatalf("%s never rolled:\n%s", k, w.dump())
+			}
+			w.step()
+		}
+		w.setVersion("express-3", keysOf(e.size)...)
+		w.setVersion(v2, k)
+	}
 	w.log = nil
 	w.rollTicks = 1 // a rollout is Ready at the operator's next step: deeper in fewer actions
 	return w
@@ -317,6 +342,7 @@ func (w *world) stateKey() string {
 		WithoutNewID bool
 		Broken       string
 		ScaledDown   bool
+		Stuck        bool
 		// Gone is what is left of an earlier node of the name.
 		Gone *goneState
 	}
@@ -328,6 +354,7 @@ func (w *world) stateKey() string {
 			Rolling: w.rolling[name], Crashed: w.crashed[name], Blipped: w.blipped[name], Scaling: w.scaling[name], LastHash: w.lastHash[name],
 			SetCurrent: w.setCurrent[name], Converged: w.convergedSince[name], Seen: w.seenConverged[name], Bare: w.releasedBare[name],
 			WithoutNewID: w.changedWithoutNewID(name), Broken: w.brokenTarget[name], ScaledDown: w.scaledDown[name],
+			Stuck: w.stuck[name],
 		}
 	}
 	for name, st := range state {
@@ -407,7 +434,7 @@ func (e exploration) explore(t *testing.T, w *world, depth, events int) explored
 }
 
 // converges lets the world run from w, once every pause and every other
-// system's gate is lifted, every render has landed everywhere (the chart's
+// system's gate is lifted, every stuck rollout let become Ready, every render has landed everywhere (the chart's
 // apply finishes) and a deleted Backend is created again (frontends wait
 // for one, PrerequisiteNotFound), and fails the test if it does not
 // settle: a deadlock.
@@ -425,6 +452,7 @@ func (e exploration) converges(t *testing.T, w *world, path []string) {
 		}
 		c.liftOtherSystemsGate(k)
 	}
+	clear(c.stuck) // a rollout held from becoming Ready becomes Ready
 	if e.rolloutID {
 		newest := ""
 		for _, n := range c.nodes {
@@ -467,6 +495,7 @@ var explorations = []exploration{
 	{name: "3 nodes, default lists, be paused with a change", size: 3, heldBackend: true},
 	{name: "3 nodes, default lists, be's release overtaken by reverts", size: 3, overtaken: "be"},
 	{name: "4 nodes, the old chart's lists, fe3's release overtaken by reverts", size: 4, oldChart: true, overtaken: "fe3"},
+	{name: "3 nodes, default lists, fe2's rollout overtaken mid-way and changed back", size: 3, overtakenMidRollout: "fe2"},
 	{name: "3 nodes, default lists, nodes deleted and created again over their old workload", size: 3, recreate: true},
 	{name: "3 nodes, default lists, rollout-id, fe2 no longer rendered", size: 3, rolloutID: true, dropped: "fe2"},
 }

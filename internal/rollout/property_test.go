@@ -100,7 +100,28 @@ func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 					version = fmt.Sprintf("express-%d", i+1)
 				}
 			}
-			switch op := rng.IntN(17); {
+			switch op := rng.IntN(20); {
+			case op == 17:
+				// up: false and back at once, before the operator or the
+				// sequencer looks: nothing of it was taken down.
+				k := keys[rng.IntN(size)]
+				if n := w.nodes[w.name(k)]; n != nil && n.NodeSpec().IsUp() {
+					w.update(k, func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) })
+					w.update(k, func(n v2alpha1.Node) { n.NodeSpec().Up = nil })
+				}
+			case op == 18:
+				// A change to all, one node changed back before its
+				// release: gated on the target it was released for.
+				k := keys[rng.IntN(size)]
+				if n := w.nodes[w.name(k)]; n != nil {
+					prev := n.NodeSpec().ExpressVersion
+					w.setVersion(version, keys...)
+					w.setVersion(prev, k)
+				}
+			case op == 19:
+				// Crashes and a lost machine at once.
+				w.crash(randomSubset(rng, keys)...)
+				w.evict(randomSubset(rng, liveKeys(w, keys))...)
 			case op == 16 && withID && !pinned && size > 1:
 				// A node the chart no longer renders (Argo CD does not
 				// prune): no later render reaches it. (Not with pins: its own
