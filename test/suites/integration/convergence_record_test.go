@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/rollout"
@@ -31,7 +32,7 @@ func TestAGatedNodeFoundReadyOnItsReleasedTargetIsRecordedConverged(t *testing.T
 	require.Equal(t, v2alpha1.ReasonReleased, condition(fe2).Reason, "nothing recorded the rollout complete")
 	history := rollout.HistoryIn(fe2)
 	require.NotEmpty(t, history)
-	require.False(t, history[len(history)-1].Converged, "the history keeps the v2 rollout unconverged")
+	require.Equal(t, ptr.To(false), history[len(history)-1].Converged, "the history keeps the v2 rollout unconverged")
 
 	before, err := auditmetrics.SumWhere("express_sequencer_convergence_records_total", nil)
 	require.NoError(t, err)
