@@ -43,9 +43,6 @@ func TestWhatTellsThatTheRolloutOfAGatedNodesLatestReleaseConverged(t *testing.T
 			n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Reason: reason, ObservedGeneration: generation}}
 		}
 	}
-	// noPods marks a case read with no pod of fe2 (its operator took it
-	// down): the snapshot is built without them.
-	noPods := func(n v2alpha1.Node) { n.GetAnnotations()["test/no-pods"] = "true" }
 	converged, unconverged, earlier, down, unknown := ofRelease, ofRelease, ofRelease, ofRelease, ofRelease
 	converged.Converged, unconverged.Converged, down.Converged = ptr.To(true), ptr.To(false), ptr.To(false)
 	earlier.Converged, earlier.Released = ptr.To(true), releasedAt.Add(-time.Hour)
@@ -55,25 +52,27 @@ func TestWhatTellsThatTheRolloutOfAGatedNodesLatestReleaseConverged(t *testing.T
 		name string
 		edit []func(v2alpha1.Node)
 		want bool
+		// noPods: read with no pod of fe2 (its operator took it down).
+		noPods bool
 	}{
-		{"a history record of that release kept converged tells it", []func(v2alpha1.Node){withHistory(converged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
-		{"a history record of that release kept with a Ready time tells it", []func(v2alpha1.Node){withHistory(func() RolloutRecord { r := unconverged; r.Ready = releasedAt.Add(time.Minute); return r }()), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
-		{"a history record of that release kept unconverged does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false},
-		{"a history record of an earlier release of the same target does not", []func(v2alpha1.Node){withHistory(earlier), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false},
-		{"a history record of that release kept as the node came back up, unconverged, tells a recovery once its pods are gone", []func(v2alpha1.Node){withHistory(down), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1), noPods}, true},
-		{"a history record of that release kept as the node came back up does not while the pods it ran are still there", []func(v2alpha1.Node){withHistory(down), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false},
-		{"a history record of that release kept by an earlier version, which says nothing of convergence, is taken as that version took it", []func(v2alpha1.Node){withHistory(unknown), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
-		{"a RolloutComplete condition for that release not overwritten yet tells it", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonRolloutComplete, gen)}, true},
-		{"a RolloutComplete condition of an earlier release does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonRolloutComplete, gen-1)}, false},
-		{"a wait the sequencer writes for the gated node does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen)}, false},
+		{"a history record of that release kept converged tells it", []func(v2alpha1.Node){withHistory(converged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true, false},
+		{"a history record of that release kept with a Ready time tells it", []func(v2alpha1.Node){withHistory(func() RolloutRecord { r := unconverged; r.Ready = releasedAt.Add(time.Minute); return r }()), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true, false},
+		{"a history record of that release kept unconverged does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false, false},
+		{"a history record of an earlier release of the same target does not", []func(v2alpha1.Node){withHistory(earlier), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false, false},
+		{"a history record of that release kept as the node came back up, unconverged, tells a recovery once its pods are gone", []func(v2alpha1.Node){withHistory(down), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true, true},
+		{"a history record of that release kept as the node came back up does not while the pods it ran are still there", []func(v2alpha1.Node){withHistory(down), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, false, false},
+		{"a history record of that release kept by an earlier version, which says nothing of convergence, is taken as that version took it", []func(v2alpha1.Node){withHistory(unknown), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true, false},
+		{"a RolloutComplete condition for that release not overwritten yet tells it", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonRolloutComplete, gen)}, true, false},
+		{"a RolloutComplete condition of an earlier release does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonRolloutComplete, gen-1)}, false, false},
+		{"a wait the sequencer writes for the gated node does not", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen)}, false, false},
 		{"its own entry in released-after tells it", []func(v2alpha1.Node){withHistory(unconverged), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1), func(n v2alpha1.Node) {
 			n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter] = `{"` + fe2 + `":"` + convergenceKey(n) + `"}`
-		}}, true},
+		}}, true, false},
 		{"a node adopted before the sequencer (no released generation nor time) kept converged tells it", []func(v2alpha1.Node){func(n v2alpha1.Node) {
 			delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedGeneration)
 			delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedAt)
 			delete(n.GetAnnotations(), v2alpha1.AnnotationReleasedAfter)
-		}, withHistory(RolloutRecord{Target: ReleasedTarget(base), Converged: ptr.To(true)}), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true},
+		}, withHistory(RolloutRecord{Target: ReleasedTarget(base), Converged: ptr.To(true)}), withCondition(v2alpha1.ReasonWaitingForPrerequisite, gen+1)}, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := base.DeepCopyObject().(v2alpha1.Node)
@@ -87,7 +86,7 @@ func TestWhatTellsThatTheRolloutOfAGatedNodesLatestReleaseConverged(t *testing.T
 			}
 			s.Nodes[fe2] = n
 			s.SetsConverged = nil
-			if n.GetAnnotations()["test/no-pods"] == "true" {
+			if c.noPods {
 				s.Pods = maps.Clone(s.Pods)
 				delete(s.Pods, fe2)
 			}
