@@ -315,3 +315,32 @@ func recordingConverged(t *testing.T) (*Snapshot, []Decision, string) {
 	t.Fatalf("no plan records fe2 converged:\n%s", w.dump())
 	return nil, nil, ""
 }
+
+// fe2, its rollout overtaken mid-way and changed back (gated on the
+// target it was released for), taken down and brought back up with no
+// pass of the sequencer in between: its operator stopped it, and every pod
+// of it is made anew. Released, it is a recovery (DESIGN §4, coming back
+// up with the same target): its new pods wait for be, crashed as it is
+// released.
+func TestARolloutOvertakenThenTakenDownAndBroughtBackUpIsARecovery(t *testing.T) {
+	w := exploration{name: "fe2 overtaken mid-way", size: 3, overtakenMidRollout: "fe2"}.setup(t)
+	fe2 := w.name("fe2")
+	w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) })
+	w.operate()
+	require.Empty(t, w.pods[fe2], "its operator stopped it")
+	w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = nil })
+	for i := 0; ; i++ {
+		require.Less(t, i, 50, "fe2 never released:\n%s", w.dump())
+		d := decisionOf(t, Plan(w.snapshot()), fe2)
+		if !d.Gated {
+			assert.True(t, d.ReleasedConverged, "every pod of it made anew: a recovery (%s)", d.Condition.Message)
+			break
+		}
+		w.sequence()
+		w.operate()
+	}
+	w.sequence()
+	w.crash("be")
+	clear(w.stuck) // its pods made anew become Ready
+	w.run(200)     // the oracle fails the test if fe2's pods start before be is Ready
+}

@@ -61,7 +61,18 @@ func (s *Snapshot) nothingToRoll(name string) bool {
 		return false
 	}
 	n := s.Nodes[name]
-	return s.isReady(name) || ReleasedTarget(n) == StampedTarget(n) && len(s.SetTemplates[name]) > 0 && s.releaseConverged(name)
+	return s.isReady(name) || ReleasedTarget(n) == StampedTarget(n) && len(s.SetTemplates[name]) > 0 && (s.releaseConverged(name) || s.takenDown(name))
+}
+
+// takenDown reports whether node name, whose StatefulSet's template a
+// fresh read found, runs no pod and its StatefulSets want none: its
+// operator took it down. Released again on the target it had, every pod
+// of it is made anew — DESIGN §4's Recovery, coming back up with the same
+// target — whatever its rollout-history says (it may have gone down and
+// come back up gated, with no pass of the sequencer in between to keep a
+// record of it).
+func (s *Snapshot) takenDown(name string) bool {
+	return len(s.Pods[name]) == 0 && s.MissingPods[name] == 0
 }
 
 // setTemplates returns, by node name, the pod templates of the StatefulSets
