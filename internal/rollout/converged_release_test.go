@@ -66,10 +66,7 @@ func TestANodeReleasedAgainOnItsReleasedTargetRecoversAfterItsPredecessorsReadyO
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w, fe2 := revertedBeforeItsRelease(t)
-			for i := 0; decisionOf(t, Plan(w.snapshot()), fe2).Gated; i++ {
-				require.Less(t, i, 200, "fe2 never released:\n%s", w.dump())
-				w.step()
-			}
+			untilReleasing(t, w, fe2, w.step)
 			c.upset(w)
 			d := decisionOf(t, Plan(w.snapshot()), fe2)
 			require.False(t, d.Gated, "its own health does not hold it")
@@ -123,11 +120,7 @@ func TestANodeReleasedAgainOnATargetWhoseRolloutNeverConvergedGoesOnAsARolloutUn
 	w.setVersion(v3, "be", "fe1", "fe2")
 	w.setVersion(v2, "fe2") // back to the target it was released for
 	require.True(t, Gated(w.nodes[fe2]))
-	for i := 0; decisionOf(t, Plan(w.snapshot()), fe2).Gated; i++ {
-		require.Less(t, i, 200, "fe2 never released again:\n%s", w.dump())
-		w.step()
-	}
-	d := decisionOf(t, Plan(w.snapshot()), fe2)
+	d := untilReleasing(t, w, fe2, w.step)
 	assert.False(t, d.ReleasedConverged, "its rollout never converged: %s", d.Condition.Message)
 	w.sequence()
 	require.False(t, Gated(w.nodes[fe2]))
@@ -186,15 +179,8 @@ func TestANodeCrashedBeforeAChangeRevertedBeforeItsReleaseIsStillARecovery(t *te
 	history := HistoryIn(w.nodes[fe2])
 	require.NotEmpty(t, history)
 	require.True(t, ptr.Deref(history[len(history)-1].Converged, false), "kept converged: %+v", history)
-	for i := 0; ; i++ {
-		require.Less(t, i, 200, "fe2 never released:\n%s", w.dump())
-		d := decisionOf(t, Plan(w.snapshot()), fe2)
-		if !d.Gated {
-			assert.True(t, d.ReleasedConverged, "nothing to roll: %s", d.Condition.Message)
-			break
-		}
-		w.step()
-	}
+	d := untilReleasing(t, w, fe2, w.step)
+	assert.True(t, d.ReleasedConverged, "nothing to roll: %s", d.Condition.Message)
 	w.sequence()
 	require.True(t, Gated(w.nodes[w.name("be")]), "be waits for fe2 in the upgrade order")
 	recoversAfterBe(t, w, fe2)
@@ -329,18 +315,24 @@ func TestARolloutOvertakenThenTakenDownAndBroughtBackUpIsARecovery(t *testing.T)
 	w.operate()
 	require.Empty(t, w.pods[fe2], "its operator stopped it")
 	w.update("fe2", func(n v2alpha1.Node) { n.NodeSpec().Up = nil })
-	for i := 0; ; i++ {
-		require.Less(t, i, 50, "fe2 never released:\n%s", w.dump())
-		d := decisionOf(t, Plan(w.snapshot()), fe2)
-		if !d.Gated {
-			assert.True(t, d.ReleasedConverged, "every pod of it made anew: a recovery (%s)", d.Condition.Message)
-			break
-		}
-		w.sequence()
-		w.operate()
-	}
+	d := untilReleasing(t, w, fe2, func() { w.sequence(); w.operate() })
+	assert.True(t, d.ReleasedConverged, "every pod of it made anew: a recovery (%s)", d.Condition.Message)
 	w.sequence()
 	w.crash("be")
 	clear(w.stuck) // its pods made anew become Ready
 	w.run(200)     // the oracle fails the test if fe2's pods start before be is Ready
+}
+
+// untilReleasing calls step until a plan of w releases node name, at most
+// 200 times, and returns that plan's decision for it (not applied).
+func untilReleasing(t *testing.T, w *world, name string, step func()) Decision {
+	t.Helper()
+	for range 200 {
+		if d := decisionOf(t, Plan(w.snapshot()), name); !d.Gated {
+			return d
+		}
+		step()
+	}
+	t.Fatalf("%s never released:\n%s", name, w.dump())
+	return Decision{}
 }

@@ -191,16 +191,20 @@ func (s *Snapshot) recordedConverged(name string) bool {
 	if k == "" {
 		return false
 	}
-	// The sequencer writes the record as a JSON object of plain strings
-	// (node names, UIDs, digits and "/" need no escaping), so one entry
-	// reads back as exactly this text.
-	entry := strconv.Quote(name) + ":" + strconv.Quote(k)
 	for _, other := range s.Nodes {
-		if strings.Contains(other.GetAnnotations()[v2alpha1.AnnotationReleasedAfter], entry) {
+		if carriesRecord(other, name, k) {
 			return true
 		}
 	}
 	return false
+}
+
+// carriesRecord reports whether node n's released-after records the
+// release of node name with convergence key k. The sequencer writes the
+// record as a JSON object of plain strings (node names, UIDs, digits and
+// "/" need no escaping), so one entry reads back as exactly this text.
+func carriesRecord(n v2alpha1.Node, name, k string) bool {
+	return strings.Contains(n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter], strconv.Quote(name)+":"+strconv.Quote(k))
 }
 
 // releaseConverged reports whether the rollout of node name's latest
@@ -257,7 +261,7 @@ func convergedAsStored(n v2alpha1.Node) bool {
 		return true
 	}
 	k := convergenceKey(n)
-	return k != "" && strings.Contains(n.GetAnnotations()[v2alpha1.AnnotationReleasedAfter], strconv.Quote(n.GetName())+":"+strconv.Quote(k))
+	return k != "" && carriesRecord(n, n.GetName(), k)
 }
 
 // convergedUnrecorded reports whether gated node name runs every pod
