@@ -132,3 +132,42 @@ func TestANodeDownWithoutAnIdThatTheRenderBringsUpLastKeepsItsTurn(t *testing.T)
 	w.run(400)
 	assert.Equal(t, "fe1 fe2 be fe3 fe4", w.startedSince(mark))
 }
+
+// fe1 is deleted while a render that no longer renders fe2 is applied to
+// it first (an Argo CD sync running as someone deletes fe1). Once fe1 is
+// gone, no node carries the render's rollout-id: nothing in the tenant
+// shows it, and fe2, gated for a change of its own, goes by what the
+// tenant shows — fe1 gone, nothing to wait for. The render's change begins
+// where it next lands, at be, with fe1 created again: as if applied then.
+// The world's oracle took the render for a change landing still and
+// disputed fe2's release.
+func TestARenderThatLandedOnlyOnANodeDeletedSinceIsNoChangeLanding(t *testing.T) {
+	w := newWorld(t, "acme")
+	all := keysOf(3)
+	for _, k := range all {
+		w.create(k, v1, nil)
+	}
+	w.setRolloutID("r1", all...) // a chart that does not say which nodes it renders
+	w.run(400)
+	w.setVersion(v2, all...) // a kubectl edit of every node, no new rollout-id
+	fe1, fe2 := w.name("fe1"), w.name("fe2")
+	for i := 0; i < 200 && !(w.snapshot().isReady(fe1) && ReleasedTarget(w.nodes[fe1]) == StampedTarget(w.nodes[fe1])); i++ {
+		w.step()
+	}
+	require.True(t, Gated(w.nodes[fe2]), "fe2 waits for fe1")
+	w.remove("fe1")
+	renderTo(w, "r2", v2, []string{"be", "fe1"}, 0, "fe1")
+	for i := 0; i < 3 && w.nodes[fe1] != nil; i++ {
+		w.operate() // the operator finishes deleting fe1 before the sequencer looks
+	}
+	require.Nil(t, w.nodes[fe1])
+	for i := 0; i < 200 && Gated(w.nodes[fe2]); i++ {
+		w.step()
+	}
+	require.False(t, Gated(w.nodes[fe2]), "fe2 still gated: %s", w.condition("fe2").Message)
+	assert.Nil(t, w.nodes[fe1], "fe2 went with fe1 gone")
+	renderTo(w, "r2", v2, []string{"be", "fe1"}, 0, "be")
+	w.create("fe1", v1, nil)
+	renderTo(w, "r2", v2, []string{"be", "fe1"}, 0, "fe1")
+	w.run(400)
+}

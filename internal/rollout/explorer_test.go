@@ -302,7 +302,7 @@ func (w *world) clone() *world {
 	c.setCurrent, c.convergedSince, c.releasedBare = maps.Clone(w.setCurrent), maps.Clone(w.convergedSince), maps.Clone(w.releasedBare)
 	c.seenConverged = maps.Clone(w.seenConverged)
 	c.targetWrite, c.idWrite, c.brokenTarget = maps.Clone(w.targetWrite), maps.Clone(w.idWrite), maps.Clone(w.brokenTarget)
-	c.scaledDown, c.renders = maps.Clone(w.scaledDown), maps.Clone(w.renders)
+	c.scaledDown, c.renders, c.renderOrder = maps.Clone(w.scaledDown), maps.Clone(w.renders), slices.Clone(w.renderOrder)
 	c.gone = make(map[string]*goneWorkload, len(w.gone))
 	for name, g := range w.gone {
 		gc := *g
@@ -364,10 +364,11 @@ func (w *world) stateKey() string {
 		state[name] = st
 	}
 	data, err := json.Marshal(struct {
-		Now     time.Time
-		Nodes   map[string]nodeState
-		Renders map[string][]string
-	}{w.now, state, w.renders})
+		Now         time.Time
+		Nodes       map[string]nodeState
+		Renders     map[string][]string
+		RenderOrder []string
+	}{w.now, state, w.renders, w.renderOrder})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -442,6 +443,14 @@ func (e exploration) converges(t *testing.T, w *world, path []string) {
 	c := w.clone()
 	for range 3 { // the operator finishes deleting what is being deleted
 		c.operate()
+	}
+	// The chart's apply creates a node it renders that is gone, with the
+	// render's rollout-id (renders that say which nodes they render).
+	for _, k := range e.rendered() {
+		if c.nodes[c.name(k)] == nil {
+			c.create(k, v1, nil)
+			renderLands(c, k, e.pinned, e.rendered())
+		}
 	}
 	if c.nodes[c.name("be")] == nil {
 		c.create("be", v1, nil)

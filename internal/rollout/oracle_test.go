@@ -535,7 +535,7 @@ func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
 	// The render the user applied last, by the world's record, is the
 	// change landing: a node it does not render is no part of it; one it
 	// renders is, created or not, up or not.
-	rendered, known := o.w.renders[o.w.lastRender]
+	rendered, known := o.w.renders[o.renderInEffect()]
 	ids = map[string]bool{}
 	for name, n := range o.w.nodes {
 		id, ok := o.countsForLanding(n)
@@ -552,6 +552,26 @@ func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
 	}
 	timedOut = o.w.grouping.LandingTimeout > 0 && !o.w.now.Before(newestAt.Add(o.w.grouping.LandingTimeout))
 	return ids, newest, timedOut
+}
+
+// renderInEffect returns the rollout-id of the render the user applied
+// last of those some node of the tenant, not being deleted, still carries.
+// A render that landed only on nodes deleted since has left nothing in the
+// tenant: no sequencer can see it, and its change begins, as if applied at
+// once, where it first lands on a node that stays.
+func (o *oracle) renderInEffect() string {
+	carried := map[string]bool{}
+	for _, n := range o.w.nodes {
+		if n.GetDeletionTimestamp() == nil {
+			carried[n.GetAnnotations()[v2alpha1.AnnotationRolloutID]] = true
+		}
+	}
+	for _, id := range slices.Backward(o.w.renderOrder) {
+		if carried[id] {
+			return id
+		}
+	}
+	return ""
 }
 
 // countsForLanding returns the rollout-id node n carries and whether it

@@ -130,8 +130,11 @@ type world struct {
 	// (the world's own record; the nodes carry it in
 	// AnnotationRenderedNodes): only renders that say so.
 	renders map[string][]string
-	// lastRender is the rollout-id of the render the user applied last.
-	lastRender string
+	// lastRender is the rollout-id of the render the user applied last,
+	// renderOrder every render's, the one applied last at the end (an id
+	// applied again, values reverted, moves to the end).
+	lastRender  string
+	renderOrder []string
 	// scaledDown are the nodes whose StatefulSet the operator scaled to 0
 	// (taken down) and has not scaled up again: it does so only when it
 	// provisions the node again, once not gated.
@@ -277,6 +280,7 @@ func (w *world) renderOf(n v2alpha1.Node, id string, keys []string) {
 	setAnnotation(n, v2alpha1.AnnotationRenderedNodes, strings.Join(names, ","))
 	w.renders[id] = names
 	w.lastRender = id
+	w.renderOrder = append(slices.DeleteFunc(w.renderOrder, func(r string) bool { return r == id }), id)
 }
 
 // setRolloutID annotates the nodes with a rollout-id, as a chart render does.
