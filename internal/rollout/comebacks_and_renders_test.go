@@ -1,11 +1,13 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -170,4 +172,47 @@ func TestARenderThatLandedOnlyOnANodeDeletedSinceIsNoChangeLanding(t *testing.T)
 	w.create("fe1", v1, nil)
 	renderTo(w, "r2", v2, []string{"be", "fe1"}, 0, "fe1")
 	w.run(400)
+}
+
+// An Argo CD sync of a render that brings fe3 back into the values applies
+// it first to fe1, which someone is deleting. fe1 takes no part in the
+// order, but the render has begun to land: it creates fe3, which fe4 goes
+// after, as if applied at once. Read only from the nodes not being
+// deleted, the tenant agreed on the old render, and fe4, changed by a
+// kubectl edit, went before fe3 existed.
+func TestARenderThatReachedANodeBeingDeletedFirstIsLanding(t *testing.T) {
+	w := newWorld(t, "acme")
+	old := []string{"be", "fe1", "fe2", "fe4"}
+	for _, k := range old {
+		w.create(k, v1, nil)
+	}
+	renderTo(w, "r1", v1, old, 0, old...)
+	w.run(400)
+	w.setVersion(v2, old...)
+	be, fe4 := w.name("be"), w.name("fe4")
+	beDone := func() bool {
+		ps := w.pods[be]
+		return len(ps) > 0 && !slices.ContainsFunc(ps, func(p Pod) bool {
+			return p.Hash != StampedTarget(w.nodes[be]) || p.Conditions[string(corev1.PodReady)] != string(corev1.ConditionTrue)
+		})
+	}
+	for i := 0; i < 200 && !beDone(); i++ {
+		w.step()
+	}
+	require.True(t, Gated(w.nodes[fe4]), "fe4 waits for be")
+	w.remove("fe1")
+	renderTo(w, "r2", v2, keysOf(5), 0, "fe1")
+	w.step()
+	require.True(t, Gated(w.nodes[fe4]), "fe4 went before fe3, which the render creates, existed")
+	mark := len(w.started)
+	renderTo(w, "r2", v2, keysOf(5), 0, "be", "fe2", "fe4")
+	w.create("fe3", v1, nil)
+	renderTo(w, "r2", v2, keysOf(5), 0, "fe3")
+	for i := 0; i < 50 && w.nodes[w.name("fe1")] != nil; i++ {
+		w.step()
+	}
+	w.create("fe1", v1, nil) // the sync creates it again once it is gone
+	renderTo(w, "r2", v2, keysOf(5), 0, "fe1")
+	w.run(400)
+	assert.Contains(t, w.startedSince(mark), "fe3 fe4")
 }

@@ -60,8 +60,8 @@ const landingQuiet = 3 * time.Second
 
 // landingOf decides change grouping for the tenant. Tenants whose nodes
 // carry rollout-id (live ones, and down ones that carry an id) are held
-// exactly while the ids disagree (bounded by the
-// landing timeout); tenants without it are held for the settle time after
+// exactly while the ids disagree, or agree on one older than a node being
+// deleted took last (bounded by the landing timeout); tenants without it are held for the settle time after
 // their latest target change, each node's changes no longer than the settle
 // cap after its run of changes began.
 func (s *Snapshot) landingOf() landing {
@@ -75,6 +75,14 @@ func (s *Snapshot) landingOf() landing {
 	newest, newestAt := s.newestRolloutID()
 	if newest == "" {
 		return s.settling(func(v2alpha1.Node) bool { return true }, "nodes carry no "+v2alpha1.AnnotationRolloutID)
+	}
+	// A render whose apply reached a node being deleted before any other
+	// has begun to land all the same: that node takes no part in the
+	// order, but the id it took last is the change landing, and the render
+	// it carries says which nodes it renders (one it creates among them).
+	var onlyBeingDeleted []string
+	if id, at, on := s.newestRolloutIDBeingDeleted(); id != "" && id != newest && (at.After(newestAt) || at.Equal(newestAt) && id > newest) {
+		newest, newestAt, onlyBeingDeleted = id, at, on
 	}
 	// The newest render may say which nodes it renders: a node it does not
 	// list (dropped from the values, and not pruned) is no part of its
@@ -97,7 +105,7 @@ func (s *Snapshot) landingOf() landing {
 			ids[notCreated] = append(ids[notCreated], name)
 		}
 	}
-	l := s.landingByRolloutID(ids, newest, newestAt)
+	l := s.landingByRolloutID(ids, newest, newestAt, onlyBeingDeleted)
 	l.notRendered, l.renderID = notRendered, newest
 	if l.hold {
 		return l
@@ -123,6 +131,28 @@ func (s *Snapshot) newestRolloutID() (newest string, newestAt time.Time) {
 		}
 	}
 	return newest, newestAt
+}
+
+// newestRolloutIDBeingDeleted returns the rollout-id that nodes being
+// deleted took last, when, and the nodes being deleted that carry it; ""
+// when none carries one.
+func (s *Snapshot) newestRolloutIDBeingDeleted() (newest string, newestAt time.Time, on []string) {
+	for _, n := range s.Nodes {
+		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+		if id == "" || n.GetDeletionTimestamp() == nil {
+			continue
+		}
+		if at := stamp(n, v2alpha1.AnnotationRolloutIDChangedAt); newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest {
+			newest, newestAt = id, at
+		}
+	}
+	for name, n := range s.Nodes {
+		if newest != "" && n.GetDeletionTimestamp() != nil && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == newest {
+			on = append(on, name)
+		}
+	}
+	slices.Sort(on)
+	return newest, newestAt, on
 }
 
 // notCreated stands, among the rollout-ids of a landing, for the nodes the
@@ -176,8 +206,11 @@ func changedWithoutNewRolloutID(n v2alpha1.Node) bool {
 	return ann[v2alpha1.AnnotationRolloutID] == "" || ann[v2alpha1.AnnotationTargetChangedAt] != ann[v2alpha1.AnnotationRolloutIDChangedAt]
 }
 
-func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, newestAt time.Time) landing {
-	if len(ids) == 1 {
+// landingByRolloutID holds while the nodes that count disagree on their
+// rollout-id, or agree on one older than newest, which only nodes being
+// deleted (onlyBeingDeleted) carry yet.
+func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, newestAt time.Time, onlyBeingDeleted []string) landing {
+	if len(ids) == 1 && (len(onlyBeingDeleted) == 0 || len(ids[newest]) > 0) {
 		return landing{}
 	}
 	began := newestAt // the first node that carried the newest id
@@ -197,8 +230,12 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 		}
 	}
 	slices.Sort(lacking)
+	carriers := strings.Join(sorted(ids[newest]), ", ")
+	if len(ids[newest]) == 0 && len(onlyBeingDeleted) > 0 {
+		carriers = "only " + strings.Join(onlyBeingDeleted, ", ") + ", being deleted,"
+	}
 	what := fmt.Sprintf("%s of %d nodes still lack rollout-id %s, which %s carry",
-		strings.Join(lacking, ", "), len(lacking)+len(ids[newest]), newest, strings.Join(sorted(ids[newest]), ", "))
+		strings.Join(lacking, ", "), len(lacking)+len(ids[newest]), newest, carriers)
 	if s.Grouping.LandingTimeout > 0 {
 		wait := newestAt.Add(s.Grouping.LandingTimeout).Sub(s.Now)
 		if wait <= 0 {

@@ -502,7 +502,7 @@ func (o *oracle) stillLanding(m string) string {
 	if newest == "" {
 		return o.stillSettling(func(v2alpha1.Node) bool { return true })
 	}
-	if len(ids) >= 2 && !timedOut {
+	if (len(ids) >= 2 || !ids[newest]) && !timedOut {
 		if o.needsReleaseToBeReady(m) && o.landedBefore(m, newest) {
 			return ""
 		}
@@ -532,6 +532,23 @@ func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
 			newest, newestAt = id, at
 		}
 	}
+	// A render applied first to a node being deleted has begun to land:
+	// the nodes that count lack its id until it reaches them.
+	var deleting string
+	var deletingAt time.Time
+	for _, n := range o.w.nodes {
+		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+		if id == "" || n.GetDeletionTimestamp() == nil {
+			continue
+		}
+		at, _ := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationRolloutIDChangedAt])
+		if deleting == "" || at.After(deletingAt) || at.Equal(deletingAt) && id > deleting {
+			deleting, deletingAt = id, at
+		}
+	}
+	if newest != "" && deleting != "" && deleting != newest && (deletingAt.After(newestAt) || deletingAt.Equal(newestAt) && deleting > newest) {
+		newest, newestAt = deleting, deletingAt
+	}
 	// The render the user applied last, by the world's record, is the
 	// change landing: a node it does not render is no part of it; one it
 	// renders is, created or not, up or not.
@@ -555,16 +572,14 @@ func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
 }
 
 // renderInEffect returns the rollout-id of the render the user applied
-// last of those some node of the tenant, not being deleted, still carries.
-// A render that landed only on nodes deleted since has left nothing in the
-// tenant: no sequencer can see it, and its change begins, as if applied at
-// once, where it first lands on a node that stays.
+// last of those some node of the tenant still carries, being deleted or
+// not. A render that landed only on nodes gone since has left nothing in
+// the tenant: no sequencer can see it, and its change begins, as if
+// applied at once, where it next lands.
 func (o *oracle) renderInEffect() string {
 	carried := map[string]bool{}
 	for _, n := range o.w.nodes {
-		if n.GetDeletionTimestamp() == nil {
-			carried[n.GetAnnotations()[v2alpha1.AnnotationRolloutID]] = true
-		}
+		carried[n.GetAnnotations()[v2alpha1.AnnotationRolloutID]] = true
 	}
 	for _, id := range slices.Backward(o.w.renderOrder) {
 		if carried[id] {
@@ -585,7 +600,7 @@ func (o *oracle) countsForLanding(n v2alpha1.Node) (string, bool) {
 // the landing timeout has not passed.
 func (o *oracle) landingHolds() bool {
 	ids, newest, timedOut := o.landing()
-	return newest != "" && len(ids) >= 2 && !timedOut
+	return newest != "" && (len(ids) >= 2 || !ids[newest]) && !timedOut
 }
 
 // landedBefore: m and every node that the change still landing could put
