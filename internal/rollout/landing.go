@@ -81,7 +81,9 @@ func (s *Snapshot) landingOf() landing {
 	// order, but the id it took last is the change landing, and the render
 	// it carries says which nodes it renders (one it creates among them).
 	var onlyBeingDeleted []string
-	if id, at, on := s.newestRolloutIDBeingDeleted(); id != "" && id != newest && (at.After(newestAt) || at.Equal(newestAt) && id > newest) {
+	// Strictly later: on a tie (or nodes stamped by no webhook) the nodes
+	// that count keep the say.
+	if id, at, on := s.newestRolloutIDBeingDeleted(); id != "" && id != newest && at.After(newestAt) {
 		newest, newestAt, onlyBeingDeleted = id, at, on
 	}
 	// The newest render may say which nodes it renders: a node it does not

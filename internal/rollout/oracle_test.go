@@ -546,7 +546,7 @@ func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
 			deleting, deletingAt = id, at
 		}
 	}
-	if newest != "" && deleting != "" && deleting != newest && (deletingAt.After(newestAt) || deletingAt.Equal(newestAt) && deleting > newest) {
+	if newest != "" && deleting != "" && deleting != newest && deletingAt.After(newestAt) {
 		newest, newestAt = deleting, deletingAt
 	}
 	// The render the user applied last, by the world's record, is the
