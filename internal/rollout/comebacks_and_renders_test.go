@@ -1,13 +1,11 @@
 package rollout
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -95,13 +93,7 @@ func renderTo(w *world, id, version string, rendered []string, gap int, keys ...
 // until it exists, and fe4 goes after it, as if applied at once. Counted
 // only once it existed, fe4 rolled before it.
 func TestANodeTheRenderCreatesLastKeepsItsTurn(t *testing.T) {
-	w := newWorld(t, "acme")
-	old := []string{"be", "fe1", "fe2", "fe4"}
-	for _, k := range old {
-		w.create(k, v1, nil)
-	}
-	renderTo(w, "r1", v1, old, 0, old...)
-	w.run(400)
+	w, old := renderedWithoutFe3(t)
 	mark := len(w.started)
 	all := keysOf(5)
 	renderTo(w, "r2", v2, all, 0, old...)
@@ -181,22 +173,10 @@ func TestARenderThatLandedOnlyOnANodeDeletedSinceIsNoChangeLanding(t *testing.T)
 // deleted, the tenant agreed on the old render, and fe4, changed by a
 // kubectl edit, went before fe3 existed.
 func TestARenderThatReachedANodeBeingDeletedFirstIsLanding(t *testing.T) {
-	w := newWorld(t, "acme")
-	old := []string{"be", "fe1", "fe2", "fe4"}
-	for _, k := range old {
-		w.create(k, v1, nil)
-	}
-	renderTo(w, "r1", v1, old, 0, old...)
-	w.run(400)
+	w, old := renderedWithoutFe3(t)
 	w.setVersion(v2, old...)
 	be, fe4 := w.name("be"), w.name("fe4")
-	beDone := func() bool {
-		ps := w.pods[be]
-		return len(ps) > 0 && !slices.ContainsFunc(ps, func(p Pod) bool {
-			return p.Hash != StampedTarget(w.nodes[be]) || p.Conditions[string(corev1.PodReady)] != string(corev1.ConditionTrue)
-		})
-	}
-	for i := 0; i < 200 && !beDone(); i++ {
+	for i := 0; i < 200 && !(w.snapshot().isReady(be) && w.lastHash[be] == StampedTarget(w.nodes[be])); i++ {
 		w.step()
 	}
 	require.True(t, Gated(w.nodes[fe4]), "fe4 waits for be")
@@ -215,4 +195,17 @@ func TestARenderThatReachedANodeBeingDeletedFirstIsLanding(t *testing.T) {
 	renderTo(w, "r2", v2, keysOf(5), 0, "fe1")
 	w.run(400)
 	assert.Contains(t, w.startedSince(mark), "fe3 fe4")
+}
+
+// renderedWithoutFe3 settles a tenant of be, fe1, fe2 and fe4 (fe3 out of
+// the values) on render r1, which says which nodes it renders.
+func renderedWithoutFe3(t *testing.T) (*world, []string) {
+	w := newWorld(t, "acme")
+	old := []string{"be", "fe1", "fe2", "fe4"}
+	for _, k := range old {
+		w.create(k, v1, nil)
+	}
+	renderTo(w, "r1", v1, old, 0, old...)
+	w.run(400)
+	return w, old
 }

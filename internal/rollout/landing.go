@@ -61,9 +61,10 @@ const landingQuiet = 3 * time.Second
 // landingOf decides change grouping for the tenant. Tenants whose nodes
 // carry rollout-id (live ones, and down ones that carry an id) are held
 // exactly while the ids disagree, or agree on one older than a node being
-// deleted took last (bounded by the landing timeout); tenants without it are held for the settle time after
-// their latest target change, each node's changes no longer than the settle
-// cap after its run of changes began.
+// deleted took last (bounded by the landing timeout); tenants without it
+// are held for the settle time after their latest target change, each
+// node's changes no longer than the settle cap after its run of changes
+// began.
 func (s *Snapshot) landingOf() landing {
 	ids := map[string][]string{} // rollout-id → nodes carrying it
 	// A node intentionally down still belongs to the render: the change
@@ -123,9 +124,30 @@ func (s *Snapshot) landingOf() landing {
 // newestRolloutID returns the rollout-id the tenant's nodes (not being
 // deleted) took last, and when a node took it; "" when none carries one.
 func (s *Snapshot) newestRolloutID() (newest string, newestAt time.Time) {
+	return s.newestRolloutIDOf(func(n v2alpha1.Node) bool { return n.GetDeletionTimestamp() == nil })
+}
+
+// newestRolloutIDBeingDeleted returns the rollout-id that nodes being
+// deleted took last, when, and the nodes being deleted that carry it; ""
+// when none carries one.
+func (s *Snapshot) newestRolloutIDBeingDeleted() (newest string, newestAt time.Time, on []string) {
+	deleting := func(n v2alpha1.Node) bool { return n.GetDeletionTimestamp() != nil }
+	newest, newestAt = s.newestRolloutIDOf(deleting)
+	for name, n := range s.Nodes {
+		if newest != "" && deleting(n) && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == newest {
+			on = append(on, name)
+		}
+	}
+	slices.Sort(on)
+	return newest, newestAt, on
+}
+
+// newestRolloutIDOf returns the rollout-id that the nodes of which counts
+// says so took last, and when one took it; "" when none carries one.
+func (s *Snapshot) newestRolloutIDOf(counts func(v2alpha1.Node) bool) (newest string, newestAt time.Time) {
 	for _, n := range s.Nodes {
 		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
-		if id == "" || n.GetDeletionTimestamp() != nil {
+		if id == "" || !counts(n) {
 			continue
 		}
 		if at := stamp(n, v2alpha1.AnnotationRolloutIDChangedAt); newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest {
@@ -133,28 +155,6 @@ func (s *Snapshot) newestRolloutID() (newest string, newestAt time.Time) {
 		}
 	}
 	return newest, newestAt
-}
-
-// newestRolloutIDBeingDeleted returns the rollout-id that nodes being
-// deleted took last, when, and the nodes being deleted that carry it; ""
-// when none carries one.
-func (s *Snapshot) newestRolloutIDBeingDeleted() (newest string, newestAt time.Time, on []string) {
-	for _, n := range s.Nodes {
-		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
-		if id == "" || n.GetDeletionTimestamp() == nil {
-			continue
-		}
-		if at := stamp(n, v2alpha1.AnnotationRolloutIDChangedAt); newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest {
-			newest, newestAt = id, at
-		}
-	}
-	for name, n := range s.Nodes {
-		if newest != "" && n.GetDeletionTimestamp() != nil && n.GetAnnotations()[v2alpha1.AnnotationRolloutID] == newest {
-			on = append(on, name)
-		}
-	}
-	slices.Sort(on)
-	return newest, newestAt, on
 }
 
 // notCreated stands, among the rollout-ids of a landing, for the nodes the

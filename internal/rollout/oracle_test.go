@@ -521,31 +521,10 @@ func (o *oracle) stillLanding(m string) string {
 // and whether the landing timeout, counted from the newest id's latest
 // stamp, has passed.
 func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
-	var newestAt time.Time
-	for _, n := range o.w.nodes {
-		id, ok := o.countsForLanding(n)
-		if !ok || id == "" {
-			continue
-		}
-		at, _ := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationRolloutIDChangedAt])
-		if newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest {
-			newest, newestAt = id, at
-		}
-	}
+	newest, newestAt := o.newestID(func(n v2alpha1.Node) bool { _, ok := o.countsForLanding(n); return ok })
 	// A render applied first to a node being deleted has begun to land:
 	// the nodes that count lack its id until it reaches them.
-	var deleting string
-	var deletingAt time.Time
-	for _, n := range o.w.nodes {
-		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
-		if id == "" || n.GetDeletionTimestamp() == nil {
-			continue
-		}
-		at, _ := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationRolloutIDChangedAt])
-		if deleting == "" || at.After(deletingAt) || at.Equal(deletingAt) && id > deleting {
-			deleting, deletingAt = id, at
-		}
-	}
+	deleting, deletingAt := o.newestID(func(n v2alpha1.Node) bool { return n.GetDeletionTimestamp() != nil })
 	if newest != "" && deleting != "" && deleting != newest && deletingAt.After(newestAt) {
 		newest, newestAt = deleting, deletingAt
 	}
@@ -569,6 +548,22 @@ func (o *oracle) landing() (ids map[string]bool, newest string, timedOut bool) {
 	}
 	timedOut = o.w.grouping.LandingTimeout > 0 && !o.w.now.Before(newestAt.Add(o.w.grouping.LandingTimeout))
 	return ids, newest, timedOut
+}
+
+// newestID returns the rollout-id that the world's nodes of which counts
+// says so took last (by their stamps; ties to the greater id), and when.
+func (o *oracle) newestID(counts func(v2alpha1.Node) bool) (newest string, newestAt time.Time) {
+	for _, n := range o.w.nodes {
+		id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]
+		if id == "" || !counts(n) {
+			continue
+		}
+		at, _ := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationRolloutIDChangedAt])
+		if newest == "" || at.After(newestAt) || at.Equal(newestAt) && id > newest {
+			newest, newestAt = id, at
+		}
+	}
+	return newest, newestAt
 }
 
 // renderInEffect returns the rollout-id of the render the user applied

@@ -130,10 +130,9 @@ type world struct {
 	// (the world's own record; the nodes carry it in
 	// AnnotationRenderedNodes): only renders that say so.
 	renders map[string][]string
-	// lastRender is the rollout-id of the render the user applied last,
-	// renderOrder every render's, the one applied last at the end (an id
-	// applied again, values reverted, moves to the end).
-	lastRender  string
+	// renderOrder are the renders' rollout-ids, the one the user applied
+	// last at the end (an id applied again, values reverted, moves to the
+	// end).
 	renderOrder []string
 	// scaledDown are the nodes whose StatefulSet the operator scaled to 0
 	// (taken down) and has not scaled up again: it does so only when it
@@ -279,8 +278,16 @@ func (w *world) renderOf(n v2alpha1.Node, id string, keys []string) {
 	setAnnotation(n, v2alpha1.AnnotationRolloutID, id)
 	setAnnotation(n, v2alpha1.AnnotationRenderedNodes, strings.Join(names, ","))
 	w.renders[id] = names
-	w.lastRender = id
 	w.renderOrder = append(slices.DeleteFunc(w.renderOrder, func(r string) bool { return r == id }), id)
+}
+
+// lastRender returns the rollout-id of the render the user applied last,
+// "" before any render.
+func (w *world) lastRender() string {
+	if len(w.renderOrder) == 0 {
+		return ""
+	}
+	return w.renderOrder[len(w.renderOrder)-1]
 }
 
 // setRolloutID annotates the nodes with a rollout-id, as a chart render does.
@@ -370,10 +377,10 @@ func (w *world) recreate(keys ...string) {
 				setAnnotation(n, a, v)
 			}
 		}
-		if slices.Contains(w.renders[w.lastRender], name) {
+		if last := w.lastRender(); slices.Contains(w.renders[last], name) {
 			// Created again from the current render's manifests.
-			setAnnotation(n, v2alpha1.AnnotationRolloutID, w.lastRender)
-			setAnnotation(n, v2alpha1.AnnotationRenderedNodes, strings.Join(w.renders[w.lastRender], ","))
+			setAnnotation(n, v2alpha1.AnnotationRolloutID, last)
+			setAnnotation(n, v2alpha1.AnnotationRenderedNodes, strings.Join(w.renders[last], ","))
 		}
 		if old.NodeSpec().HasGate(otherSystemsGate) {
 			n.NodeSpec().AddGate(otherSystemsGate)
