@@ -77,7 +77,7 @@ Flags:
 		fmt.Println(versionString())
 		return nil
 	}
-	o.Log = crzap.New(crzap.UseFlagOptions(&c.Zap))
+	o.Log = app.QuietCancelledReads(crzap.New(crzap.UseFlagOptions(&c.Zap)))
 	ctrl.SetLogger(o.Log)
 	memoryLimit := setMemoryLimit(o.Log, memlimit.FromCgroup)
 
