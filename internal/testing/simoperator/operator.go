@@ -75,8 +75,12 @@ type Operator struct {
 	OnUngated func(namespace, node string, at time.Time)
 	// StatefulSets: every pod is owned (controller owner reference) by a
 	// StatefulSet of one replica named after its node, created with the
-	// node's first pod, as the Express operator's pods are. Nothing runs
-	// the StatefulSet: the operator still creates the pods itself.
+	// node's first pod, and named as its ordinal 0 (acme-fe1-0), as the
+	// contract asks of the Express operator's pods (its naming rule, which
+	// lets the sequencer read a release's workload by name). Nothing runs
+	// the StatefulSet: the operator still creates the pods itself, each
+	// once the one before it is gone (a pod with no machine is deleted at
+	// once).
 	StatefulSets bool
 
 	mu        sync.Mutex
@@ -91,13 +95,14 @@ type Operator struct {
 	sets      map[types.NamespacedName]types.UID // node → its StatefulSet's UID
 	// expected holds, per node, the pod it just created and the pods it
 	// just deleted, until its cache shows both: acting on a cache that has
-	// not seen its own writes would roll a node twice.
+	// not seen its own writes would roll a node twice. By UID: a pod
+	// created again under its StatefulSet ordinal's name is a new pod.
 	expected map[types.NamespacedName]expectation
 }
 
 type expectation struct {
-	created string
-	deleted map[string]bool
+	created types.UID // "" until the pod is created
+	deleted map[types.UID]bool
 }
 
 // nodeRef is the operator's work item: one node of either kind.
@@ -271,10 +276,10 @@ func (o *Operator) seen(node types.NamespacedName, pods []corev1.Pod) bool {
 	}
 	created := false
 	for _, p := range pods {
-		if e.deleted[p.Name] {
+		if e.deleted[p.UID] {
 			return false
 		}
-		created = created || p.Name == e.created
+		created = created || e.created != "" && p.UID == e.created
 	}
 	if created {
 		delete(o.expected, node)
@@ -305,12 +310,12 @@ func (o *Operator) roll(ctx context.Context, n v2alpha1.Node, old []corev1.Pod) 
 	if err := o.create(ctx, o.Client, pod); err != nil {
 		return reconcile.Result{}, fmt.Errorf("creating a pod for %s: %w", n.GetName(), err)
 	}
-	deleted := map[string]bool{}
+	deleted := map[types.UID]bool{}
 	for _, p := range old {
-		deleted[p.Name] = true
+		deleted[p.UID] = true
 	}
 	o.mu.Lock()
-	o.expected[key] = expectation{created: pod.Name, deleted: deleted}
+	o.expected[key] = expectation{created: pod.UID, deleted: deleted}
 	delete(o.crashedAt, key)
 	o.mu.Unlock()
 	return reconcile.Result{RequeueAfter: o.ReadyAfter}, nil
@@ -349,8 +354,9 @@ func (o *Operator) statefulSet(ctx context.Context, node types.NamespacedName) (
 	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: node.Name, UID: uid, Controller: ptr.To(true)}, nil
 }
 
-// newPod returns a new pod of a node with a name never used before: a
-// recreated pod is a new pod, as a ReplicaSet's are.
+// newPod returns a new pod of a node: named as its StatefulSet's ordinal 0
+// with StatefulSets, otherwise with a name never used before (a recreated
+// pod is a new pod, as a ReplicaSet's are).
 func (o *Operator) newPod(node, namespace string, labels map[string]string) *corev1.Pod {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -359,9 +365,12 @@ func (o *Operator) newPod(node, namespace string, labels map[string]string) *cor
 
 func (o *Operator) newPodLocked(node, namespace string, labels map[string]string) *corev1.Pod {
 	o.seq++
-	seq := o.seq
+	name := fmt.Sprintf("%s-%d-%d", node, time.Now().UnixMilli()%100000, o.seq)
+	if o.StatefulSets {
+		name = node + "-0"
+	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-%d", node, time.Now().UnixMilli()%100000, seq), Namespace: namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "express", Image: "express:" + labels[v2alpha1.LabelExpressVersion]}}},
 	}
 }
@@ -424,9 +433,9 @@ func (o *Operator) Evict(ctx context.Context, c client.Client, namespace string,
 	replacements := map[string][]*corev1.Pod{}
 	o.mu.Lock()
 	for _, node := range nodes {
-		deleted := map[string]bool{}
+		deleted := map[types.UID]bool{}
 		for _, p := range old[node] {
-			deleted[p.Name] = true
+			deleted[p.UID] = true
 		}
 		for _, p := range old[node] {
 			replacement := o.newPodLocked(node, namespace, p.Labels)
@@ -436,8 +445,7 @@ func (o *Operator) Evict(ctx context.Context, c client.Client, namespace string,
 		if len(replacements[node]) > 0 {
 			// The operator waits until its cache shows the swap, as it does
 			// for its own rolls: it must not roll the node meanwhile.
-			key := types.NamespacedName{Namespace: namespace, Name: node}
-			o.expected[key] = expectation{created: replacements[node][len(replacements[node])-1].Name, deleted: deleted}
+			o.expected[types.NamespacedName{Namespace: namespace, Name: node}] = expectation{deleted: deleted}
 		}
 	}
 	o.mu.Unlock()
@@ -451,6 +459,12 @@ func (o *Operator) Evict(ctx context.Context, c client.Client, namespace string,
 			if err := o.create(ctx, c, p); err != nil {
 				return fmt.Errorf("recreating a pod of %s: %w", node, err)
 			}
+		}
+		if n := len(replacements[node]); n > 0 {
+			key := types.NamespacedName{Namespace: namespace, Name: node}
+			o.mu.Lock()
+			o.expected[key] = expectation{created: replacements[node][n-1].UID, deleted: o.expected[key].deleted}
+			o.mu.Unlock()
 		}
 	}
 	return nil
@@ -510,9 +524,22 @@ func (o *Operator) deletePods(ctx context.Context, pods []corev1.Pod) error {
 
 func (o *Operator) deletePodsWith(ctx context.Context, c client.Client, pods []corev1.Pod) error {
 	for i := range pods {
-		if err := c.Delete(ctx, &pods[i]); client.IgnoreNotFound(err) != nil {
+		// By UID: under its name there may be a new pod already, created
+		// again as its StatefulSet's ordinal (a conflict: leave it be).
+		err := c.Delete(ctx, &pods[i], client.Preconditions{UID: &pods[i].UID})
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting pod %s: %w", pods[i].Name, err)
 		}
+		// What the operator kept of the pod goes with it: a pod created
+		// again under its name starts afresh.
+		key := client.ObjectKeyFromObject(&pods[i])
+		o.mu.Lock()
+		delete(o.pending, key)
+		delete(o.readyAt, key)
+		o.mu.Unlock()
 	}
 	return nil
 }
