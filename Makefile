@@ -45,6 +45,10 @@ explore: ## Explore every interleaving of small tenants to depth 8 with 3 events
 	EXPLORE_DEPTH=$(or $(EXPLORE_DEPTH),8) EXPLORE_EVENTS=$(or $(EXPLORE_EVENTS),3) $(GO) test ./internal/rollout -run '^TestEveryInterleavingOfSmallTenantsKeepsTheOrder$$' -count=1 -v -timeout 60m \
 		| grep -E '^(=== RUN|--- |    explorer_test.go|ok|FAIL)'
 
+.PHONY: property-more
+property-more: ## Run the property test on the 100,000 seeds after make test's 10,000 (PROPERTY_FIRST_SEED, PROPERTY_SCENARIOS to choose; about 6 min).
+	PROPERTY_FIRST_SEED=$(or $(PROPERTY_FIRST_SEED),10001) PROPERTY_SCENARIOS=$(or $(PROPERTY_SCENARIOS),100000) $(GO) test ./internal/rollout -run '^TestReleasesHoldTheirRequirementsInRandomScenarios$$' -count=1 -timeout 120m
+
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/k8s (once).
 	@hack/control-plane.sh >/dev/null

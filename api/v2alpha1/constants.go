@@ -139,8 +139,16 @@ const (
 	// one.
 	AnnotationTargetChangedAt = "express.medallia.com/target-changed-at"
 
+	// AnnotationOrderChangedAt is when the admission webhook last saw the
+	// node's order change without its target (RFC 3339, UTC): taken down
+	// (up: false), or a prerequisite list the user set changed. Such a
+	// change releases or holds other nodes as a target change does, so the
+	// settle time groups it as one: a node's latest change is the later of
+	// the two stamps.
+	AnnotationOrderChangedAt = "express.medallia.com/order-changed-at"
+
 	// AnnotationTargetChangesBeganAt is when the node's current run of target
-	// changes began (RFC 3339, UTC): the admission webhook keeps it while
+	// (and order) changes began (RFC 3339, UTC): the admission webhook keeps it while
 	// each change comes less than the settle time after the previous one,
 	// or while the settle hold still holds the node for an earlier one, and
 	// restarts it otherwise. In a tenant without rollout-id a node's

@@ -114,6 +114,7 @@ func (e *env) admitLocally(ms []manifest, orders defaults.Orders, current map[st
 		// The times are the API server's to stamp at the real admission.
 		ann := n.GetAnnotations()
 		delete(ann, v2alpha1.AnnotationTargetChangedAt)
+		delete(ann, v2alpha1.AnnotationOrderChangedAt)
 		delete(ann, v2alpha1.AnnotationTargetChangesBeganAt)
 		delete(ann, v2alpha1.AnnotationRolloutIDChangedAt)
 		delete(ann, v2alpha1.AnnotationRolloutHistory)

@@ -1,10 +1,14 @@
 package rollout
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 // Admission is what the mutating webhook knows of one admission of a node.
@@ -32,7 +36,7 @@ var SequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.Annotat
 // (a user's value is overwritten or put back): with SequencerOnly, every
 // annotation express-sequencer adds to what a chart renders.
 var WebhookOnly = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationDefaultedPrerequisites, v2alpha1.AnnotationTargetChangedAt,
-	v2alpha1.AnnotationTargetChangesBeganAt, v2alpha1.AnnotationRolloutIDChangedAt, v2alpha1.AnnotationRolloutHistory, v2alpha1.AnnotationTargetRolloutID}
+	v2alpha1.AnnotationOrderChangedAt, v2alpha1.AnnotationTargetChangesBeganAt, v2alpha1.AnnotationRolloutIDChangedAt, v2alpha1.AnnotationRolloutHistory, v2alpha1.AnnotationTargetRolloutID}
 
 // Admit applies the admission rules to node n in place and returns the
 // admission warnings:
@@ -90,6 +94,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		ann[v2alpha1.AnnotationReleasedTarget] = a.OldHash
 	}
 	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
+	restore(ann, old, v2alpha1.AnnotationOrderChangedAt)
 	restore(ann, old, v2alpha1.AnnotationTargetChangesBeganAt)
 	restore(ann, old, v2alpha1.AnnotationRolloutHistory)
 	restore(ann, old, v2alpha1.AnnotationTargetRolloutID)
@@ -104,7 +109,8 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	}
 
 	spec := n.NodeSpec()
-	if a.Old == nil || a.Hash != a.OldHash || spec.IsUp() && !a.Old.NodeSpec().IsUp() {
+	changed := a.Old == nil || a.Hash != a.OldHash || spec.IsUp() && !a.Old.NodeSpec().IsUp()
+	if changed {
 		// A new rollout: the one it replaces is kept, and the rollout-id
 		// it comes with is its own.
 		if a.Old != nil {
@@ -116,9 +122,13 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 			delete(ann, v2alpha1.AnnotationTargetRolloutID)
 		}
 	}
-	switch {
-	case spec.IsUp() && (a.Old == nil || !a.Old.NodeSpec().IsUp() || a.Hash != a.OldHash):
-		spec.AddGate(v2alpha1.GateSequencer)
+	// A change is dated whether the node is up or not — a target change
+	// while it is down, a change of its order (taken down, a prerequisite
+	// list of the user's) — for the settle time to group it with the rest
+	// of its apply: the nodes after it wait for it, or through it, as for
+	// any other change.
+	orderChanged := a.Old != nil && orderOf(a.Old) != orderOf(n)
+	if changed || orderChanged {
 		now := a.Now.UTC().Format(time.RFC3339Nano)
 		// The node's run of changes goes on while its changes come less
 		// than the settle time apart, or while it is still held by the
@@ -127,12 +137,20 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		// whatever the settle time the sequencer holds with). A node held
 		// for anything else — a pause, a prerequisite — begins a new run:
 		// its change must hold the tenant like any other.
-		prev := stampIn(old, v2alpha1.AnnotationTargetChangedAt)
+		prev := lastChange(old)
 		goesOn := a.Old != nil && !prev.IsZero() && (heldBySettling(a.Old, a.Now) || a.Now.Sub(prev) < a.SettleTime)
 		if !goesOn || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
 			ann[v2alpha1.AnnotationTargetChangesBeganAt] = now
 		}
-		ann[v2alpha1.AnnotationTargetChangedAt] = now
+		if changed {
+			ann[v2alpha1.AnnotationTargetChangedAt] = now
+		} else {
+			ann[v2alpha1.AnnotationOrderChangedAt] = now
+		}
+	}
+	switch {
+	case spec.IsUp() && changed:
+		spec.AddGate(v2alpha1.GateSequencer)
 	case a.Old != nil && a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) && !spec.HasGate(v2alpha1.GateSequencer) && !a.FromSequencer:
 		spec.AddGate(v2alpha1.GateSequencer)
 		warnings = append(warnings, fmt.Sprintf(
@@ -149,6 +167,33 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 			v2alpha1.GateSequencer, n.GetName(), v2alpha1.AnnotationPauseRollout))
 	}
 	return warnings
+}
+
+// orderOf says what of node n's spec orders it, not what it rolls out:
+// whether it is up, and each prerequisite list the user set (a defaulted
+// list is the operator's order, "the nodes before me", whatever it holds).
+func orderOf(n v2alpha1.Node) string {
+	parts := []string{strconv.FormatBool(n.NodeSpec().IsUp())}
+	for _, l := range defaults.Lists {
+		if defaults.IsDefaulted(n, l) {
+			parts = append(parts, "defaulted")
+			continue
+		}
+		list, _ := json.Marshal(l.Get(n.NodeSpec())) // prerequisites always marshal
+		parts = append(parts, string(list))
+	}
+	return strings.Join(parts, " ")
+}
+
+// lastChange returns when the node's target or order last changed (the
+// later of AnnotationTargetChangedAt and AnnotationOrderChangedAt); zero
+// when neither is stamped. ann nil reads as none.
+func lastChange(ann map[string]string) time.Time {
+	target, order := stampIn(ann, v2alpha1.AnnotationTargetChangedAt), stampIn(ann, v2alpha1.AnnotationOrderChangedAt)
+	if order.After(target) {
+		return order
+	}
+	return target
 }
 
 // restore sets key in ann to its value in old, or removes it when old has none.

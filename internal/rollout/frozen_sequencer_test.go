@@ -31,11 +31,17 @@ type frozenPlan struct {
 	gated      map[string]bool
 	generation map[string]int64
 	seen       map[string]v2alpha1.Node
+	// found are the nodes the plan found Ready on their released target
+	// (seeConvergence): where its writes land, the oracle knows a pass
+	// found them so.
+	found map[string]string
 }
 
 // freeze plans now and keeps the plan for later.
 func (w *world) freeze() frozenPlan {
-	f := frozenPlan{decisions: Plan(w.snapshot()), gated: map[string]bool{}, generation: map[string]int64{}, seen: map[string]v2alpha1.Node{}}
+	w.seeConvergence()
+	f := frozenPlan{decisions: Plan(w.snapshot()), gated: map[string]bool{}, generation: map[string]int64{}, seen: map[string]v2alpha1.Node{}, found: w.seenThisPass}
+	w.seenThisPass = nil
 	for name, n := range w.nodes {
 		f.gated[name], f.generation[name] = Gated(n), n.GetGeneration()
 		f.seen[name] = n.DeepCopyObject().(v2alpha1.Node)
@@ -49,6 +55,8 @@ func (w *world) freeze() frozenPlan {
 // an error ends the reconciler's apply. The oracle checks every release
 // that gets through. It returns the releases the release guard refused.
 func (w *world) wake(f frozenPlan) (refused int) {
+	w.seenThisPass = f.found
+	defer func() { w.seenThisPass = nil }()
 	for _, d := range f.decisions {
 		n := w.nodes[d.Node]
 		if n == nil || !d.Changed(f.seen[d.Node]) {
@@ -93,6 +101,7 @@ func (w *world) wake(f frozenPlan) (refused int) {
 		c := d.Condition
 		c.ObservedGeneration = gen // the generation the frozen replica saw
 		SetCondition(&n.NodeStatus().Conditions, c, w.now)
+		w.recordSeen(d.Node)
 	}
 	return refused
 }

@@ -191,8 +191,9 @@ func (s *Snapshot) renderedBy(id string) (rendered, notRendered map[string]bool)
 	return rendered, notRendered
 }
 
-// changedWithoutNewRolloutID reports whether the node's latest target change
-// may have come without a new rollout-id: a kubectl edit of a node the chart
+// changedWithoutNewRolloutID reports whether the node's latest change, of
+// its target or its order (lastChange), may have come without a new
+// rollout-id: a kubectl edit of a node the chart
 // renders, a kubectl apply that drops the id, or a chart whose templates
 // changed while its values, which the id hashes, did not. rollout-id cannot
 // say whether such a change has landed, so it is grouped by the settle time,
@@ -205,7 +206,7 @@ func (s *Snapshot) renderedBy(id string) (rendered, notRendered map[string]bool)
 // a hold until that settle time has passed.
 func changedWithoutNewRolloutID(n v2alpha1.Node) bool {
 	ann := n.GetAnnotations()
-	return ann[v2alpha1.AnnotationRolloutID] == "" || ann[v2alpha1.AnnotationTargetChangedAt] != ann[v2alpha1.AnnotationRolloutIDChangedAt]
+	return ann[v2alpha1.AnnotationRolloutID] == "" || !lastChange(ann).Equal(stampIn(ann, v2alpha1.AnnotationRolloutIDChangedAt))
 }
 
 // landingByRolloutID holds while the nodes that count disagree on their
@@ -269,7 +270,7 @@ func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landin
 	}
 	var held, until time.Time // the change that holds longest, and until when
 	for _, n := range s.Nodes {
-		last := stamp(n, v2alpha1.AnnotationTargetChangedAt)
+		last := lastChange(n.GetAnnotations())
 		if last.IsZero() || !counted(n) {
 			continue
 		}

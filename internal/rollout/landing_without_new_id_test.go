@@ -7,8 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 // On a tenant whose nodes carry rollout-id, a target change that comes
@@ -153,4 +155,55 @@ func TestAKubectlApplyThatDropsTheRolloutIDIsGroupedByTheSettleTime(t *testing.T
 			}
 		}})
 	assert.Equal(t, "fe1 fe2 be fe3 fe4", got, "a change applied node by node, gaps < settle time: as if applied at once")
+}
+
+// A kubectl edit that changes a node's order without its target — takes
+// it down, or sets a prerequisite list of the user's — gates nothing, and
+// may let the nodes waiting on it go: but not before the settle time has
+// grouped the edit with the rest of its apply (the node it brings up next,
+// say, may be one they wait for). fe2 waits for fe1, stuck on a change;
+// then the edit frees fe2.
+func TestAnEditOfANodesOrderHoldsItsTenantForTheSettleTime(t *testing.T) {
+	onlyBe := func(n v2alpha1.Node) {
+		be := []v2alpha1.Prerequisite{defaults.Prerequisite("acme", defaults.Backend)}
+		n.NodeSpec().DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: be, UpgradePrerequisites: be}
+	}
+	for _, c := range []struct {
+		name  string
+		setup step
+		edit  func(w *world)
+	}{
+		{name: "fe1 taken down, on a tenant with rollout-id, the edit bringing none", setup: settledByRolloutID(4, "r1"),
+			edit: func(w *world) { w.update("fe1", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }) }},
+		{name: "fe1 taken down, on a tenant without rollout-id", setup: func(w *world) { w.tenant(4, v1); w.run(400) },
+			edit: func(w *world) { w.update("fe1", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }) }},
+		{name: "fe2's lists set to be alone, on a tenant with rollout-id, the edit bringing none", setup: settledByRolloutID(4, "r1"),
+			edit: func(w *world) { w.update("fe2", onlyBe) }},
+		{name: "fe2's lists set to be alone, on a tenant without rollout-id", setup: func(w *world) { w.tenant(4, v1); w.run(400) },
+			edit: func(w *world) { w.update("fe2", onlyBe) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, "acme")
+			c.setup(w)
+			bySettleTime(w)
+			w.stuck[w.name("fe1")] = true
+			w.setConfig("changeset-2", "fe1", "fe2")
+			for range 30 {
+				w.step()
+			}
+			require.Equal(t, v2alpha1.ReasonWaitingForPrerequisite, w.condition("fe2").Reason, "fe2 waits for fe1, stuck: %s", w.condition("fe2").Message)
+			mark, from := len(w.started), w.tick
+			c.edit(w)
+			first := -1
+			for range 60 {
+				w.step()
+				if first < 0 && strings.Contains(w.startedSince(mark), "fe2") {
+					first = w.tick - from
+				}
+			}
+			require.GreaterOrEqual(t, first, 0, "fe2 rolled once the edit freed it")
+			assert.GreaterOrEqual(t, first, 10, "fe2 held the settle time (10 s) after the edit")
+			assert.LessOrEqual(t, first, 12, "and no longer")
+		})
+	}
 }

@@ -696,8 +696,15 @@ func (o *oracle) stillSettling(counted func(v2alpha1.Node) bool) string {
 		return ""
 	}
 	for name, n := range o.w.nodes {
-		last, err := time.Parse(time.RFC3339Nano, n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt])
-		if err != nil || !counted(n) {
+		// The node's latest change: of its target or its order, as the
+		// world made it, or as the webhook dated it, whichever is later.
+		last := o.w.targetWrite[name].at
+		for _, key := range []string{v2alpha1.AnnotationTargetChangedAt, v2alpha1.AnnotationOrderChangedAt} {
+			if at, err := time.Parse(time.RFC3339Nano, n.GetAnnotations()[key]); err == nil && at.After(last) {
+				last = at
+			}
+		}
+		if last.IsZero() || !counted(n) {
 			continue
 		}
 		until := last.Add(g.SettleTime)

@@ -2,12 +2,14 @@ package rollout
 
 import (
 	"fmt"
-	"github.com/stretchr/testify/assert"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -25,15 +27,23 @@ import (
 // prerequisite graphs, some with the old chart's pins (re-rendered by each
 // chart apply, left stale by a kubectl edit), random interleavings — and checks every release of a node and of a pod
 // against an independent reading of the rules (DESIGN v2), and that every
-// scenario settles.
+// scenario settles. PROPERTY_SCENARIOS and PROPERTY_FIRST_SEED run other
+// seeds than the first 10,000 (make property-more runs the next 100,000).
 func TestReleasesHoldTheirRequirementsInRandomScenarios(t *testing.T) {
 	scenarios := 10000
 	if testing.Short() {
 		scenarios = 1000
 	}
+	first := uint64(1)
+	if n, err := strconv.Atoi(os.Getenv("PROPERTY_SCENARIOS")); err == nil && n > 0 {
+		scenarios = n
+	}
+	if n, err := strconv.ParseUint(os.Getenv("PROPERTY_FIRST_SEED"), 10, 64); err == nil && n > 0 {
+		first = n
+	}
 	releases, podReleases, wakes, refused := 0, 0, 0, 0
 	reads, podReads := map[string]int{}, map[string]int{}
-	for seed := uint64(1); seed <= uint64(scenarios); seed++ {
+	for seed := first; seed < first+uint64(scenarios); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0x5eed))
 		w := newWorld(t, "t")
 		w.rng = rng

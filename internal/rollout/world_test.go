@@ -200,6 +200,12 @@ func (w *world) admit(n, old v2alpha1.Node) {
 	}
 	defaults.RestoreRecord(n, old)
 	w.orders.Apply(n)
+	// A change of the node's order — taken down or brought up, a
+	// prerequisite list of the user's changed — is a change too: what the
+	// nodes after it wait for changes with it.
+	if old != nil && (old.NodeSpec().IsUp() != n.NodeSpec().IsUp() || userLists(old) != userLists(n)) {
+		w.targetWrite[n.GetName()] = write{w.writes, w.now}
+	}
 	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime}
 	if old != nil {
 		a.OldHash = StampedTarget(old)
@@ -212,6 +218,20 @@ func (w *world) admit(n, old v2alpha1.Node) {
 		n.SetGeneration(old.GetGeneration() + 1)
 	}
 	w.nodes[n.GetName()] = n
+}
+
+// userLists says which prerequisite lists of n are the user's, and what
+// they hold: a defaulted list is the operator's order, whatever it holds.
+func userLists(n v2alpha1.Node) string {
+	var out []string
+	for _, l := range defaults.Lists {
+		if defaults.IsDefaulted(n, l) {
+			out = append(out, "defaulted")
+		} else {
+			out = append(out, fmt.Sprint(l.Get(n.NodeSpec())))
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // create admits a new node with key at version.
@@ -546,10 +566,12 @@ func (w *world) lose(keys ...string) {
 // evict deletes every pod of the nodes and recreates them at once, as a
 // StatefulSet does after a node failure: no delay anywhere.
 func (w *world) evict(keys ...string) {
-	had := map[string]bool{}
+	had := map[string]*Pod{} // a pod each node had: its StatefulSet makes it again as it was
 	for _, k := range keys {
 		name := w.name(k)
-		had[k] = len(w.pods[name]) > 0
+		if len(w.pods[name]) > 0 {
+			had[k] = &w.pods[name][0]
+		}
 		delete(w.pods, name)
 		// Nothing of the lost pods goes on: a node not recreated here (one
 		// going down) must not keep a rollout counter that would stop the
@@ -560,12 +582,14 @@ func (w *world) evict(keys ...string) {
 	for _, k := range keys {
 		name := w.name(k)
 		n := w.nodes[name]
-		if n == nil || !Live(n) || !had[k] {
+		if n == nil || !Live(n) || had[k] == nil {
 			continue
 		}
 		delete(w.crashed, name)
 		delete(w.brokenTarget, name)
-		w.createPods(name, w.lastHash[name])
+		// Its StatefulSet's template, not the node's spec: a node gated
+		// for a new target still runs the old one.
+		w.createPodAs(name, w.lastHash[name], had[k].Version, had[k].Revision, false)
 		w.logf("pods of %s recreated%s", k, w.gatedSuffix(name))
 	}
 }
@@ -656,9 +680,15 @@ func (w *world) createPods(name, hash string) { w.createPod(name, hash, false) }
 // admission webhook: in place of the node's pods, or added to them.
 func (w *world) createPod(name, hash string, add bool) {
 	n := w.nodes[name]
+	w.createPodAs(name, hash, n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision, add)
+}
+
+// createPodAs is createPod for a pod of version and revision.
+func (w *world) createPodAs(name, hash, version, revision string, add bool) {
+	n := w.nodes[name]
 	w.podSeq++
 	pod := Pod{
-		Name: fmt.Sprintf("%s-%d", name, w.podSeq), Version: n.NodeSpec().ExpressVersion, Revision: n.NodeSpec().DeploymentRevision,
+		Name: fmt.Sprintf("%s-%d", name, w.podSeq), Version: version, Revision: revision,
 		Hash: hash, Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)},
 		Owners:  []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: setUID(n), Controller: ptr.To(true)}},
 		Created: metav1.Time{Time: w.now},

@@ -178,6 +178,43 @@ func TestADownNodeIsCreatedWithoutAGate(t *testing.T) {
 	assert.Equal(t, []string{"acme-fe1"}, prereqNames(stored.NodeSpec().DeploymentDependencies.ProvisioningPrerequisites), "a down node still gets its defaults")
 }
 
+// Taking a node down, or setting a prerequisite list of the user's,
+// changes its order, not its target: nothing is gated, but the change is
+// dated for the settle time (order-changed-at), and its target's date kept.
+func TestAnOrderChangeIsDatedAndGatesNothing(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	n := seedNode(namespace(t), "fe2")
+	require.NoError(t, c.Create(ctx, n))
+	release(t, c, get(t, n))
+	released := get(t, n)
+	targetAt := released.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt]
+	require.NotEmpty(t, targetAt)
+	require.Empty(t, released.GetAnnotations()[v2alpha1.AnnotationOrderChangedAt], "no order change yet")
+
+	released.NodeSpec().Up = ptr.To(false)
+	require.NoError(t, c.Update(ctx, released))
+	down := get(t, n)
+	assert.False(t, down.NodeSpec().HasGate(v2alpha1.GateSequencer), "taken down: not gated")
+	assert.Equal(t, targetAt, down.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt], "the target did not change")
+	takenDownAt := down.GetAnnotations()[v2alpha1.AnnotationOrderChangedAt]
+	require.NotEmpty(t, takenDownAt, "taking it down is dated")
+
+	down.GetAnnotations()["example.com/note"] = "unrelated"
+	require.NoError(t, c.Update(ctx, down))
+	assert.Equal(t, takenDownAt, get(t, n).GetAnnotations()[v2alpha1.AnnotationOrderChangedAt], "an update that changes no order keeps the date")
+
+	edited := get(t, n)
+	edited.NodeSpec().DeploymentDependencies.ProvisioningPrerequisites = []v2alpha1.Prerequisite{defaults.Prerequisite("acme", defaults.Backend)}
+	edited.GetAnnotations()[v2alpha1.AnnotationOrderChangedAt] = "2020-01-01T00:00:00Z"
+	require.NoError(t, c.Update(ctx, edited))
+	listed := get(t, n)
+	assert.False(t, listed.NodeSpec().HasGate(v2alpha1.GateSequencer), "a list of the user's: not gated")
+	assert.NotEqual(t, "2020-01-01T00:00:00Z", listed.GetAnnotations()[v2alpha1.AnnotationOrderChangedAt], "the date is the webhook's, not the writer's")
+	assert.NotEqual(t, takenDownAt, listed.GetAnnotations()[v2alpha1.AnnotationOrderChangedAt], "a list of the user's is dated anew")
+	assert.False(t, defaults.IsDefaulted(listed, defaults.ProvisioningList), "the list is the user's")
+}
+
 func TestOnlyTheSequencerRemovesItsGate(t *testing.T) {
 	ctx := context.Background()
 	c := env(t).Client
