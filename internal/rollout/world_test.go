@@ -81,11 +81,14 @@ type world struct {
 	// however it does (the oracle reads this, not the sequencer's records).
 	// seenThisPass is what the pass being applied found.
 	seenConverged, seenThisPass map[string]string
-	releasedBare                map[string]bool
-	podSeq                      int
-	uidSeq                      int
-	log                         []string
-	started                     []string
+	// specOfHash is what the pods of each target hash admitted run: a
+	// function of the hash, shared by the explorer's copies of the world.
+	specOfHash   map[string]podSpec
+	releasedBare map[string]bool
+	podSeq       int
+	uidSeq       int
+	log          []string
+	started      []string
 	// writes counts the writes of the user (create, update); targetWrite
 	// and idWrite are, per node, the write that last changed its target and
 	// its rollout-id: the world's own record of which changes came with a
@@ -160,6 +163,9 @@ func (w *world) changedWithoutNewID(name string) bool {
 	return w.nodes[name].GetAnnotations()[v2alpha1.AnnotationRolloutID] == "" || target.seq != id.seq && !target.at.Equal(id.at)
 }
 
+// podSpec is what a pod made for a target runs: its version and revision.
+type podSpec struct{ version, revision string }
+
 // write is one write of the user's: its number and its instant.
 type write struct {
 	seq int
@@ -174,7 +180,7 @@ func newWorld(t testing.TB, cluster string) *world {
 		rollTicks: 2, rolling: map[string]int{}, crashed: map[string]int{}, blipped: map[string]int{}, stuck: map[string]bool{},
 		scaling:  map[string]int{},
 		lastHash: map[string]string{}, setCurrent: map[string]string{}, convergedSince: map[string]string{}, seenConverged: map[string]string{}, releasedBare: map[string]bool{}, oracle: independentRequirementsHold,
-		targetWrite: map[string]write{}, idWrite: map[string]write{}, brokenTarget: map[string]string{}, gone: map[string]*goneWorkload{}, renders: map[string][]string{}, scaledDown: map[string]bool{},
+		targetWrite: map[string]write{}, idWrite: map[string]write{}, specOfHash: map[string]podSpec{}, brokenTarget: map[string]string{}, gone: map[string]*goneWorkload{}, renders: map[string][]string{}, scaledDown: map[string]bool{},
 	}
 }
 
@@ -207,6 +213,7 @@ func (w *world) admit(n, old v2alpha1.Node) {
 		w.targetWrite[n.GetName()] = write{w.writes, w.now}
 	}
 	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime}
+	w.specOfHash[a.Hash] = podSpec{n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision}
 	if old != nil {
 		a.OldHash = StampedTarget(old)
 	}
@@ -566,12 +573,10 @@ func (w *world) lose(keys ...string) {
 // evict deletes every pod of the nodes and recreates them at once, as a
 // StatefulSet does after a node failure: no delay anywhere.
 func (w *world) evict(keys ...string) {
-	had := map[string]*Pod{} // a pod each node had: its StatefulSet makes it again as it was
+	had := map[string]bool{}
 	for _, k := range keys {
 		name := w.name(k)
-		if len(w.pods[name]) > 0 {
-			had[k] = &w.pods[name][0]
-		}
+		had[k] = len(w.pods[name]) > 0
 		delete(w.pods, name)
 		// Nothing of the lost pods goes on: a node not recreated here (one
 		// going down) must not keep a rollout counter that would stop the
@@ -582,14 +587,12 @@ func (w *world) evict(keys ...string) {
 	for _, k := range keys {
 		name := w.name(k)
 		n := w.nodes[name]
-		if n == nil || !Live(n) || had[k] == nil {
+		if n == nil || !Live(n) || !had[k] {
 			continue
 		}
 		delete(w.crashed, name)
 		delete(w.brokenTarget, name)
-		// Its StatefulSet's template, not the node's spec: a node gated
-		// for a new target still runs the old one.
-		w.createPodAs(name, w.lastHash[name], had[k].Version, had[k].Revision, false)
+		w.createPods(name, w.lastHash[name])
 		w.logf("pods of %s recreated%s", k, w.gatedSuffix(name))
 	}
 }
@@ -678,17 +681,15 @@ func (w *world) createPods(name, hash string) { w.createPod(name, hash, false) }
 
 // createPod creates one pod of the node for target hash through the pod
 // admission webhook: in place of the node's pods, or added to them.
+// Its version and revision are those of the target hash names (its
+// StatefulSet's template), not the node's spec: a node gated for a new
+// target still runs, and makes again, pods of the old one.
 func (w *world) createPod(name, hash string, add bool) {
 	n := w.nodes[name]
-	w.createPodAs(name, hash, n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision, add)
-}
-
-// createPodAs is createPod for a pod of version and revision.
-func (w *world) createPodAs(name, hash, version, revision string, add bool) {
-	n := w.nodes[name]
+	spec := w.specOfHash[hash]
 	w.podSeq++
 	pod := Pod{
-		Name: fmt.Sprintf("%s-%d", name, w.podSeq), Version: version, Revision: revision,
+		Name: fmt.Sprintf("%s-%d", name, w.podSeq), Version: spec.version, Revision: spec.revision,
 		Hash: hash, Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)},
 		Owners:  []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: setUID(n), Controller: ptr.To(true)}},
 		Created: metav1.Time{Time: w.now},
