@@ -140,8 +140,9 @@ const (
 	AnnotationTargetChangedAt = "express.medallia.com/target-changed-at"
 
 	// AnnotationOrderChangedAt is when the admission webhook last saw the
-	// node's order change without its target (RFC 3339, UTC): taken down
-	// (up: false), or a prerequisite list the user set changed. Such a
+	// node's order change without a rollout of a new target (RFC 3339,
+	// UTC): created or taken down (up: false), a prerequisite list the user
+	// set changed, pause-rollout set or lifted. Such a
 	// change releases or holds other nodes as a target change does, so the
 	// settle time groups it as one: a node's latest change is the later of
 	// the two stamps.

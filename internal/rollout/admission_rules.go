@@ -122,13 +122,15 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 			delete(ann, v2alpha1.AnnotationTargetRolloutID)
 		}
 	}
-	// A change is dated whether the node is up or not — a target change
-	// while it is down, a change of its order (taken down, a prerequisite
-	// list of the user's) — for the settle time to group it with the rest
-	// of its apply: the nodes after it wait for it, or through it, as for
-	// any other change.
-	orderChanged := a.Old != nil && orderOf(a.Old) != orderOf(n)
-	if changed || orderChanged {
+	// A change of the node's order — created or taken down, a prerequisite
+	// list of the user's, a pause set or lifted — is dated too, for the
+	// settle time to group it with the rest of its apply: it frees or holds
+	// the nodes after it as a rollout does. A target change of a node that
+	// stays down is not: the nodes after it walk through it to its lists,
+	// which it leaves as they were.
+	rollout := spec.IsUp() && changed
+	orderChanged := a.Old == nil && !spec.IsUp() || a.Old != nil && orderOf(a.Old) != orderOf(n)
+	if rollout || orderChanged {
 		now := a.Now.UTC().Format(time.RFC3339Nano)
 		// The node's run of changes goes on while its changes come less
 		// than the settle time apart, or while it is still held by the
@@ -142,14 +144,14 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		if !goesOn || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
 			ann[v2alpha1.AnnotationTargetChangesBeganAt] = now
 		}
-		if changed {
+		if rollout {
 			ann[v2alpha1.AnnotationTargetChangedAt] = now
 		} else {
 			ann[v2alpha1.AnnotationOrderChangedAt] = now
 		}
 	}
 	switch {
-	case spec.IsUp() && changed:
+	case rollout:
 		spec.AddGate(v2alpha1.GateSequencer)
 	case a.Old != nil && a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) && !spec.HasGate(v2alpha1.GateSequencer) && !a.FromSequencer:
 		spec.AddGate(v2alpha1.GateSequencer)
@@ -169,11 +171,12 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	return warnings
 }
 
-// orderOf says what of node n's spec orders it, not what it rolls out:
-// whether it is up, and each prerequisite list the user set (a defaulted
-// list is the operator's order, "the nodes before me", whatever it holds).
+// orderOf says what of node n orders it, not what it rolls out: whether
+// it is up, whether it is paused, and each prerequisite list the user set
+// (a defaulted list is the operator's order, "the nodes before me",
+// whatever it holds).
 func orderOf(n v2alpha1.Node) string {
-	parts := []string{strconv.FormatBool(n.NodeSpec().IsUp())}
+	parts := []string{strconv.FormatBool(n.NodeSpec().IsUp()), strconv.FormatBool(annotated(n, v2alpha1.AnnotationPauseRollout))}
 	for _, l := range defaults.Lists {
 		if defaults.IsDefaulted(n, l) {
 			parts = append(parts, "defaulted")

@@ -33,23 +33,35 @@ func TestAdmissionRules(t *testing.T) {
 		wantReleased   string
 		wantWarnings   int
 		wantChangedNow bool
+		// wantOrderChangedNow: order-changed-at stamped now.
+		wantOrderChangedNow bool
 		// wantBegan is the start of the node's run of target changes
 		// (target-changes-began-at), "" for none.
 		wantBegan string
 	}{
 		{name: "a new up node is gated and stamped", hash: "h1", wantGate: true, wantStamp: "h1", wantChangedNow: true, wantBegan: at(now)},
-		{name: "a new down node is stamped and its change dated, but not gated", hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) },
-			wantStamp: "h1", wantChangedNow: true, wantBegan: at(now)},
-		{name: "a node taken down is not gated, and its change is dated: the settle time groups it with the rest of its apply",
+		{name: "a new down node is stamped and its order change dated, but not gated", hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) },
+			wantStamp: "h1", wantOrderChangedNow: true, wantBegan: at(now)},
+		{name: "a node taken down is not gated, and its order change is dated: the settle time groups it with the rest of its apply",
 			old: stored(changed(now.Add(-time.Hour), now.Add(-2*time.Hour))), oldHash: "h1", hash: "h2", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) },
-			wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
-		{name: "a change to a node that is down is dated, and it stays ungated",
+			wantStamp: "h2", wantReleased: "stamp-on-pods", wantOrderChangedNow: true, wantBegan: at(now)},
+		{name: "an order change less than the settle time after the node's previous change continues its run of changes",
+			old: stored(changed(now.Add(-5*time.Second), now.Add(-time.Minute))), oldHash: "h1", hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) },
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantOrderChangedNow: true, wantBegan: at(now.Add(-time.Minute))},
+		{name: "a pause lifted is an order change, dated",
+			old: stored(func(n v2alpha1.Node) {
+				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
+				n.GetAnnotations()[v2alpha1.AnnotationPauseRollout] = "true"
+			}),
+			oldHash: "h1", hash: "h1", edit: func(n v2alpha1.Node) { delete(n.GetAnnotations(), v2alpha1.AnnotationPauseRollout) },
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantOrderChangedNow: true, wantBegan: at(now)},
+		{name: "a target change of a node that stays down is not dated: the nodes after it walk through it to lists it keeps",
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-5*time.Second), now.Add(-time.Minute))(n)
 				n.NodeSpec().Up = ptr.To(false)
 			}),
 			oldHash: "h1", hash: "h2", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) },
-			wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-time.Minute))},
+			wantStamp: "h2", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-time.Minute))},
 		{name: "an unchanged target keeps the stamp its pods carry even if hashing now gives another value",
 			old: stored(nil), oldHash: "rehashed", hash: "rehashed", wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods"},
 		{name: "a changed target is gated and stamped anew", old: stored(nil), oldHash: "h1", hash: "h2",
@@ -110,7 +122,7 @@ func TestAdmissionRules(t *testing.T) {
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantWarnings: 1},
 		{name: "a new down node written with the gate is not gated, with a warning",
 			hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false); n.NodeSpec().AddGate(v2alpha1.GateSequencer) },
-			wantStamp: "h1", wantWarnings: 1, wantChangedNow: true, wantBegan: at(now)},
+			wantStamp: "h1", wantWarnings: 1, wantOrderChangedNow: true, wantBegan: at(now)},
 		{name: "the sequencer's own write keeps a gate it adds", old: stored(nil), oldHash: "h1", hash: "h1", fromSequencer: true,
 			edit: func(n v2alpha1.Node) { n.NodeSpec().AddGate(v2alpha1.GateSequencer) }, wantGate: true, wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods"},
 		{name: "a node being deleted is never gated", old: stored(nil), oldHash: "h1", hash: "h2",
@@ -133,6 +145,8 @@ func TestAdmissionRules(t *testing.T) {
 			assert.Len(t, warnings, c.wantWarnings, "%v", warnings)
 			changed := n.GetAnnotations()[v2alpha1.AnnotationTargetChangedAt] == now.Format(time.RFC3339Nano)
 			assert.Equal(t, c.wantChangedNow, changed, "target-changed-at stamped now")
+			orderChanged := n.GetAnnotations()[v2alpha1.AnnotationOrderChangedAt] == now.Format(time.RFC3339Nano)
+			assert.Equal(t, c.wantOrderChangedNow, orderChanged, "order-changed-at stamped now")
 			assert.Equal(t, c.wantBegan, n.GetAnnotations()[v2alpha1.AnnotationTargetChangesBeganAt], "target-changes-began-at")
 		})
 	}

@@ -171,7 +171,7 @@ func TestAnEditOfANodesOrderHoldsItsTenantForTheSettleTime(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		setup step
-		edit  func(w *world)
+		edit  step
 	}{
 		{name: "fe1 taken down, on a tenant with rollout-id, the edit bringing none", setup: settledByRolloutID(4, "r1"),
 			edit: func(w *world) { w.update("fe1", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }) }},
@@ -192,18 +192,43 @@ func TestAnEditOfANodesOrderHoldsItsTenantForTheSettleTime(t *testing.T) {
 				w.step()
 			}
 			require.Equal(t, v2alpha1.ReasonWaitingForPrerequisite, w.condition("fe2").Reason, "fe2 waits for fe1, stuck: %s", w.condition("fe2").Message)
-			mark, from := len(w.started), w.tick
-			c.edit(w)
-			first := -1
-			for range 60 {
-				w.step()
-				if first < 0 && strings.Contains(w.startedSince(mark), "fe2") {
-					first = w.tick - from
-				}
-			}
+			first := ticksUntilStarted(w, "fe2", c.edit)
 			require.GreaterOrEqual(t, first, 0, "fe2 rolled once the edit freed it")
 			assert.GreaterOrEqual(t, first, 10, "fe2 held the settle time (10 s) after the edit")
 			assert.LessOrEqual(t, first, 12, "and no longer")
 		})
 	}
+}
+
+// Lifting a pause frees the node as an order change does: held the settle
+// time, grouped with the rest of its apply.
+func TestAPauseLiftedHoldsItsTenantForTheSettleTime(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(4, v1)
+	w.run(400)
+	bySettleTime(w)
+	paused("fe2", true)(w)
+	w.setConfig("changeset-2", "fe2")
+	for range 30 {
+		w.step()
+	}
+	require.Equal(t, v2alpha1.ReasonRolloutPaused, w.condition("fe2").Reason, "fe2 paused: %s", w.condition("fe2").Message)
+	first := ticksUntilStarted(w, "fe2", paused("fe2", false))
+	require.GreaterOrEqual(t, first, 0, "fe2 rolled once its pause was lifted")
+	assert.GreaterOrEqual(t, first, 10, "fe2 held the settle time (10 s) after the pause was lifted")
+	assert.LessOrEqual(t, first, 12, "and no longer")
+}
+
+// ticksUntilStarted applies change and returns how many ticks after it
+// node key's rollout started, -1 if not within a minute.
+func ticksUntilStarted(w *world, key string, change step) int {
+	mark, from := len(w.started), w.tick
+	change(w)
+	for range 60 {
+		w.step()
+		if strings.Contains(w.startedSince(mark), key) {
+			return w.tick - from
+		}
+	}
+	return -1
 }

@@ -197,19 +197,21 @@ func (w *world) key(name string) string { return strings.TrimPrefix(name, w.clus
 // the spec changes, as the API server does it.
 func (w *world) admit(n, old v2alpha1.Node) {
 	w.writes++
-	// Bringing a node back up is a change of target to the webhook too.
-	if old == nil || TargetHashOf(old.NodeSpec()) != TargetHashOf(n.NodeSpec()) || n.NodeSpec().IsUp() && !old.NodeSpec().IsUp() {
-		w.targetWrite[n.GetName()] = write{w.writes, w.now}
-	}
 	if id := n.GetAnnotations()[v2alpha1.AnnotationRolloutID]; old == nil && id != "" || old != nil && old.GetAnnotations()[v2alpha1.AnnotationRolloutID] != id {
 		w.idWrite[n.GetName()] = write{w.writes, w.now}
 	}
 	defaults.RestoreRecord(n, old)
 	w.orders.Apply(n)
-	// A change of the node's order — taken down or brought up, a
-	// prerequisite list of the user's changed — is a change too: what the
-	// nodes after it wait for changes with it.
-	if old != nil && (old.NodeSpec().IsUp() != n.NodeSpec().IsUp() || userLists(old) != userLists(n)) {
+	// A change: a new target of a node up, or brought up (a rollout), or
+	// one of the node's order — created or taken down, a pause set or
+	// lifted, a prerequisite list of the user's — which frees or holds the
+	// nodes after it as a rollout does. A new target of a node that stays
+	// down is none: the nodes after it walk through it to its lists.
+	up := n.NodeSpec().IsUp()
+	rollout := up && (old == nil || !old.NodeSpec().IsUp() || TargetHashOf(old.NodeSpec()) != TargetHashOf(n.NodeSpec()))
+	order := old == nil && !up || old != nil && (old.NodeSpec().IsUp() != up || annotated(old, v2alpha1.AnnotationPauseRollout) != annotated(n, v2alpha1.AnnotationPauseRollout) ||
+		userLists(old) != userLists(n))
+	if rollout || order {
 		w.targetWrite[n.GetName()] = write{w.writes, w.now}
 	}
 	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime}
