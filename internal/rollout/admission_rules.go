@@ -54,10 +54,11 @@ var WebhookOnly = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationDef
 //     is pause-rollout);
 //   - the rollout a new target replaces is kept in the node's
 //     rollout-history, which no one else changes;
-//   - target and rollout-id changes are timestamped (settle time, landing
-//     timeout), and so is the start of the node's run of target changes —
-//     each less than the settle time after the one before, or made while
-//     the settle hold still holds the node (settle cap).
+//   - target, order (orderOf: up, paused, a prerequisite list of the
+//     user's) and rollout-id changes are timestamped (settle time, landing
+//     timeout), and so is the start of the node's run of changes — each
+//     less than the settle time after the one before, or made while the
+//     settle hold still holds the node (settle cap).
 //
 // A node being deleted is not rolled out again: only its annotations are
 // kept honest.
