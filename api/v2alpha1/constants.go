@@ -132,8 +132,9 @@ const (
 
 	// AnnotationTargetChangedAt is when the admission webhook last gated the
 	// node for a new rollout target (RFC 3339, UTC). Tenants without
-	// rollout-id, and target changes made without a new rollout-id (the two
-	// stamps differ), are held until their latest change is older than the
+	// rollout-id, and changes made without a new rollout-id (a node's latest
+	// change, this or AnnotationOrderChangedAt, is not its
+	// AnnotationRolloutIDChangedAt), are held until their latest change is older than the
 	// settle time (a node's changes never longer than the settle cap after its run
 	// of changes began), so that a change applied node by node is ordered as
 	// one.
@@ -141,7 +142,7 @@ const (
 
 	// AnnotationOrderChangedAt is when the admission webhook last saw the
 	// node's order change without a rollout of a new target (RFC 3339,
-	// UTC): created or taken down (up: false), a prerequisite list the user
+	// UTC): created down or taken down (up: false), a prerequisite list the user
 	// set changed, pause-rollout set or lifted. Such a
 	// change releases or holds other nodes as a target change does, so the
 	// settle time groups it as one: a node's latest change is the later of
@@ -218,8 +219,8 @@ const (
 	// does not carry either: no rollout of it will meet the pin until one of
 	// the two specs changes.
 	ReasonPrerequisitePinUnreachable = "PrerequisitePinUnreachable"
-	// ReasonSettling: a tenant without rollout-id, or a node's target
-	// without a new rollout-id, changed less than the settle time ago: more
+	// ReasonSettling: a tenant without rollout-id, or a node's target or
+	// order without a new rollout-id, changed less than the settle time ago: more
 	// of one change may still be landing.
 	ReasonSettling = "Settling"
 	// ReasonChangeLanding: the tenant's live nodes disagree on rollout-id: a

@@ -17,6 +17,7 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -79,6 +80,10 @@ Flags:
 	}
 	o.Log = app.QuietCancelledReads(crzap.New(crzap.UseFlagOptions(&c.Zap)))
 	ctrl.SetLogger(o.Log)
+	// client-go's own lines too (reads made on a context without a logger:
+	// the auditor's, the certificate rotator's), in the same format and
+	// through the same filter.
+	klog.SetLogger(o.Log)
 	memoryLimit := setMemoryLimit(o.Log, memlimit.FromCgroup)
 
 	if c.Kubeconfig != "" {

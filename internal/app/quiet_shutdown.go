@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/go-logr/logr"
 )
@@ -32,10 +33,17 @@ func QuietCancelledReads(log logr.Logger) logr.Logger {
 // but readCutOff's cancelled reads.
 type quietSink struct{ logr.LogSink }
 
+// Info passes the line on: written out (not promoted from the embedded
+// sink, a frame the runtime hides), so that the call depth set for this
+// sink's frame holds for Info as for Error.
+func (s quietSink) Info(level int, msg string, keysAndValues ...any) {
+	s.LogSink.Info(level, msg, keysAndValues...)
+}
+
 func (s quietSink) Error(err error, msg string, keysAndValues ...any) {
 	if msg == readCutOff && errors.Is(err, context.Canceled) {
 		if s.Enabled(1) {
-			s.LogSink.Info(1, msg+" (its request was cancelled)", append(keysAndValues, "error", err.Error())...)
+			s.LogSink.Info(1, msg+" (its request was cancelled)", slices.Concat(keysAndValues, []any{"error", err.Error()})...)
 		}
 		return
 	}

@@ -130,3 +130,19 @@ func TestOtherErrorsStillLogAsErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestLinesThroughTheFilterNameTheirCaller(t *testing.T) {
+	var got lines
+	log := app.QuietCancelledReads(funcr.NewJSON(func(args string) {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		got.got = append(got.got, args)
+	}, funcr.Options{LogCaller: funcr.All}))
+	log.Info("an info line")
+	log.Error(errors.New("boom"), "an error line")
+	log.WithName("sequencer").WithValues("tenant", "acme").Info("a derived logger's line")
+	require.Len(t, got.got, 3)
+	for _, line := range got.got {
+		assert.Contains(t, line, `"file":"quiet_shutdown_test.go"`, line)
+	}
+}

@@ -21,10 +21,11 @@ type Admission struct {
 	// FromSequencer is true when the request comes from express-sequencer's
 	// own sequencer: only it removes the gate and records a release.
 	FromSequencer bool
-	// Now stamps target and rollout-id changes.
+	// Now stamps target, order and rollout-id changes.
 	Now time.Time
-	// SettleTime is the sequencer's settle time: a target change less than
-	// this after the node's previous one continues its run of changes.
+	// SettleTime is the sequencer's settle time: a target or order change
+	// less than this after the node's previous one continues its run of
+	// changes.
 	SettleTime time.Duration
 }
 
@@ -123,7 +124,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 			delete(ann, v2alpha1.AnnotationTargetRolloutID)
 		}
 	}
-	// A change of the node's order — created or taken down, a prerequisite
+	// A change of the node's order — created down or taken down, a prerequisite
 	// list of the user's, a pause set or lifted — is dated too, for the
 	// settle time to group it with the rest of its apply: it frees or holds
 	// the nodes after it as a rollout does. A target change of a node that

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 func TestAdmissionRules(t *testing.T) {
@@ -48,6 +49,31 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "an order change less than the settle time after the node's previous change continues its run of changes",
 			old: stored(changed(now.Add(-5*time.Second), now.Add(-time.Minute))), oldHash: "h1", hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) },
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantOrderChangedNow: true, wantBegan: at(now.Add(-time.Minute))},
+		{name: "a prerequisite list of the user's changed is an order change, dated",
+			old: stored(changed(now.Add(-time.Hour), now.Add(-2*time.Hour))), oldHash: "h1", hash: "h1",
+			edit: func(n v2alpha1.Node) {
+				n.NodeSpec().DeploymentDependencies = &v2alpha1.DeploymentDependencies{UpgradePrerequisites: []v2alpha1.Prerequisite{defaults.Prerequisite("acme", defaults.Backend)}}
+			},
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantOrderChangedNow: true, wantBegan: at(now)},
+		{name: "a defaulted list refreshed to a new default order is no order change: it still reads as the nodes before it",
+			old: stored(func(n v2alpha1.Node) {
+				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
+				n.NodeSpec().ClusterConfig.ClusterName = "acme"
+				defaults.Builtin().Apply(n)
+			}),
+			oldHash: "h1", hash: "h1",
+			edit: func(n v2alpha1.Node) {
+				orders, err := defaults.ParseOrders([]byte("provisioningOrder: [be]\nupgradeOrder: [be, fe1, fe2]"))
+				if err != nil {
+					panic(err)
+				}
+				orders.Apply(n)
+			},
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour))},
+		{name: "a pause set is an order change, dated",
+			old: stored(changed(now.Add(-time.Hour), now.Add(-2*time.Hour))), oldHash: "h1", hash: "h1",
+			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationPauseRollout] = "true" },
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantOrderChangedNow: true, wantBegan: at(now)},
 		{name: "a pause lifted is an order change, dated",
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)

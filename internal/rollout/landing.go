@@ -62,7 +62,7 @@ const landingQuiet = 3 * time.Second
 // carry rollout-id (live ones, and down ones that carry an id) are held
 // exactly while the ids disagree, or agree on one older than a node being
 // deleted took last (bounded by the landing timeout); tenants without it
-// are held for the settle time after their latest target change, each
+// are held for the settle time after their latest change (lastChange), each
 // node's changes no longer than the settle cap after its run of changes
 // began.
 func (s *Snapshot) landingOf() landing {
@@ -253,7 +253,7 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 		message: fmt.Sprintf("a change is still landing: %s; held until they agree", what)}
 }
 
-// settling holds a tenant until the latest target change of each node
+// settling holds a tenant until the latest change (lastChange) of each node
 // counted (every node of a tenant without rollout-id; on a tenant with it,
 // the nodes whose change came without a new rollout-id) is the settle time
 // old — a change applied node by node is then ordered as one — except that

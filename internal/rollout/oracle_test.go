@@ -685,7 +685,8 @@ func (o *oracle) couldNeed(m, list string) []string {
 }
 
 // stillSettling says why no gated node of a tenant without rollout-id may be
-// released yet (DESIGN §4): a node's latest target change is less than the
+// released yet (DESIGN §4): a node's latest change, of its target or its
+// order, is less than the
 // settle time old, and its run of changes began less than the settle cap
 // ago. Recovery waits for it too. On a tenant with rollout-id, only the
 // nodes counted (whose change came without a new id) hold it. "" when

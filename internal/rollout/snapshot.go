@@ -194,7 +194,8 @@ type Grouping struct {
 	// rollout-id is held before the sequencer proceeds with what landed;
 	// 0 holds it until they agree.
 	LandingTimeout time.Duration
-	// SettleTime is how long after the latest target change of a tenant
+	// SettleTime is how long after the latest change (of a target or an
+	// order) of a tenant
 	// without rollout-id its gated nodes are held; 0 turns it off.
 	SettleTime time.Duration
 	// SettleCap bounds the settle hold: a node's changes hold the tenant

@@ -90,9 +90,10 @@ type world struct {
 	log          []string
 	started      []string
 	// writes counts the writes of the user (create, update); targetWrite
-	// and idWrite are, per node, the write that last changed its target and
-	// its rollout-id: the world's own record of which changes came with a
-	// new id, not the webhook's stamps.
+	// and idWrite are, per node, the write that last changed its target (or
+	// its order: taken down, created down, paused or unpaused, a list of the
+	// user's) and its rollout-id: the world's own record of which changes
+	// came with a new id, not the webhook's stamps.
 	writes               int
 	targetWrite, idWrite map[string]write
 	// startedAt is the tick each rollout of started began at, and
