@@ -111,8 +111,8 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	}
 
 	spec := n.NodeSpec()
-	changed := a.Old == nil || a.Hash != a.OldHash || spec.IsUp() && !a.Old.NodeSpec().IsUp()
-	if changed {
+	newTarget := a.Old == nil || a.Hash != a.OldHash || spec.IsUp() && !a.Old.NodeSpec().IsUp()
+	if newTarget {
 		// A new rollout: the one it replaces is kept, and the rollout-id
 		// it comes with is its own.
 		if a.Old != nil {
@@ -130,7 +130,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	// the nodes after it as a rollout does. A target change of a node that
 	// stays down is not: the nodes after it walk through it to its lists,
 	// which it leaves as they were.
-	rollout := spec.IsUp() && changed
+	rollout := spec.IsUp() && newTarget
 	orderChanged := a.Old == nil && !spec.IsUp() || a.Old != nil && orderOf(a.Old) != orderOf(n)
 	if rollout || orderChanged {
 		now := a.Now.UTC().Format(time.RFC3339Nano)

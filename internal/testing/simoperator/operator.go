@@ -364,10 +364,10 @@ func (o *Operator) newPod(node, namespace string, labels map[string]string) *cor
 }
 
 func (o *Operator) newPodLocked(node, namespace string, labels map[string]string) *corev1.Pod {
-	o.seq++
-	name := fmt.Sprintf("%s-%d-%d", node, time.Now().UnixMilli()%100000, o.seq)
-	if o.StatefulSets {
-		name = node + "-0"
+	name := node + "-0"
+	if !o.StatefulSets {
+		o.seq++
+		name = fmt.Sprintf("%s-%d-%d", node, time.Now().UnixMilli()%100000, o.seq)
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
