@@ -149,11 +149,22 @@ const (
 	// the two stamps.
 	AnnotationOrderChangedAt = "express.medallia.com/order-changed-at"
 
+	// AnnotationNodeLeftTenantAt is when a node of this node's tenant
+	// last left it (RFC 3339, UTC): deleted, or moved to another tenant
+	// (a new spec.clusterConfig.clusterName). The validating webhook writes
+	// it, as the sequencer, on every node of the tenant that stays, before
+	// the departure is stored: the nodes after the one that left stop
+	// waiting for it, and the settle time groups that with the rest of its
+	// apply. It is the tenant's change, no node's own: it holds the tenant
+	// for the settle time, with no cap, and takes no part in a node's run
+	// of changes.
+	AnnotationNodeLeftTenantAt = "express.medallia.com/node-left-tenant-at"
+
 	// AnnotationTargetChangesBeganAt is when the node's current run of target
 	// (and order) changes began (RFC 3339, UTC): the admission webhook keeps it while
 	// each change comes less than the settle time after the previous one,
-	// or while the settle hold still holds the node for an earlier one, and
-	// restarts it otherwise. In a tenant without rollout-id a node's
+	// or while the settle hold still holds the node for an earlier one of
+	// its own, and restarts it otherwise. In a tenant without rollout-id a node's
 	// changes hold the tenant no longer than the settle cap after its run
 	// began, so a node rewritten forever cannot hold the tenant forever.
 	AnnotationTargetChangesBeganAt = "express.medallia.com/target-changes-began-at"

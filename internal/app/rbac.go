@@ -1,8 +1,9 @@
 package app
 
 // The permissions express-sequencer uses, generated into config/rbac. Nothing
-// more: reading nodes and pods, patching the gate and the one condition,
-// events, and the CA bundle of its own webhook configurations.
+// more: reading nodes and pods, patching the gate, the release record, the
+// date a node left its tenant (on the nodes that stay) and the one
+// condition, events, and the CA bundle of its own webhook configurations.
 
 // +kubebuilder:rbac:groups=express.medallia.com,resources=backends;frontends,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=express.medallia.com,resources=backends/status;frontends/status,verbs=get;patch

@@ -37,7 +37,7 @@ var SequencerOnly = []string{v2alpha1.AnnotationReleasedTarget, v2alpha1.Annotat
 // (a user's value is overwritten or put back): with SequencerOnly, every
 // annotation express-sequencer adds to what a chart renders.
 var WebhookOnly = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationDefaultedPrerequisites, v2alpha1.AnnotationTargetChangedAt,
-	v2alpha1.AnnotationOrderChangedAt, v2alpha1.AnnotationTargetChangesBeganAt, v2alpha1.AnnotationRolloutIDChangedAt, v2alpha1.AnnotationRolloutHistory, v2alpha1.AnnotationTargetRolloutID}
+	v2alpha1.AnnotationOrderChangedAt, v2alpha1.AnnotationNodeLeftTenantAt, v2alpha1.AnnotationTargetChangesBeganAt, v2alpha1.AnnotationRolloutIDChangedAt, v2alpha1.AnnotationRolloutHistory, v2alpha1.AnnotationTargetRolloutID}
 
 // Admit applies the admission rules to node n in place and returns the
 // admission warnings:
@@ -55,11 +55,13 @@ var WebhookOnly = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationDef
 //     is pause-rollout);
 //   - the rollout a new target replaces is kept in the node's
 //     rollout-history, which no one else changes;
-//   - target, order (orderOf: up, paused, a prerequisite list of the
-//     user's) and rollout-id changes are timestamped (settle time, landing
-//     timeout), and so is the start of the node's run of changes — each
-//     less than the settle time after the one before, or made while the
-//     settle hold still holds the node (settle cap).
+//   - target, order (orderOf: the tenant, up, paused, a prerequisite list
+//     of the user's) and rollout-id changes are timestamped (settle time,
+//     landing timeout), and so is the start of the node's run of changes —
+//     each less than the settle time after the one before, or made while
+//     the settle hold still holds the node for its own (settle cap);
+//   - the date another node left the tenant (node-left-tenant-at) is the
+//     sequencer's to write, and only ever later.
 //
 // A node being deleted is not rolled out again: only its annotations are
 // kept honest.
@@ -95,6 +97,15 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		// created down — is not adopted: it was never rolled out.
 		ann[v2alpha1.AnnotationReleasedTarget] = a.OldHash
 	}
+	// The sequencer dates, on the nodes of a tenant that stay, the
+	// departure of one of them (DeletionDater), with its own clock: a
+	// later date of its is kept as written; an earlier one, or anyone
+	// else's, is put back.
+	left := ann[v2alpha1.AnnotationNodeLeftTenantAt]
+	restore(ann, old, v2alpha1.AnnotationNodeLeftTenantAt)
+	if at, err := time.Parse(time.RFC3339Nano, left); a.FromSequencer && err == nil && at.After(stampIn(old, v2alpha1.AnnotationNodeLeftTenantAt)) {
+		ann[v2alpha1.AnnotationNodeLeftTenantAt] = left
+	}
 	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
 	restore(ann, old, v2alpha1.AnnotationOrderChangedAt)
 	restore(ann, old, v2alpha1.AnnotationTargetChangesBeganAt)
@@ -125,7 +136,8 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		}
 	}
 	// A change of the node's order — created down or taken down, a prerequisite
-	// list of the user's, a pause set or lifted — is dated too, for the
+	// list of the user's, a pause set or lifted, a move to another tenant
+	// — is dated too, for the
 	// settle time to group it with the rest of its apply: it frees or holds
 	// the nodes after it as a rollout does. A target change of a node that
 	// stays down is not: the nodes after it walk through it to its lists,
@@ -136,13 +148,14 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		now := a.Now.UTC().Format(time.RFC3339Nano)
 		// The node's run of changes goes on while its changes come less
 		// than the settle time apart, or while it is still held by the
-		// settle hold for an earlier one, however far apart (a node
-		// rewritten while the hold lasts is capped from its first change,
-		// whatever the settle time the sequencer holds with). A node held
-		// for anything else — a pause, a prerequisite — begins a new run:
+		// settle hold for an earlier one of its own, however far apart (a
+		// node rewritten while the hold lasts is capped from its first
+		// change, whatever the settle time the sequencer holds with). A
+		// node held for anything else — a pause, a prerequisite, the settle
+		// hold for another node's change or departure — begins a new run:
 		// its change must hold the tenant like any other.
 		prev := lastChange(old)
-		goesOn := a.Old != nil && !prev.IsZero() && (heldBySettling(a.Old, a.Now) || a.Now.Sub(prev) < a.SettleTime)
+		goesOn := a.Old != nil && !prev.IsZero() && (heldBySettling(a.Old, a.Now, prev) || a.Now.Sub(prev) < a.SettleTime)
 		if !goesOn || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
 			ann[v2alpha1.AnnotationTargetChangesBeganAt] = now
 		}
@@ -173,12 +186,14 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	return warnings
 }
 
-// orderOf says what of node n orders it, not what it rolls out: whether
+// orderOf says what of node n orders it, not what it rolls out: its
+// tenant (a node that stays down and moves in changes the order of the
+// tenant it joins; the tenant it leaves is dated by DeletionDater), whether
 // it is up, whether it is paused, and each prerequisite list the user set
 // (a defaulted list is the operator's order, "the nodes before me",
 // whatever it holds).
 func orderOf(n v2alpha1.Node) string {
-	parts := []string{strconv.FormatBool(n.NodeSpec().IsUp()), strconv.FormatBool(annotated(n, v2alpha1.AnnotationPauseRollout))}
+	parts := []string{strconv.Quote(n.NodeSpec().ClusterConfig.ClusterName), strconv.FormatBool(n.NodeSpec().IsUp()), strconv.FormatBool(annotated(n, v2alpha1.AnnotationPauseRollout))}
 	for _, l := range defaults.Lists {
 		if defaults.IsDefaulted(n, l) {
 			parts = append(parts, "defaulted")
@@ -211,9 +226,15 @@ func restore(ann, old map[string]string, key string) {
 }
 
 // heldBySettling reports whether the node is gated and its condition says
-// the settle hold holds it until after now. A Settling the sequencer wrote
-// before it stopped says a hold that has ended: it continues no run.
-func heldBySettling(n v2alpha1.Node, now time.Time) bool {
+// the settle hold holds it until after now, for its own latest change
+// (the change the hold names as holding longest is at the node's latest
+// change, prev). A Settling the sequencer wrote before it stopped says a
+// hold that has ended: it continues no run. Nor does a hold for another
+// node's change, or for a node that left the tenant: the node may have
+// been gated for longer than the cap (waiting for a prerequisite), and its
+// change, continuing a run that long, would hold nothing of its own.
+func heldBySettling(n v2alpha1.Node, now, prev time.Time) bool {
 	c := PrerequisitesCondition(n)
-	return Gated(n) && c != nil && c.Reason == v2alpha1.ReasonSettling && now.Before(settleHoldEnd(c))
+	return Gated(n) && c != nil && c.Reason == v2alpha1.ReasonSettling && now.Before(settleHoldEnd(c)) &&
+		strings.Contains(c.Message, settleHeldBy(prev))
 }

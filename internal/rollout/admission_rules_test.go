@@ -39,6 +39,9 @@ func TestAdmissionRules(t *testing.T) {
 		// wantBegan is the start of the node's run of target changes
 		// (target-changes-began-at), "" for none.
 		wantBegan string
+		// wantLeft is the date another node last left the tenant
+		// (node-left-tenant-at), "" for none.
+		wantLeft string
 	}{
 		{name: "a new up node is gated and stamped", hash: "h1", wantGate: true, wantStamp: "h1", wantChangedNow: true, wantBegan: at(now)},
 		{name: "a new down node is stamped and its order change dated, but not gated", hash: "h1", edit: func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) },
@@ -81,6 +84,34 @@ func TestAdmissionRules(t *testing.T) {
 			}),
 			oldHash: "h1", hash: "h1", edit: func(n v2alpha1.Node) { delete(n.GetAnnotations(), v2alpha1.AnnotationPauseRollout) },
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantOrderChangedNow: true, wantBegan: at(now)},
+		{name: "the date another node left the tenant, written by the sequencer, is kept as written: the tenant's change, no part of the node's run of changes",
+			old: stored(changed(now.Add(-5*time.Second), now.Add(-time.Minute))), oldHash: "h1", hash: "h1", fromSequencer: true,
+			edit: func(n v2alpha1.Node) {
+				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now.Add(-time.Millisecond))
+			},
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-time.Minute)), wantLeft: at(now.Add(-time.Millisecond))},
+		{name: "a date a node left the tenant written by someone other than the sequencer is put back",
+			old: stored(changed(now.Add(-time.Hour), now.Add(-2*time.Hour))), oldHash: "h1", hash: "h1",
+			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now) },
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour))},
+		{name: "a date a node left the tenant no later than the one stored, even the sequencer's (the node written back as read), is put back",
+			old: stored(func(n v2alpha1.Node) {
+				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
+				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now.Add(-time.Minute))
+			}),
+			oldHash: "h1", hash: "h1", fromSequencer: true,
+			edit: func(n v2alpha1.Node) {
+				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now.Add(-time.Hour))
+			},
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(-time.Minute))},
+		{name: "a node that stays down moved to another tenant is an order change of the tenant it joins, dated",
+			old: stored(func(n v2alpha1.Node) {
+				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
+				n.NodeSpec().Up = ptr.To(false)
+				n.NodeSpec().ClusterConfig.ClusterName = "acmee"
+			}),
+			oldHash: "h1", hash: "h2", edit: func(n v2alpha1.Node) { n.NodeSpec().ClusterConfig.ClusterName = "acme" },
+			wantStamp: "h2", wantReleased: "stamp-on-pods", wantOrderChangedNow: true, wantBegan: at(now)},
 		{name: "a target change of a node that stays down is not dated: the nodes after it walk through it to lists it keeps",
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-5*time.Second), now.Add(-time.Minute))(n)
@@ -103,9 +134,17 @@ func TestAdmissionRules(t *testing.T) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
 				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
 				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
-					Message: "holding … (nodes carry no rollout-id)" + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
+					Message: "holding for 2h after the changes to tenant acme " + settleHeldBy(now.Add(-time.Hour)) + " … (nodes carry no rollout-id)" + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
 			}),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-2 * time.Hour))},
+		{name: "a target change of a node the settle hold holds for another node's change begins a new run of changes: its own last one may be long past",
+			old: stored(func(n v2alpha1.Node) {
+				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
+				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
+					Message: "holding for 10s after the changes to tenant acme " + settleHeldBy(now.Add(-5*time.Second)) + " … (nodes carry no rollout-id)" + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
+			}),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
 		{name: "a target change of a node whose settle hold ended while the sequencer was stopped begins a new run of changes",
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
@@ -174,6 +213,7 @@ func TestAdmissionRules(t *testing.T) {
 			orderChanged := n.GetAnnotations()[v2alpha1.AnnotationOrderChangedAt] == now.Format(time.RFC3339Nano)
 			assert.Equal(t, c.wantOrderChangedNow, orderChanged, "order-changed-at stamped now")
 			assert.Equal(t, c.wantBegan, n.GetAnnotations()[v2alpha1.AnnotationTargetChangesBeganAt], "target-changes-began-at")
+			assert.Equal(t, c.wantLeft, n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt], "node-left-tenant-at")
 		})
 	}
 }

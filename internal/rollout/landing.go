@@ -264,12 +264,29 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 // the cap once, and then no more, while every other node's changes still
 // hold it; and a change long pending elsewhere (a paused node, a rollout
 // stuck for longer than the cap) takes nothing from a new change's hold.
+//
+// A node that left the tenant (deleted, or moved to another tenant), dated
+// on the nodes that stay (AnnotationNodeLeftTenantAt), holds it for the
+// settle time after it, whatever counted says: a departure is the tenant's
+// change, never a render's, and no node's own (no cap: departures are as
+// many as the nodes that leave).
 func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landing {
 	if s.Grouping.SettleTime <= 0 {
 		return landing{}
 	}
 	var held, until time.Time // the change that holds longest, and until when
+	departure := false        // that change is a node leaving the tenant
+	hold := func(at, end time.Time, left bool) {
+		// Ties (two changes capped at the same instant) go to the latest
+		// change, so the message does not depend on map order.
+		if end.After(until) || end.Equal(until) && at.After(held) {
+			held, until, departure = at, end, left
+		}
+	}
 	for _, n := range s.Nodes {
+		if left := NodeLeftTenantAt(n); !left.IsZero() {
+			hold(left, left.Add(s.Grouping.SettleTime), true)
+		}
 		last := lastChange(n.GetAnnotations())
 		if last.IsZero() || !counted(n) {
 			continue
@@ -278,19 +295,25 @@ func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landin
 		if began := stamp(n, v2alpha1.AnnotationTargetChangesBeganAt); s.Grouping.SettleCap > 0 && !began.IsZero() && began.Add(s.Grouping.SettleCap).Before(end) {
 			end = began.Add(s.Grouping.SettleCap)
 		}
-		// Ties (two changes capped at the same instant) go to the latest
-		// change, so the message does not depend on map order.
-		if end.After(until) || end.Equal(until) && last.After(held) {
-			held, until = last, end
-		}
+		hold(last, end, false)
 	}
 	wait := until.Sub(s.Now)
 	if wait <= 0 {
 		return landing{}
 	}
+	what := fmt.Sprintf("the changes to tenant %s %s", s.Tenant.ClusterName, settleHeldBy(held))
+	if departure {
+		what, why = fmt.Sprintf("a node left tenant %s at %s", s.Tenant.ClusterName, held.UTC().Format(time.RFC3339)), "deleted, or moved to another tenant"
+	}
 	return landing{hold: true, reason: v2alpha1.ReasonSettling, recheckAfter: wait,
-		message: fmt.Sprintf("holding for %s after the changes to tenant %s (the one holding longest at %s) so that all of a change has landed (%s)"+settleReleasesAt+"%s unless more changes come",
-			s.Grouping.SettleTime, s.Tenant.ClusterName, held.UTC().Format(time.RFC3339), why, until.UTC().Format(time.RFC3339))}
+		message: fmt.Sprintf("holding for %s after %s so that all of a change has landed (%s)"+settleReleasesAt+"%s unless more changes come",
+			s.Grouping.SettleTime, what, why, until.UTC().Format(time.RFC3339))}
+}
+
+// settleHeldBy says, in a Settling condition's message, when the change
+// that holds longest was made (to the second); heldBySettling looks for it.
+func settleHeldBy(change time.Time) string {
+	return "(the one holding longest at " + change.UTC().Format(time.RFC3339) + ")"
 }
 
 // settleReleasesAt introduces, in a Settling condition's message, when the
@@ -311,6 +334,12 @@ func settleHoldEnd(c *metav1.Condition) time.Time {
 		return time.Time{}
 	}
 	return end
+}
+
+// NodeLeftTenantAt returns when a node of n's tenant last left it, as
+// dated on n (AnnotationNodeLeftTenantAt); zero when never.
+func NodeLeftTenantAt(n v2alpha1.Node) time.Time {
+	return stamp(n, v2alpha1.AnnotationNodeLeftTenantAt)
 }
 
 // stamp reads an RFC 3339 timestamp annotation; zero when absent or malformed.

@@ -158,7 +158,8 @@ func TestAKubectlApplyThatDropsTheRolloutIDIsGroupedByTheSettleTime(t *testing.T
 }
 
 // A kubectl edit that changes a node's order without its target — takes
-// it down, or sets a prerequisite list of the user's — gates nothing, and
+// it down, or sets a prerequisite list of the user's — or a kubectl delete
+// of it (dated by the webhook on the nodes that stay) gates nothing, and
 // may let the nodes waiting on it go: but not before the settle time has
 // grouped the edit with the rest of its apply (the node it brings up next,
 // say, may be one they wait for). fe2 waits for fe1, stuck on a change;
@@ -177,6 +178,10 @@ func TestAnEditOfANodesOrderHoldsItsTenantForTheSettleTime(t *testing.T) {
 			edit: func(w *world) { w.update("fe1", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }) }},
 		{name: "fe1 taken down, on a tenant without rollout-id", setup: func(w *world) { w.tenant(4, v1); w.run(400) },
 			edit: func(w *world) { w.update("fe1", func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) }) }},
+		{name: "fe1 deleted, on a tenant with rollout-id", setup: settledByRolloutID(4, "r1"),
+			edit: func(w *world) { w.remove("fe1") }},
+		{name: "fe1 deleted, on a tenant without rollout-id", setup: func(w *world) { w.tenant(4, v1); w.run(400) },
+			edit: func(w *world) { w.remove("fe1") }},
 		{name: "fe2's lists set to be alone, on a tenant with rollout-id, the edit bringing none", setup: settledByRolloutID(4, "r1"),
 			edit: func(w *world) { w.update("fe2", onlyBe) }},
 		{name: "fe2's lists set to be alone, on a tenant without rollout-id", setup: func(w *world) { w.tenant(4, v1); w.run(400) },

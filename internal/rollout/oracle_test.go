@@ -696,6 +696,11 @@ func (o *oracle) stillSettling(counted func(v2alpha1.Node) bool) string {
 	if g.SettleTime <= 0 {
 		return ""
 	}
+	// A node that left the tenant is the tenant's change, whatever the
+	// rollout-id (a deletion carries none), capped by no run.
+	if left := o.w.nodeLeftAt; !left.IsZero() && o.w.now.Before(left.Add(g.SettleTime)) {
+		return fmt.Sprintf("a node left the tenant at %s: it settles until %s", left.Format(time.TimeOnly), left.Add(g.SettleTime).Format(time.TimeOnly))
+	}
 	for name, n := range o.w.nodes {
 		// The node's latest change: of its target or its order, as the
 		// world made it, or as the webhook dated it, whichever is later.

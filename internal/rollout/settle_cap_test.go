@@ -158,3 +158,95 @@ func TestAStaleSettlingConditionLeftByAStoppedSequencerContinuesNoRun(t *testing
 		})
 	}
 }
+
+// Nodes deleted one after another, each less than the settle time after
+// the one before (a scale-down whose kubectl delete waits for the
+// operator's finalizer), date every node that stays each time; were each
+// date part of that node's own run of changes, the run would outlast the
+// settle cap, and the change applied next — be, then fe1 and fe2, a
+// second apart — would hold nothing: be, its prerequisites still on their
+// old target, would go first. A deletion begins a new run instead.
+func TestDeletionsOneAfterAnotherDoNotUseUpTheCapOfTheNextChange(t *testing.T) {
+	w := newWorld(t, "acme")
+	settledTenant(w, 11)
+	w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+	from := w.tick
+	for _, k := range []string{"fe10", "fe9", "fe8", "fe7", "fe6", "fe5", "fe4", "fe3"} {
+		w.remove(k)
+		ticks(8)(w)
+	}
+	require.Greater(t, w.tick-from, 60, "the deletions went on for longer than the cap")
+	mark := len(w.started)
+	w.setVersion(v2, "be")
+	w.step()
+	w.setVersion(v2, "fe1")
+	w.step()
+	w.setVersion(v2, "fe2")
+	ticks(200)(w)
+	assert.Equal(t, "fe1 fe2 be", w.startedSince(mark), "the change applied after the deletions, in order")
+}
+
+// A node rewritten forever (fe5, every 2 s) beside another deleted and
+// created again every 40 s (fe4, Argo CD's Replace=true,Force=true syncing
+// it): each departure holds the tenant for the settle time, capped by no
+// run but its own, and gives the fought node's run no new cap. A change to
+// be, fe1 and fe2 then rolls, in order, between two of them.
+func TestARecreatedNodeBesideOneRewrittenForeverHoldsTheTenantOnlyForTheSettleTime(t *testing.T) {
+	w := newWorld(t, "acme")
+	settledTenant(w, 6)
+	w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+	fight := func(i int) {
+		if i%2 == 1 {
+			w.setConfig(fmt.Sprintf("fight-%d", w.tick), "fe5")
+		}
+	}
+	for i := range 100 {
+		fight(i)
+		w.step()
+	}
+	mark := len(w.started)
+	w.recreate("fe4")
+	w.step()
+	w.setVersion(v2, "be", "fe1", "fe2")
+	for i := 1; i <= 300; i++ {
+		fight(i)
+		if i%40 == 0 {
+			w.recreate("fe4")
+		}
+		w.step()
+	}
+	var changed []string
+	for _, s := range strings.Fields(w.startedSince(mark)) {
+		if s != "fe4" && s != "fe5" {
+			changed = append(changed, s)
+		}
+	}
+	assert.Equal(t, []string{"fe1", "fe2", "be"}, changed, "the change rolled, in order, while fe5 was fought over and fe4 recreated")
+}
+
+// A node gated for longer than the cap (fe2, waiting for fe1, stuck) and
+// held by the settle hold for another node's change (be's) begins a new
+// run when it is changed again: the hold is no earlier change of its own.
+// Continuing its run of two minutes before, its change held nothing, and
+// once be's hold ended fe2 went ahead of fe1's change applied 7 s after
+// it, in the same apply.
+func TestANodeHeldByTheSettleHoldForAnotherNodesChangeBeginsANewRun(t *testing.T) {
+	w := newWorld(t, "acme")
+	settledTenant(w, 4)
+	w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+	w.stuck[w.name("fe1")] = true
+	w.setConfig("changeset-2", "fe1", "fe2")
+	ticks(120)(w)
+	require.Equal(t, v2alpha1.ReasonWaitingForPrerequisite, w.condition("fe2").Reason, "fe2 waits for fe1, stuck: %s", w.condition("fe2").Message)
+	mark := len(w.started)
+	w.setConfig("changeset-3", "be")
+	ticks(2)(w)
+	require.Equal(t, v2alpha1.ReasonSettling, w.condition("fe2").Reason, "fe2 held by be's change: %s", w.condition("fe2").Message)
+	ticks(3)(w)
+	w.setConfig("changeset-3", "fe2")
+	delete(w.stuck, w.name("fe1"))
+	ticks(7)(w)
+	w.setConfig("changeset-3", "fe1")
+	ticks(200)(w)
+	assert.Equal(t, "fe1 fe2 be", w.startedSince(mark), "fe1's change before fe2's, as at once")
+}

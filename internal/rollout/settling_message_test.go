@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -29,4 +30,23 @@ func TestASettlingHoldNamesTheLatestOfChangesCappedAtOneInstant(t *testing.T) {
 		assert.Equal(t, 5*time.Second, l.recheckAfter)
 		assert.Contains(t, l.message, "the one holding longest at "+latest)
 	}
+}
+
+// A node that left the tenant holds it for the settle time after the date
+// written on the nodes that stay, on a tenant with rollout-id too (nothing
+// counted), past every node's settle cap, and the Settling message says a
+// node left.
+func TestASettlingHoldForANodeThatLeftSaysSo(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	left := w.now.Add(-4 * time.Second)
+	setAnnotation(w.nodes[w.name("fe1")], v2alpha1.AnnotationNodeLeftTenantAt, left.Format(time.RFC3339Nano))
+	s := w.snapshot()
+	s.Grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Second}
+	l := s.settling(func(v2alpha1.Node) bool { return false }, "a test")
+	require.True(t, l.hold, "held 10 s after the departure, 6 s from now")
+	assert.Equal(t, 6*time.Second, l.recheckAfter)
+	assert.Contains(t, l.message, "a node left tenant acme at "+left.UTC().Format(time.RFC3339))
+	assert.Contains(t, l.message, "(deleted, or moved to another tenant)")
+	assert.Equal(t, left.Add(10*time.Second).UTC().Truncate(time.Second), settleHoldEnd(&metav1.Condition{Message: l.message}), "the message says when the hold ends")
 }

@@ -96,6 +96,9 @@ type world struct {
 	// came with a new id, not the webhook's stamps.
 	writes               int
 	targetWrite, idWrite map[string]write
+	// nodeLeftAt is when a node last left the tenant (deleted): a change
+	// of the tenant's, held for the settle time.
+	nodeLeftAt time.Time
 	// startedAt is the tick each rollout of started began at, and
 	// startedTarget the target its pods carry.
 	startedAt     []int
@@ -345,11 +348,35 @@ func setAnnotation(n v2alpha1.Node, key, value string) {
 }
 
 // remove deletes a node: it is being deleted until the operator has
-// stopped its pods (its finalizer).
+// stopped its pods (its finalizer). The deletion is a change of the order
+// of every node that stays — the nodes after it stop waiting for it — and
+// the validating webhook dates it so on each of them, writing as the
+// sequencer (DeletionDater), before the node is marked deleted.
 func (w *world) remove(key string) {
 	n := w.nodes[w.name(key)]
+	if n == nil || n.GetDeletionTimestamp() != nil {
+		return // gone, or being deleted: a second delete changes nothing
+	}
+	w.dateDeletion(n.GetName())
 	n.SetDeletionTimestamp(&metav1.Time{Time: w.now})
 	w.logf("delete %s", key)
+}
+
+// dateDeletion is the validating webhook's part of node name's deletion:
+// every other node that stays (not being deleted) is written, as the
+// sequencer, with the date (DeletionDater); the world records when a node
+// last left the tenant, of nodes that stay.
+func (w *world) dateDeletion(deleted string) {
+	for name, s := range w.nodes {
+		if name == deleted || s.GetDeletionTimestamp() != nil {
+			continue
+		}
+		w.nodeLeftAt = w.now // the order of the nodes that stay changed; with none, nothing's did
+		m := s.DeepCopyObject().(v2alpha1.Node)
+		setAnnotation(m, v2alpha1.AnnotationNodeLeftTenantAt, w.now.Format(time.RFC3339Nano))
+		Admit(m, Admission{Old: s, Hash: TargetHashOf(m.NodeSpec()), OldHash: StampedTarget(s), FromSequencer: true, Now: w.now, SettleTime: w.grouping.SettleTime})
+		w.nodes[name] = m
+	}
 }
 
 // recreate deletes each node and at once creates it again with the spec
@@ -366,6 +393,7 @@ func (w *world) recreate(keys ...string) {
 		if old == nil || old.GetDeletionTimestamp() != nil {
 			continue
 		}
+		w.dateDeletion(name)
 		if w.lastHash[name] != "" && w.gone[name] == nil {
 			looks := 3
 			if w.rng != nil {

@@ -67,8 +67,14 @@ const (
 // is Fail: while no replica serves, such a pod keeps its gate (its release
 // is retried); no running pod's update ever waits on it.
 // +kubebuilder:webhook:path=/validate-v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=update,versions=v1,name=vpod.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"objectSelector":{"matchExpressions":[{"key":"express.medallia.com/node","operator":"Exists"}]},"matchConditions":[{"name":"held-by-the-sequencer","expression":"has(oldObject.spec.schedulingGates) && oldObject.spec.schedulingGates.exists(g, g.name == 'express.medallia.com/sequencer')"}]}`
-// +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-backend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=backends,verbs=create;update,versions=v2alpha1,name=vbackend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
-// +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-frontend,mutating=false,failurePolicy=fail,sideEffects=None,groups=express.medallia.com,resources=frontends,verbs=create;update,versions=v2alpha1,name=vfrontend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
+// The node validating webhooks are sent deletes too: a deletion, or a move
+// to another tenant, is dated on the nodes of the tenant that stay
+// (DeletionDater), a write the change waits for and a dry run skips
+// (sideEffects NoneOnDryRun). Their
+// failure policy is Fail: while no replica serves, Express nodes are
+// neither created, changed nor deleted.
+// +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-backend,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=express.medallia.com,resources=backends,verbs=create;update;delete,versions=v2alpha1,name=vbackend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
+// +kubebuilder:webhook:path=/validate-express-medallia-com-v2alpha1-frontend,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=express.medallia.com,resources=frontends,verbs=create;update;delete,versions=v2alpha1,name=vfrontend.express.medallia.com,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5
 
 // Settings are what the webhooks share with the sequencer: the default
 // orders, the change grouping (the pod webhook decides as the sequencer
@@ -88,6 +94,10 @@ type Settings struct {
 	// PodReadsByName has the pod webhook let a pod start on a read by name
 	// of what its start rests on (PodGate.Cache), reader guessing the names.
 	PodReadsByName bool
+	// Writer writes as the sequencer: the date of a node's deletion or
+	// move on the nodes of its tenant that stay (DeletionDater). Nil leaves deletions
+	// undated (tests of other webhooks only).
+	Writer client.Writer
 }
 
 // Handlers returns the admission webhooks by path. reader lists a tenant's
@@ -104,11 +114,15 @@ func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings)
 	if set.PodReadsByName {
 		podGate.Cache = reader
 	}
+	var deletions *DeletionDater
+	if set.Writer != nil {
+		deletions = &DeletionDater{Reader: fresh, Writer: set.Writer, Clock: clk, DefaultMode: set.DefaultMode}
+	}
 	hooks := map[string]*admission.Webhook{
 		MutateBackendPath:    admission.WithDefaulter[*v2alpha1.Backend](scheme, &Defaulter[*v2alpha1.Backend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers, Modes: fresh, DefaultMode: set.DefaultMode}),
 		MutateFrontendPath:   admission.WithDefaulter[*v2alpha1.Frontend](scheme, &Defaulter[*v2alpha1.Frontend]{Orders: orders, Decoder: admission.NewDecoder(scheme), Clock: clk, SettleTime: set.Grouping.SettleTime, Sequencer: sequencerUsers, Modes: fresh, DefaultMode: set.DefaultMode}),
-		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders, Releases: releases}),
-		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders, Releases: releases}),
+		ValidateBackendPath:  admission.WithValidator[*v2alpha1.Backend](scheme, &Validator[*v2alpha1.Backend]{Reader: reader, Orders: orders, Releases: releases, Deletions: deletions}),
+		ValidateFrontendPath: admission.WithValidator[*v2alpha1.Frontend](scheme, &Validator[*v2alpha1.Frontend]{Reader: reader, Orders: orders, Releases: releases, Deletions: deletions}),
 		MutatePodPath:        {Handler: podGate},
 		ValidatePodPath:      {Handler: &PodGateGuard{Sequencer: sequencerUsers, Releases: releases}},
 	}
@@ -121,6 +135,9 @@ func Handlers(scheme *runtime.Scheme, reader, fresh client.Reader, set Settings)
 // Register serves the admission webhooks on the manager's webhook server;
 // fresh reads straight from the API server (sequencer.FreshReader).
 func Register(mgr ctrl.Manager, fresh client.Reader, set Settings) {
+	if set.Writer == nil {
+		set.Writer = mgr.GetClient()
+	}
 	for path, hook := range Handlers(mgr.GetScheme(), mgr.GetClient(), fresh, set) {
 		mgr.GetWebhookServer().Register(path, hook)
 	}

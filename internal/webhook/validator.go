@@ -44,6 +44,9 @@ type Validator[T v2alpha1.Node] struct {
 	// Releases, when set, judges every removal of the sequencer's gate
 	// again on the tenant as it is now (release_guard.go).
 	Releases *ReleaseGuard
+	// Deletions, when set, dates every deletion of a node on the nodes of
+	// its tenant that stay (deletion_dater.go).
+	Deletions *DeletionDater
 }
 
 // ValidateCreate checks a new node.
@@ -81,7 +84,13 @@ func (v *Validator[T]) ValidateUpdate(ctx context.Context, oldObj, obj T) (admis
 			return nil, err
 		}
 	}
-	return v.validate(ctx, obj, !sameOrderingInputs(oldObj, obj))
+	warnings, err := v.validate(ctx, obj, !sameOrderingInputs(oldObj, obj))
+	if to := obj.NodeSpec().ClusterConfig.ClusterName; err == nil && v.Deletions != nil && to != oldObj.NodeSpec().ClusterConfig.ClusterName {
+		// The node leaves its tenant: for the nodes it leaves, as if deleted.
+		dated, err := v.Deletions.date(ctx, oldObj, "move to tenant "+to)
+		return append(warnings, dated...), err
+	}
+	return warnings, err
 }
 
 // fromSequencerManager reports whether the request is written as the
@@ -116,9 +125,15 @@ func sameOrderingInputs(oldObj, obj v2alpha1.Node) bool {
 	return true
 }
 
-// ValidateDelete allows every delete: a deleted node simply leaves the order.
-func (v *Validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, error) {
-	return nil, nil
+// ValidateDelete allows every delete that is dated (DeletionDater): a
+// deleted node leaves the order, and the nodes it frees wait for the
+// settle time after it, as for any change of the order. A node moved to
+// another tenant (ValidateUpdate) is dated the same way.
+func (v *Validator[T]) ValidateDelete(ctx context.Context, obj T) (admission.Warnings, error) {
+	if v.Deletions == nil {
+		return nil, nil
+	}
+	return v.Deletions.date(ctx, obj, "deletion")
 }
 
 // validate checks obj against its namespace's nodes; its errors are denied,

@@ -158,3 +158,33 @@ func TestAFrontendNamedLikeTheBackendIsNotTheBackend(t *testing.T) {
 	assert.True(t, rollout.Gated(fe1), "fe1 stays gated")
 	assert.NotContains(t, startedIn(ns), "fe1", "no pod of fe1 started")
 }
+
+// A node deleted and a change applied just after it (kubectl delete fe2,
+// then kubectl edit fe1 a second later, on a tenant without rollout-id)
+// are ordered as one change: the deletion frees be, which waited for fe2,
+// but be waits the settle time after the deletion (dated by the webhook
+// on the nodes that stay), and so goes after fe1's new version, as it
+// would had both landed at once. Without the date, be went the moment fe2
+// was gone, ahead of fe1's change.
+func TestANodeDeletedAndAChangeAppliedJustAfterAreOrderedAsOne(t *testing.T) {
+	const v3 = "express-e689.160"
+	startSequencer(t, func(o *app.Options) { o.Grouping.SettleTime = 5 * time.Second })
+	ns, mark := settledTenant(t, 4) // upgrades fe1, fe2, be, fe3
+	stick(ns, "fe2")
+	setVersion(t, ns, v2, keys(4)...)
+	be := node(ns, "be")
+	require.True(t, waitFor(30*time.Second, func() bool {
+		return startedSince(ns, mark) == "fe1 fe2" && harness.Client.Get(context.Background(), client.ObjectKeyFromObject(be), be) == nil &&
+			condition(be) != nil && condition(be).Reason == v2alpha1.ReasonWaitingForPrerequisite
+	}), "be waits for fe2, stuck: %s", startedSince(ns, mark))
+
+	require.NoError(t, harness.Client.Delete(context.Background(), node(ns, "fe2")))
+	time.Sleep(time.Second)
+	setVersion(t, ns, v3, "fe1")
+	require.True(t, waitFor(60*time.Second, func() bool { return strings.HasSuffix(startedSince(ns, mark), "fe3") }),
+		"fe3 rolls last: %s", startedSince(ns, mark))
+	assert.Equal(t, "fe1 fe2 fe1 be fe3", startedSince(ns, mark), "fe1's new version before be, as if the deletion and the edit had landed at once")
+	if starts := started(ns)[mark:]; assert.Len(t, starts, 5) {
+		assert.Equal(t, v3, starts[2].Version, "fe1's second start is its new version")
+	}
+}
