@@ -163,8 +163,8 @@ const (
 	// AnnotationTargetChangesBeganAt is when the node's current run of target
 	// (and order) changes began (RFC 3339, UTC): the admission webhook keeps it while
 	// each change comes less than the settle time after the previous one,
-	// or while the settle hold still holds the node for an earlier one of
-	// its own, and restarts it otherwise. In a tenant without rollout-id a node's
+	// or while the settle hold has held the node unbroken since an earlier
+	// one of its own, and restarts it otherwise. In a tenant without rollout-id a node's
 	// changes hold the tenant no longer than the settle cap after its run
 	// began, so a node rewritten forever cannot hold the tenant forever.
 	AnnotationTargetChangesBeganAt = "express.medallia.com/target-changes-began-at"

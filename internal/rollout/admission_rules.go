@@ -59,7 +59,8 @@ var WebhookOnly = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationDef
 //     of the user's) and rollout-id changes are timestamped (settle time,
 //     landing timeout), and so is the start of the node's run of changes —
 //     each less than the settle time after the one before, or made while
-//     the settle hold still holds the node for its own (settle cap);
+//     the settle hold has held the node unbroken since its own (settle
+//     cap);
 //   - the date another node left the tenant (node-left-tenant-at) is the
 //     sequencer's to write, and only ever later.
 //
@@ -148,12 +149,15 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 		now := a.Now.UTC().Format(time.RFC3339Nano)
 		// The node's run of changes goes on while its changes come less
 		// than the settle time apart, or while it is still held by the
-		// settle hold for an earlier one of its own, however far apart (a
-		// node rewritten while the hold lasts is capped from its first
-		// change, whatever the settle time the sequencer holds with). A
-		// node held for anything else — a pause, a prerequisite, the settle
-		// hold for another node's change or departure — begins a new run:
-		// its change must hold the tenant like any other.
+		// settle hold that has held it unbroken since its own last change,
+		// however far apart (a node rewritten while the hold lasts is
+		// capped from its first change, whatever the settle time the
+		// sequencer holds with, and so are two rewritten out of step;
+		// the hold's start is known from each node's latest change only,
+		// so three or more can seem to leave a gap, and go on holding). A
+		// node held for anything else — a pause, a prerequisite, a settle
+		// hold that began after its last change — begins a new run: its
+		// change must hold the tenant like any other.
 		prev := lastChange(old)
 		goesOn := a.Old != nil && !prev.IsZero() && (heldBySettling(a.Old, a.Now, prev) || a.Now.Sub(prev) < a.SettleTime)
 		if !goesOn || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
@@ -226,15 +230,19 @@ func restore(ann, old map[string]string, key string) {
 }
 
 // heldBySettling reports whether the node is gated and its condition says
-// the settle hold holds it until after now, for its own latest change
-// (the change the hold names as holding longest is at the node's latest
-// change, prev). A Settling the sequencer wrote before it stopped says a
-// hold that has ended: it continues no run. Nor does a hold for another
-// node's change, or for a node that left the tenant: the node may have
-// been gated for longer than the cap (waiting for a prerequisite), and its
-// change, continuing a run that long, would hold nothing of its own.
+// the settle hold holds it until after now, and has held it without a
+// break since the node's own latest change, prev, or before (its hold for
+// that change, joined by others'). A Settling the sequencer wrote before it
+// stopped says a hold that has ended: it continues no run. Nor does a hold
+// that began after prev: the node may have been gated for longer than the
+// cap (waiting for a prerequisite) before another node's change held it,
+// and its change, continuing a run that long, would hold nothing of its
+// own.
 func heldBySettling(n v2alpha1.Node, now, prev time.Time) bool {
 	c := PrerequisitesCondition(n)
-	return Gated(n) && c != nil && c.Reason == v2alpha1.ReasonSettling && now.Before(settleHoldEnd(c)) &&
-		strings.Contains(c.Message, settleHeldBy(prev))
+	if !Gated(n) || c == nil || c.Reason != v2alpha1.ReasonSettling || !now.Before(settleHoldEnd(c)) {
+		return false
+	}
+	since := settleHoldSince(c)
+	return !since.IsZero() && !since.After(prev)
 }

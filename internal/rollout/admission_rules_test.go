@@ -134,15 +134,15 @@ func TestAdmissionRules(t *testing.T) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
 				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
 				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
-					Message: "holding for 2h after the changes to tenant acme " + settleHeldBy(now.Add(-time.Hour)) + " … (nodes carry no rollout-id)" + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
+					Message: "holding for 2h after the changes to tenant acme … (nodes carry no rollout-id)" + settleUnbrokenSince + at(now.Add(-time.Hour)) + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
 			}),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-2 * time.Hour))},
-		{name: "a target change of a node the settle hold holds for another node's change begins a new run of changes: its own last one may be long past",
+		{name: "a target change of a node the settle hold holds since after its own last change (another node's change) begins a new run of changes: its own last one may be long past",
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
 				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
 				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
-					Message: "holding for 10s after the changes to tenant acme " + settleHeldBy(now.Add(-5*time.Second)) + " … (nodes carry no rollout-id)" + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
+					Message: "holding for 10s after the changes to tenant acme … (nodes carry no rollout-id)" + settleUnbrokenSince + at(now.Add(-5*time.Second)) + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
 			}),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
 		{name: "a target change of a node whose settle hold ended while the sequencer was stopped begins a new run of changes",

@@ -268,15 +268,18 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 // A node that left the tenant (deleted, or moved to another tenant), dated
 // on the nodes that stay (AnnotationNodeLeftTenantAt), holds it for the
 // settle time after it, whatever counted says: a departure is the tenant's
-// change, never a render's, and no node's own (no cap: departures are as
-// many as the nodes that leave).
+// change, never a render's, and no node's own (no cap: one departure per
+// node that leaves; a node deleted and created again in a loop faster
+// than the settle time holds the tenant while the loop lasts).
 func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landing {
 	if s.Grouping.SettleTime <= 0 {
 		return landing{}
 	}
 	var held, until time.Time // the change that holds longest, and until when
 	departure := false        // that change is a node leaving the tenant
+	var holds []span          // every change's hold, for since when it is unbroken
 	hold := func(at, end time.Time, left bool) {
+		holds = append(holds, span{at, end})
 		// Ties (two changes capped at the same instant) go to the latest
 		// change, so the message does not depend on map order.
 		if end.After(until) || end.Equal(until) && at.After(held) {
@@ -306,14 +309,65 @@ func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landin
 		what, why = fmt.Sprintf("a node left tenant %s at %s", s.Tenant.ClusterName, held.UTC().Format(time.RFC3339)), "deleted, or moved to another tenant"
 	}
 	return landing{hold: true, reason: v2alpha1.ReasonSettling, recheckAfter: wait,
-		message: fmt.Sprintf("holding for %s after %s so that all of a change has landed (%s)"+settleReleasesAt+"%s unless more changes come",
-			s.Grouping.SettleTime, what, why, until.UTC().Format(time.RFC3339))}
+		message: fmt.Sprintf("holding for %s after %s so that all of a change has landed (%s)"+settleUnbrokenSince+"%s"+settleReleasesAt+"%s unless more changes come",
+			s.Grouping.SettleTime, what, why, unbrokenSince(holds, s.Now).UTC().Format(time.RFC3339Nano), until.UTC().Format(time.RFC3339))}
 }
 
-// settleHeldBy says, in a Settling condition's message, when the change
-// that holds longest was made (to the second); heldBySettling looks for it.
+// span is the hold of one change: from when it was made until when it
+// holds its tenant (its end no later than its start when capped).
+type span struct{ at, end time.Time }
+
+// unbrokenSince returns since when the settle hold holding at now has held
+// without a break: the start of the run of overlapping holds that covers
+// now. A node changed again under that hold continues its run of changes
+// only if its own last change is no earlier (heldBySettling): it was held
+// throughout since then.
+func unbrokenSince(holds []span, now time.Time) time.Time {
+	slices.SortFunc(holds, func(a, b span) int { return a.at.Compare(b.at) })
+	var since, end time.Time
+	for _, h := range holds {
+		if !h.end.After(h.at) {
+			continue // capped: holds nothing
+		}
+		if since.IsZero() || h.at.After(end) {
+			if !end.IsZero() && end.After(now) {
+				break // the run covering now is the one before this gap
+			}
+			since, end = h.at, h.end
+			continue
+		}
+		if h.end.After(end) {
+			end = h.end
+		}
+	}
+	return since
+}
+
+// settleHeldBy names, in a Settling condition's message, when the change
+// that holds longest was made (to the second).
 func settleHeldBy(change time.Time) string {
 	return "(the one holding longest at " + change.UTC().Format(time.RFC3339) + ")"
+}
+
+// settleUnbrokenSince introduces, in a Settling condition's message, since
+// when the hold has held without a break (RFC 3339 with nanoseconds);
+// settleHoldSince reads it back.
+const settleUnbrokenSince = "; held unbroken since "
+
+// settleHoldSince returns since when a Settling condition said its hold
+// has held without a break, zero when it says nothing readable (a message
+// of an earlier version).
+func settleHoldSince(c *metav1.Condition) time.Time {
+	_, rest, ok := strings.Cut(c.Message, settleUnbrokenSince)
+	if !ok {
+		return time.Time{}
+	}
+	at, _, _ := strings.Cut(rest, ";")
+	since, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return time.Time{}
+	}
+	return since
 }
 
 // settleReleasesAt introduces, in a Settling condition's message, when the

@@ -250,3 +250,31 @@ func TestANodeHeldByTheSettleHoldForAnotherNodesChangeBeginsANewRun(t *testing.T
 	ticks(200)(w)
 	assert.Equal(t, "fe1 fe2 be", w.startedSince(mark), "fe1's change before fe2's, as at once")
 }
+
+// Two nodes rewritten forever, each every 15 s (slower than the settle
+// time), out of step so that one's change always falls in the other's
+// hold: the hold never breaks, so each change continues its node's run,
+// and the tenant is held for the cap, not for ever; a change to be, fe1
+// and fe2 then rolls in order.
+func TestTwoNodesRewrittenForeverOutOfStepHoldTheTenantForTheCap(t *testing.T) {
+	w := newWorld(t, "acme")
+	mark := settledTenant(w, 5)
+	w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+	w.setVersion(v2, "be", "fe1", "fe2")
+	for i := range 400 {
+		switch i % 15 {
+		case 0:
+			w.setConfig(fmt.Sprintf("fight-%d", i), "fe3")
+		case 7:
+			w.setConfig(fmt.Sprintf("fight-%d", i), "fe4")
+		}
+		w.step()
+	}
+	var changed []string
+	for _, s := range strings.Fields(w.startedSince(mark)) {
+		if s != "fe3" && s != "fe4" {
+			changed = append(changed, s)
+		}
+	}
+	assert.Equal(t, []string{"fe1", "fe2", "be"}, changed, "the change rolled, in order, while fe3 and fe4 were fought over")
+}

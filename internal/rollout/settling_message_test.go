@@ -48,5 +48,6 @@ func TestASettlingHoldForANodeThatLeftSaysSo(t *testing.T) {
 	assert.Equal(t, 6*time.Second, l.recheckAfter)
 	assert.Contains(t, l.message, "a node left tenant acme at "+left.UTC().Format(time.RFC3339))
 	assert.Contains(t, l.message, "(deleted, or moved to another tenant)")
+	assert.Equal(t, left.UTC(), settleHoldSince(&metav1.Condition{Message: l.message}), "held unbroken since the departure")
 	assert.Equal(t, left.Add(10*time.Second).UTC().Truncate(time.Second), settleHoldEnd(&metav1.Condition{Message: l.message}), "the message says when the hold ends")
 }

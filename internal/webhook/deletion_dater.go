@@ -112,9 +112,9 @@ func (d *DeletionDater) date(ctx context.Context, n v2alpha1.Node, what string) 
 			case err != nil:
 				failed = append(failed, fmt.Sprintf("%s: %v", s.GetName(), err))
 			case rollout.NodeLeftTenantAt(target).Before(stamp):
-				// The write went through and the date did not stay: a
-				// webhook replica that does not keep it (an older version,
-				// during a rolling upgrade) put it back.
+				// The write went through and the date did not stay: the
+				// mutating webhook did not take the writer for the
+				// sequencer (an identity it was not given) and put it back.
 				kept = append(kept, s.GetName())
 			default:
 				dated = append(dated, s.GetName())
@@ -124,7 +124,7 @@ func (d *DeletionDater) date(ctx context.Context, n v2alpha1.Node, what string) 
 	wg.Wait()
 	if len(kept) > 0 {
 		slices.Sort(kept)
-		failed = append(failed, fmt.Sprintf("%s: the webhook replica that admitted the write did not keep the date (an express-sequencer older than this one, during a rolling upgrade?)",
+		failed = append(failed, fmt.Sprintf("%s: the mutating webhook that admitted the write did not keep the date (it does not take this replica's identity for the sequencer's: see --sequencer-user)",
 			strings.Join(kept, ", ")))
 	}
 	if len(failed) == 0 {

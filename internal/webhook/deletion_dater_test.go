@@ -187,10 +187,10 @@ func TestANodeMovedToAnotherTenantIsDatedOnTheNodesItLeaves(t *testing.T) {
 	assert.Empty(t, moved.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt], "the node moved is not dated as one that stays")
 }
 
-// A date the write of which goes through but does not stay — put back by a
-// mutating webhook replica that does not date departures (an older version,
-// during a rolling upgrade; here, a writer the webhook does not take for the
-// sequencer) — is no date: with none dated, the deletion is refused.
+// A date the write of which goes through but does not stay — put back by
+// the mutating webhook, which here does not take the writer for the
+// sequencer (an identity missing from --sequencer-user, say) — is no date:
+// with none dated, the deletion is refused.
 func TestADeletionWhoseDateIsPutBackIsRefused(t *testing.T) {
 	ctx := context.Background()
 	c := env(t).Client
@@ -211,7 +211,7 @@ func TestADeletionWhoseDateIsPutBackIsRefused(t *testing.T) {
 		OldObject: runtime.RawExtension{Raw: raw},
 	}})
 	require.False(t, resp.Allowed, "refused")
-	assert.Contains(t, resp.Result.Message, "acme-be, acme-fe1: the webhook replica that admitted the write did not keep the date")
+	assert.Contains(t, resp.Result.Message, "acme-be, acme-fe1: the mutating webhook that admitted the write did not keep the date")
 	for _, k := range []string{"be", "fe1"} {
 		assert.Empty(t, get(t, seedNode(ns, k)).GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt], "%s: not dated", k)
 	}
