@@ -135,9 +135,9 @@ const (
 	// rollout-id, and changes made without a new rollout-id (a node's latest
 	// change, this or AnnotationOrderChangedAt, is not its
 	// AnnotationRolloutIDChangedAt), are held until their latest change is older than the
-	// settle time (a node's changes never longer than the settle cap after its run
-	// of changes began), so that a change applied node by node is ordered as
-	// one.
+	// settle time (a node's changes never longer than the settle cap in all
+	// over its run of changes), so that a change applied node by node is
+	// ordered as one.
 	AnnotationTargetChangedAt = "express.medallia.com/target-changed-at"
 
 	// AnnotationOrderChangedAt is when the admission webhook last saw the
@@ -160,13 +160,17 @@ const (
 	// of changes.
 	AnnotationNodeLeftTenantAt = "express.medallia.com/node-left-tenant-at"
 
-	// AnnotationTargetChangesBeganAt is when the node's current run of target
-	// (and order) changes began (RFC 3339, UTC): the admission webhook keeps it while
-	// each change comes less than the settle time after the previous one,
-	// or while the settle hold has held the node unbroken since an earlier
-	// one of its own, and restarts it otherwise. In a tenant without rollout-id a node's
-	// changes hold the tenant no longer than the settle cap after its run
-	// began, so a node rewritten forever cannot hold the tenant forever.
+	// AnnotationTargetChangesBeganAt is where the settle cap counts the
+	// node's current run of target (and order) changes from (RFC 3339, UTC):
+	// the admission webhook sets it at a change that begins a run, keeps it
+	// while each change comes less than the settle time after the previous
+	// one, and, for a change made while the settle hold still holds the node
+	// (less than the cap after the previous one), moves it on by the part of
+	// the gap beyond the settle time, which the previous change did not hold.
+	// In a tenant without rollout-id a node's latest change holds the tenant
+	// no longer than the settle cap after it: so a node's changes hold the
+	// tenant for the cap in all, and a node rewritten forever cannot hold
+	// the tenant forever.
 	AnnotationTargetChangesBeganAt = "express.medallia.com/target-changes-began-at"
 
 	// AnnotationPauseRollout set to "true" holds the node (and so every node

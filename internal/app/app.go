@@ -252,6 +252,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
 			return nil, fmt.Errorf("setting up the sequencer: %w", err)
 		}
+		departures := &sequencer.DeparturesRegistered{Reader: fresh, Guard: r.Guard, Log: o.Log.WithName("departures")}
+		if err := departures.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the check of the node webhooks' registration: %w", err)
+		}
 		if o.Audit {
 			cfg := rest.CopyConfig(mgr.GetConfig())
 			if o.AuditorTransport != nil {

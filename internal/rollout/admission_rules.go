@@ -27,6 +27,9 @@ type Admission struct {
 	// less than this after the node's previous one continues its run of
 	// changes.
 	SettleTime time.Duration
+	// SettleCap is the sequencer's settle cap: a change the cap or more
+	// after the node's previous one begins a new run of changes.
+	SettleCap time.Duration
 }
 
 // SequencerOnly are the annotations only the sequencer writes: the record
@@ -101,10 +104,13 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	// The sequencer dates, on the nodes of a tenant that stay, the
 	// departure of one of them (DeletionDater), with its own clock: a
 	// later date of its is kept as written; an earlier one, or anyone
-	// else's, is put back.
+	// else's, is put back — unless the date stored is ahead of this
+	// replica's clock (a replica whose clock ran ahead wrote it: the
+	// sequencer dates it again at its own now, FutureDepartures).
 	left := ann[v2alpha1.AnnotationNodeLeftTenantAt]
 	restore(ann, old, v2alpha1.AnnotationNodeLeftTenantAt)
-	if at, err := time.Parse(time.RFC3339Nano, left); a.FromSequencer && err == nil && at.After(stampIn(old, v2alpha1.AnnotationNodeLeftTenantAt)) {
+	stored := stampIn(old, v2alpha1.AnnotationNodeLeftTenantAt)
+	if at, err := time.Parse(time.RFC3339Nano, left); a.FromSequencer && err == nil && (at.After(stored) || stored.After(a.Now.Add(stampAhead))) {
 		ann[v2alpha1.AnnotationNodeLeftTenantAt] = left
 	}
 	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
@@ -147,22 +153,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	orderChanged := a.Old == nil && !spec.IsUp() || a.Old != nil && orderOf(a.Old) != orderOf(n)
 	if rollout || orderChanged {
 		now := a.Now.UTC().Format(time.RFC3339Nano)
-		// The node's run of changes goes on while its changes come less
-		// than the settle time apart, or while it is still held by the
-		// settle hold that has held it unbroken since its own last change,
-		// however far apart (a node rewritten while the hold lasts is
-		// capped from its first change, whatever the settle time the
-		// sequencer holds with, and so are two rewritten out of step;
-		// the hold's start is known from each node's latest change only,
-		// so three or more can seem to leave a gap, and go on holding). A
-		// node held for anything else — a pause, a prerequisite, a settle
-		// hold that began after its last change — begins a new run: its
-		// change must hold the tenant like any other.
-		prev := lastChange(old)
-		goesOn := a.Old != nil && !prev.IsZero() && (heldBySettling(a.Old, a.Now, prev) || a.Now.Sub(prev) < a.SettleTime)
-		if !goesOn || ann[v2alpha1.AnnotationTargetChangesBeganAt] == "" {
-			ann[v2alpha1.AnnotationTargetChangesBeganAt] = now
-		}
+		ann[v2alpha1.AnnotationTargetChangesBeganAt] = a.runBegan(old).UTC().Format(time.RFC3339Nano)
 		if rollout {
 			ann[v2alpha1.AnnotationTargetChangedAt] = now
 		} else {
@@ -229,20 +220,49 @@ func restore(ann, old map[string]string, key string) {
 	}
 }
 
-// heldBySettling reports whether the node is gated and its condition says
-// the settle hold holds it until after now, and has held it without a
-// break since the node's own latest change, prev, or before (its hold for
-// that change, joined by others'). A Settling the sequencer wrote before it
-// stopped says a hold that has ended: it continues no run. Nor does a hold
-// that began after prev: the node may have been gated for longer than the
-// cap (waiting for a prerequisite) before another node's change held it,
-// and its change, continuing a run that long, would hold nothing of its
-// own.
-func heldBySettling(n v2alpha1.Node, now, prev time.Time) bool {
-	c := PrerequisitesCondition(n)
-	if !Gated(n) || c == nil || c.Reason != v2alpha1.ReasonSettling || !now.Before(settleHoldEnd(c)) {
-		return false
+// runBegan returns, for a target or order change admitted now to a node
+// whose stored annotations are old, the start of its run of changes as the
+// settle cap counts it (AnnotationTargetChangesBeganAt): the sequencer
+// holds the tenant for the change no longer than the cap after it.
+//
+// The run goes on while each change comes less than the settle time after
+// the one before, or while the node's Settling condition says the settle
+// hold still holds it (until "releases at", whichever change that hold is
+// for) and the change comes less than the cap after the one before (a node
+// left unchanged for that long is not being rewritten); otherwise the
+// change begins a new run, now. What the cap counts is
+// how long the run's changes have held the tenant, each until the next or
+// for the settle time, whichever is sooner: a change that comes later than
+// the settle time after the one before moves the start on by the rest of
+// that gap, which the earlier change did not hold. So a node rewritten
+// forever holds its tenant for the cap in all — faster than the settle
+// time or slower, alone or out of step with other nodes rewritten forever,
+// each of which holds it for its own cap — and a node changed again within
+// a long hold (a second apply after a slow first one) holds the tenant for
+// the settle time after its new change, as any change does, unless its
+// changes have held it for the cap already.
+func (a Admission) runBegan(old map[string]string) time.Time {
+	prev := lastChange(old)
+	began := stampIn(old, v2alpha1.AnnotationTargetChangesBeganAt)
+	if a.Old == nil || prev.IsZero() || began.IsZero() {
+		return a.Now
 	}
-	since := settleHoldSince(c)
-	return !since.IsZero() && !since.After(prev)
+	gap := a.Now.Sub(prev)
+	held := a.Now.Before(settleHeldUntil(a.Old)) && (a.SettleCap <= 0 || gap < a.SettleCap)
+	if gap >= a.SettleTime && !held {
+		return a.Now
+	}
+	return began.Add(max(0, gap-a.SettleTime))
+}
+
+// settleHeldUntil returns until when node n's condition says the settle
+// hold holds it, zero when it is not gated or not held by the settle
+// hold (a Settling condition a stopped sequencer left behind says a time
+// long past).
+func settleHeldUntil(n v2alpha1.Node) time.Time {
+	c := PrerequisitesCondition(n)
+	if !Gated(n) || c == nil || c.Reason != v2alpha1.ReasonSettling {
+		return time.Time{}
+	}
+	return settleHoldEnd(c)
 }

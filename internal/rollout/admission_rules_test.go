@@ -23,6 +23,24 @@ func TestAdmissionRules(t *testing.T) {
 		}
 		return n
 	}
+	// heldSettling is a node changed at last, its run begun at began, gated
+	// and held by the settle hold until until, as its condition says.
+	heldSettling := func(last, began, until time.Time) func(n v2alpha1.Node) {
+		return func(n v2alpha1.Node) {
+			changed(last, began)(n)
+			n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+			n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
+				Message: "holding for 10s after the changes to tenant acme … (nodes carry no rollout-id)" + settleReleasesAt + until.UTC().Format(time.RFC3339) + " unless more changes come"}}
+		}
+	}
+	// leftAt is a node changed an hour ago, in a run begun two hours ago,
+	// on which another node's departure from the tenant is dated at left.
+	leftAt := func(left time.Time) v2alpha1.Node {
+		return stored(func(n v2alpha1.Node) {
+			changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
+			n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(left)
+		})
+	}
 	for _, c := range []struct {
 		name           string
 		old            v2alpha1.Node
@@ -95,15 +113,27 @@ func TestAdmissionRules(t *testing.T) {
 			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now) },
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour))},
 		{name: "a date a node left the tenant no later than the one stored, even the sequencer's (the node written back as read), is put back",
-			old: stored(func(n v2alpha1.Node) {
-				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
-				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now.Add(-time.Minute))
-			}),
+			old:     leftAt(now.Add(-time.Minute)),
 			oldHash: "h1", hash: "h1", fromSequencer: true,
 			edit: func(n v2alpha1.Node) {
 				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now.Add(-time.Hour))
 			},
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(-time.Minute))},
+		{name: "an earlier date a node left the tenant, written by the sequencer, replaces one stored ahead of the webhook's clock (a replica's clock ran ahead)",
+			old:     leftAt(now.Add(24 * time.Hour)),
+			oldHash: "h1", hash: "h1", fromSequencer: true,
+			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now) },
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now)},
+		{name: "an earlier date a node left the tenant written by someone other than the sequencer is put back, even over one stored ahead of the webhook's clock",
+			old:     leftAt(now.Add(24 * time.Hour)),
+			oldHash: "h1", hash: "h1",
+			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now) },
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(24 * time.Hour))},
+		{name: "a date a node left the tenant stored less than a second ahead of the webhook's clock is no clock that ran ahead: an earlier one of the sequencer's is put back",
+			old:     leftAt(now.Add(500 * time.Millisecond)),
+			oldHash: "h1", hash: "h1", fromSequencer: true,
+			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now) },
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(500 * time.Millisecond))},
 		{name: "a node that stays down moved to another tenant is an order change of the tenant it joins, dated",
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
@@ -129,29 +159,17 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "a target change the settle time or more after the node's previous one begins a new run of changes",
 			old:     stored(changed(now.Add(-10*time.Second), now.Add(-time.Minute))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
-		{name: "a target change of a node the settle hold still holds for an earlier one continues its run of changes however far apart",
-			old: stored(func(n v2alpha1.Node) {
-				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
-				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
-				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
-					Message: "holding for 2h after the changes to tenant acme … (nodes carry no rollout-id)" + settleUnbrokenSince + at(now.Add(-time.Hour)) + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
-			}),
-			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-2 * time.Hour))},
-		{name: "a target change of a node the settle hold holds since after its own last change (another node's change) begins a new run of changes: its own last one may be long past",
-			old: stored(func(n v2alpha1.Node) {
-				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
-				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
-				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
-					Message: "holding for 10s after the changes to tenant acme … (nodes carry no rollout-id)" + settleUnbrokenSince + at(now.Add(-5*time.Second)) + settleReleasesAt + now.Add(5*time.Second).UTC().Format(time.RFC3339) + " unless more changes come"}}
-			}),
+		{name: "a target change of a node the settle hold still holds, less than the cap after its previous one, continues its run of changes: the start moves on by the part of the gap the previous change did not hold",
+			old:     stored(heldSettling(now.Add(-30*time.Second), now.Add(-40*time.Second), now.Add(5*time.Second))),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-20 * time.Second))},
+		{name: "a target change of a node the settle hold holds for another node's change, long after its own last change, continues its run by what its own changes held: its change holds the tenant",
+			old:     stored(heldSettling(now.Add(-50*time.Second), now.Add(-50*time.Second), now.Add(5*time.Second))),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-10 * time.Second))},
+		{name: "a target change of a node the settle hold holds, the cap or more after its previous one, begins a new run of changes: a node left unchanged that long is not being rewritten",
+			old:     stored(heldSettling(now.Add(-time.Hour), now.Add(-2*time.Hour), now.Add(5*time.Second))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
 		{name: "a target change of a node whose settle hold ended while the sequencer was stopped begins a new run of changes",
-			old: stored(func(n v2alpha1.Node) {
-				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
-				n.NodeSpec().AddGate(v2alpha1.GateSequencer)
-				n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
-					Message: "holding … (nodes carry no rollout-id)" + settleReleasesAt + now.Add(-50*time.Minute).UTC().Format(time.RFC3339) + " unless more changes come"}}
-			}),
+			old:     stored(heldSettling(now.Add(-time.Hour), now.Add(-2*time.Hour), now.Add(-50*time.Minute))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
 		{name: "a target change of a node held by a pause for an earlier one begins a new run of changes",
 			old: stored(func(n v2alpha1.Node) {
@@ -203,7 +221,7 @@ func TestAdmissionRules(t *testing.T) {
 			if c.edit != nil {
 				c.edit(n)
 			}
-			warnings := Admit(n, Admission{Old: c.old, OldHash: c.oldHash, Hash: c.hash, FromSequencer: c.fromSequencer, Now: now, SettleTime: 10 * time.Second})
+			warnings := Admit(n, Admission{Old: c.old, OldHash: c.oldHash, Hash: c.hash, FromSequencer: c.fromSequencer, Now: now, SettleTime: 10 * time.Second, SettleCap: time.Minute})
 			assert.Equal(t, c.wantGate, Gated(n), "gated")
 			assert.Equal(t, c.wantStamp, StampedTarget(n), "target-hash")
 			assert.Equal(t, c.wantReleased, ReleasedTarget(n), "released-target")

@@ -233,7 +233,7 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 		}
 	}
 	slices.Sort(lacking)
-	carriers := strings.Join(sorted(ids[newest]), ", ")
+	carriers := strings.Join(slices.Sorted(slices.Values(ids[newest])), ", ")
 	if len(ids[newest]) == 0 && len(onlyBeingDeleted) > 0 {
 		carriers = "only " + strings.Join(onlyBeingDeleted, ", ") + ", being deleted,"
 	}
@@ -257,13 +257,14 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 // counted (every node of a tenant without rollout-id; on a tenant with it,
 // the nodes whose change came without a new rollout-id) is the settle time
 // old — a change applied node by node is then ordered as one — except that
-// a node's changes hold the tenant no longer than the settle cap after its
-// run of changes began (AnnotationTargetChangesBeganAt: changes each less
-// than the settle time after the one before, or made while the settle hold
-// still holds the node). So a node rewritten forever holds the tenant for
-// the cap once, and then no more, while every other node's changes still
-// hold it; and a change long pending elsewhere (a paused node, a rollout
-// stuck for longer than the cap) takes nothing from a new change's hold.
+// a node's latest change holds the tenant no longer than the settle cap
+// after the start the webhook counted it from
+// (AnnotationTargetChangesBeganAt: the change's time less how long the
+// earlier changes of its run held the tenant; Admission.run). So the
+// changes of a node rewritten forever hold the tenant for the cap in all,
+// and then no more, while every other node's changes still hold it; and a
+// change long pending elsewhere (a paused node, a rollout stuck for longer
+// than the cap) takes nothing from a new change's hold.
 //
 // A node that left the tenant (deleted, or moved to another tenant), dated
 // on the nodes that stay (AnnotationNodeLeftTenantAt), holds it for the
@@ -319,9 +320,7 @@ type span struct{ at, end time.Time }
 
 // unbrokenSince returns since when the settle hold holding at now has held
 // without a break: the start of the run of overlapping holds that covers
-// now. A node changed again under that hold continues its run of changes
-// only if its own last change is no earlier (heldBySettling): it was held
-// throughout since then.
+// now (what the Settling message says, for whoever reads it).
 func unbrokenSince(holds []span, now time.Time) time.Time {
 	slices.SortFunc(holds, func(a, b span) int { return a.at.Compare(b.at) })
 	var since, end time.Time
@@ -350,25 +349,9 @@ func settleHeldBy(change time.Time) string {
 }
 
 // settleUnbrokenSince introduces, in a Settling condition's message, since
-// when the hold has held without a break (RFC 3339 with nanoseconds);
-// settleHoldSince reads it back.
+// when the hold has held without a break (RFC 3339 with nanoseconds): how
+// long the tenant has waited, for whoever reads it.
 const settleUnbrokenSince = "; held unbroken since "
-
-// settleHoldSince returns since when a Settling condition said its hold
-// has held without a break, zero when it says nothing readable (a message
-// of an earlier version).
-func settleHoldSince(c *metav1.Condition) time.Time {
-	_, rest, ok := strings.Cut(c.Message, settleUnbrokenSince)
-	if !ok {
-		return time.Time{}
-	}
-	at, _, _ := strings.Cut(rest, ";")
-	since, err := time.Parse(time.RFC3339Nano, at)
-	if err != nil {
-		return time.Time{}
-	}
-	return since
-}
 
 // settleReleasesAt introduces, in a Settling condition's message, when the
 // hold ends; settleHoldEnd reads it back.
@@ -394,6 +377,28 @@ func settleHoldEnd(c *metav1.Condition) time.Time {
 // dated on n (AnnotationNodeLeftTenantAt); zero when never.
 func NodeLeftTenantAt(n v2alpha1.Node) time.Time {
 	return stamp(n, v2alpha1.AnnotationNodeLeftTenantAt)
+}
+
+// stampAhead is how far a date another replica wrote may lie ahead of this
+// replica's clock before it is taken for a clock that ran ahead.
+const stampAhead = time.Second
+
+// FutureDepartures names the nodes of the tenant whose departure date lies
+// ahead of the snapshot's now by more than stampAhead: a webhook replica
+// whose clock ran ahead dated them, and since only a later date replaces
+// one, the date would hold the tenant until then — a day, for a clock a
+// day ahead. The departure was admitted before now, so the sequencer dates
+// it again at now: the tenant is held for the settle time from then,
+// no less than from the departure itself.
+func FutureDepartures(s *Snapshot) []string {
+	var names []string
+	for name, n := range s.Nodes {
+		if NodeLeftTenantAt(n).After(s.Now.Add(stampAhead)) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // stamp reads an RFC 3339 timestamp annotation; zero when absent or malformed.
@@ -423,12 +428,6 @@ func orNone(id string) string {
 		return "none"
 	}
 	return id
-}
-
-func sorted(names []string) []string {
-	out := slices.Clone(names)
-	slices.Sort(out)
-	return out
 }
 
 // eventType is the type of the Event that records a release: a Warning

@@ -199,9 +199,10 @@ type Grouping struct {
 	// without rollout-id its gated nodes are held; 0 turns it off.
 	SettleTime time.Duration
 	// SettleCap bounds the settle hold: a node's changes hold the tenant
-	// no longer than this after its run of changes (each less than
+	// no longer than this in all over its run of changes (each less than
 	// SettleTime after the one before, or made while the settle hold still
-	// holds it) began, however often it keeps changing; 0 means no cap.
+	// holds it; Admission.runBegan), however often it keeps changing; 0
+	// means no cap.
 	SettleCap time.Duration
 }
 

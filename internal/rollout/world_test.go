@@ -218,7 +218,7 @@ func (w *world) admit(n, old v2alpha1.Node) {
 	if rollout || order {
 		w.targetWrite[n.GetName()] = write{w.writes, w.now}
 	}
-	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime}
+	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime, SettleCap: w.grouping.SettleCap}
 	w.specOfHash[a.Hash] = podSpec{n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision}
 	if old != nil {
 		a.OldHash = StampedTarget(old)
@@ -374,7 +374,7 @@ func (w *world) dateDeletion(deleted string) {
 		w.nodeLeftAt = w.now // the order of the nodes that stay changed; with none, nothing's did
 		m := s.DeepCopyObject().(v2alpha1.Node)
 		setAnnotation(m, v2alpha1.AnnotationNodeLeftTenantAt, w.now.Format(time.RFC3339Nano))
-		Admit(m, Admission{Old: s, Hash: TargetHashOf(m.NodeSpec()), OldHash: StampedTarget(s), FromSequencer: true, Now: w.now, SettleTime: w.grouping.SettleTime})
+		Admit(m, Admission{Old: s, Hash: TargetHashOf(m.NodeSpec()), OldHash: StampedTarget(s), FromSequencer: true, Now: w.now, SettleTime: w.grouping.SettleTime, SettleCap: w.grouping.SettleCap})
 		w.nodes[name] = m
 	}
 }
@@ -1134,6 +1134,18 @@ func (w *world) sinceThisPhase() string { return w.startedSince(w.phases[len(w.p
 
 // startedSince returns the rollouts started since mark.
 func (w *world) startedSince(mark int) string { return strings.Join(w.started[mark:], " ") }
+
+// startedExcept is startedSince without the nodes keys (nodes fought over
+// or recreated while the rest rolls).
+func (w *world) startedExcept(mark int, keys ...string) string {
+	var rest []string
+	for _, k := range w.started[mark:] {
+		if !slices.Contains(keys, k) {
+			rest = append(rest, k)
+		}
+	}
+	return strings.Join(rest, " ")
+}
 
 func (w *world) condition(key string) *metav1.Condition {
 	return PrerequisitesCondition(w.nodes[w.name(key)])

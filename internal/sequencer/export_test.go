@@ -42,3 +42,6 @@ func PartialReads(missing string) float64 {
 func ConditionConflicts(outcome string) float64 {
 	return testutil.ToFloat64(conditionConflicts.WithLabelValues(outcome))
 }
+
+// DeparturesUndated is the express_sequencer_departures_undated gauge.
+func DeparturesUndated() float64 { return testutil.ToFloat64(departuresUndated) }

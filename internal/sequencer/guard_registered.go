@@ -127,7 +127,9 @@ func judgesEvery(w admissionregistrationv1.ValidatingWebhook, resource string, n
 		return "lets writes through when it cannot be reached (failurePolicy " + string(*w.FailurePolicy) + ")"
 	}
 	gv := guardedResources[resource]
-	if !slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool { return covers(r, gv, resource) }) {
+	if !slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
+		return covers(r, admissionregistrationv1.Update, gv, resource)
+	}) {
 		return fmt.Sprintf("does not judge updates of %s (%s)", resource, gv)
 	}
 	var own PodSelection
@@ -162,14 +164,14 @@ func pathOf(c admissionregistrationv1.WebhookClientConfig) string {
 	return ""
 }
 
-// covers reports whether rule r sends every update of resource, of API
-// group and version gv, in a namespace.
-func covers(r admissionregistrationv1.RuleWithOperations, gv schema.GroupVersion, resource string) bool {
+// covers reports whether rule r sends every operation op (an update, a
+// deletion) of resource, of API group and version gv, in a namespace.
+func covers(r admissionregistrationv1.RuleWithOperations, op admissionregistrationv1.OperationType, gv schema.GroupVersion, resource string) bool {
 	anyOf := func(list []string, want ...string) bool {
 		return slices.ContainsFunc(list, func(s string) bool { return slices.Contains(want, s) })
 	}
-	return slices.ContainsFunc(r.Operations, func(op admissionregistrationv1.OperationType) bool {
-		return op == admissionregistrationv1.Update || op == admissionregistrationv1.OperationAll
+	return slices.ContainsFunc(r.Operations, func(o admissionregistrationv1.OperationType) bool {
+		return o == op || o == admissionregistrationv1.OperationAll
 	}) && anyOf(r.Resources, resource, "*", "*/*") && anyOf(r.APIGroups, gv.Group, "*") && anyOf(r.APIVersions, gv.Version, "*") &&
 		(r.Scope == nil || *r.Scope == admissionregistrationv1.AllScopes || *r.Scope == admissionregistrationv1.NamespacedScope)
 }

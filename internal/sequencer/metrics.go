@@ -99,6 +99,11 @@ var (
 		Help: "New Express pods the pod webhook answered with --pod-reads-by-name, by the read the answer was made on: decision (the nodes the pods' start rests on and their workload, read by name) or tenant (the whole tenant read, as without the flag), and by what the read by name found (none: the pod may start; held: it may not — gated on it in an enforcing namespace, answered on the whole tenant in audit, where the mode could not be read or for a pod bound to a machine; or why it could not answer — moved: read again, what the pod's start rests on had changed; naming: a node's StatefulSet is not named after it or does not own its pods; wider: its start rests on more nodes than are read by name; cache: the node is not in the cache, or not as the cache has it on the API server (gone, or in another tenant); error: the read by name failed).",
 	}, []string{"read", "fallback"})
 
+	departuresUndated = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "express_sequencer_departures_undated",
+		Help: "1 while the node validating webhooks are not sent every deletion of a node (their ValidatingWebhookConfiguration missing, stale or edited), so deletions are not dated and a deletion followed by a change may be released out of order; 0 otherwise. Set by the leader.",
+	})
+
 	convergenceRecords = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "express_sequencer_convergence_records_total",
 		Help: "Gated nodes recorded converged on the target of their latest release, a change having come before their RolloutComplete.",
@@ -111,7 +116,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, podAdmissionReads, convergenceRecords, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, podAdmissionReads, departuresUndated, convergenceRecords, reconcileErrors}
 
 // ObserveAdmissionStep records that step of webhook took d, for
 // express_sequencer_admission_step_seconds.

@@ -359,6 +359,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
 	}
+	if wrote, err := r.dateFutureDeparturesAgain(ctx, snap); wrote || err != nil {
+		if err != nil {
+			reconcileErrors.WithLabelValues("record").Inc()
+		}
+		return reconcile.Result{RequeueAfter: replanAfter}, err
+	}
 	if changed, err := r.switchMode(ctx, snap, audit); changed || err != nil {
 		// Planned again on what the switch wrote.
 		return reconcile.Result{RequeueAfter: replanAfter}, err

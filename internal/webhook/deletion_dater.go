@@ -133,17 +133,11 @@ func (d *DeletionDater) date(ctx context.Context, n v2alpha1.Node, what string) 
 	slices.Sort(failed)
 	where := fmt.Sprintf("(annotation %s, written as express-sequencer, field manager %s) on %s", v2alpha1.AnnotationNodeLeftTenantAt, v2alpha1.FieldManager, strings.Join(failed, "; "))
 	if len(dated) > 0 {
-		return admission.Warnings{fmt.Sprintf("the %s of %s could not be dated %s: tenant %s is held by the date on %s", what, n.GetName(), where, tenant, strings.Join(sorted(dated), ", "))}, nil
+		return admission.Warnings{fmt.Sprintf("the %s of %s could not be dated %s: tenant %s is held by the date on %s", what, n.GetName(), where, tenant, strings.Join(slices.Sorted(slices.Values(dated)), ", "))}, nil
 	}
 	mode, err := sequencer.ReadMode(read, d.Reader, n.GetNamespace(), d.DefaultMode)
 	if err == nil && mode == v2alpha1.ModeAudit {
 		return admission.Warnings{fmt.Sprintf("the %s of %s could not be dated %s: let through, as namespace %s is in audit mode", what, n.GetName(), where, n.GetNamespace())}, nil
 	}
 	return nil, refuse(fmt.Sprintf("none of the nodes of tenant %s that stay could be dated %s", tenant, where))
-}
-
-func sorted(names []string) []string {
-	out := slices.Clone(names)
-	slices.Sort(out)
-	return out
 }

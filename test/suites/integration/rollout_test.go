@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -187,4 +188,23 @@ func TestANodeDeletedAndAChangeAppliedJustAfterAreOrderedAsOne(t *testing.T) {
 	if starts := started(ns)[mark:]; assert.Len(t, starts, 5) {
 		assert.Equal(t, v3, starts[2].Version, "fe1's second start is its new version")
 	}
+}
+
+// A departure dated by a webhook replica whose clock ran a day ahead would
+// hold its tenant for that day: only a later date replaces one. The
+// sequencer dates it again at its own now, and a change applied then
+// rolls after the settle time, in order.
+func TestADepartureDatedADayAheadHoldsItsTenantOnlyForTheSettleTime(t *testing.T) {
+	startSequencer(t)
+	ns, mark := settledTenant(t, 3)
+	ahead := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339Nano)
+	patch := []byte(`{"metadata":{"annotations":{"` + v2alpha1.AnnotationNodeLeftTenantAt + `":"` + ahead + `"}}}`)
+	// As the sequencer, as a replica whose clock ran ahead writes it.
+	require.NoError(t, harness.Client.Patch(context.Background(), node(ns, "fe1"), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v2alpha1.FieldManager)))
+	setVersion(t, ns, v2, keys(3)...)
+	require.True(t, waitFor(30*time.Second, func() bool { return startedSince(ns, mark) == "fe1 fe2 be" }),
+		"the change rolls, not held for a day: %s", startedSince(ns, mark))
+	fe1 := node(ns, "fe1")
+	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKeyFromObject(fe1), fe1))
+	assert.True(t, rollout.NodeLeftTenantAt(fe1).Before(time.Now()), "dated again at the sequencer's now: %s", fe1.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt])
 }
