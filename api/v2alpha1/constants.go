@@ -160,17 +160,24 @@ const (
 	// of changes.
 	AnnotationNodeLeftTenantAt = "express.medallia.com/node-left-tenant-at"
 
+	// AnnotationNodeLeftTenantAtReplaces, on the sequencer's write of an
+	// earlier AnnotationNodeLeftTenantAt, names the stored date it replaces:
+	// one ahead of the sequencer's clock, that a webhook replica whose clock
+	// ran ahead wrote. The admission webhook takes the earlier date only
+	// from the sequencer and only over that very date, and never stores
+	// this annotation: a date only ever moves later otherwise.
+	AnnotationNodeLeftTenantAtReplaces = "express.medallia.com/node-left-tenant-at-replaces"
+
 	// AnnotationTargetChangesBeganAt is where the settle cap counts the
 	// node's current run of target (and order) changes from (RFC 3339, UTC):
 	// the admission webhook sets it at a change that begins a run, keeps it
 	// while each change comes less than the settle time after the previous
-	// one, and, for a change made while the settle hold still holds the node
-	// (less than the cap after the previous one), moves it on by the part of
-	// the gap beyond the settle time, which the previous change did not hold.
-	// In a tenant without rollout-id a node's latest change holds the tenant
-	// no longer than the settle cap after it: so a node's changes hold the
-	// tenant for the cap in all, and a node rewritten forever cannot hold
-	// the tenant forever.
+	// one, and, for a change made while the settle hold still holds the
+	// node, moves it on by the part of the gap beyond the settle time, which
+	// the previous change did not hold. In a tenant without rollout-id a
+	// node's latest change holds the tenant no longer than the settle cap
+	// after it: so a node's changes hold the tenant for the cap in all, and
+	// a node rewritten forever cannot hold the tenant forever.
 	AnnotationTargetChangesBeganAt = "express.medallia.com/target-changes-began-at"
 
 	// AnnotationPauseRollout set to "true" holds the node (and so every node

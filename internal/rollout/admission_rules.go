@@ -27,9 +27,6 @@ type Admission struct {
 	// less than this after the node's previous one continues its run of
 	// changes.
 	SettleTime time.Duration
-	// SettleCap is the sequencer's settle cap: a change the cap or more
-	// after the node's previous one begins a new run of changes.
-	SettleCap time.Duration
 }
 
 // SequencerOnly are the annotations only the sequencer writes: the record
@@ -60,12 +57,11 @@ var WebhookOnly = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationDef
 //     rollout-history, which no one else changes;
 //   - target, order (orderOf: the tenant, up, paused, a prerequisite list
 //     of the user's) and rollout-id changes are timestamped (settle time,
-//     landing timeout), and so is the start of the node's run of changes —
-//     each less than the settle time after the one before, or made while
-//     the settle hold has held the node unbroken since its own (settle
-//     cap);
+//     landing timeout), and so is where the settle cap counts the node's
+//     run of changes from (runBegan);
 //   - the date another node left the tenant (node-left-tenant-at) is the
-//     sequencer's to write, and only ever later.
+//     sequencer's to write, and only ever later, but for the sequencer's
+//     own re-dating of one ahead of its clock.
 //
 // A node being deleted is not rolled out again: only its annotations are
 // kept honest.
@@ -104,13 +100,16 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	// The sequencer dates, on the nodes of a tenant that stay, the
 	// departure of one of them (DeletionDater), with its own clock: a
 	// later date of its is kept as written; an earlier one, or anyone
-	// else's, is put back — unless the date stored is ahead of this
-	// replica's clock (a replica whose clock ran ahead wrote it: the
-	// sequencer dates it again at its own now, FutureDepartures).
-	left := ann[v2alpha1.AnnotationNodeLeftTenantAt]
+	// else's, is put back — a replica whose clock is behind must not move
+	// a date back. Only the sequencer's leader dates a departure earlier,
+	// over the very date it names (AnnotationNodeLeftTenantAtReplaces): one
+	// ahead of its clock, that a replica whose clock ran ahead wrote
+	// (FutureDepartures).
+	left, replaces := ann[v2alpha1.AnnotationNodeLeftTenantAt], ann[v2alpha1.AnnotationNodeLeftTenantAtReplaces]
+	delete(ann, v2alpha1.AnnotationNodeLeftTenantAtReplaces)
 	restore(ann, old, v2alpha1.AnnotationNodeLeftTenantAt)
-	stored := stampIn(old, v2alpha1.AnnotationNodeLeftTenantAt)
-	if at, err := time.Parse(time.RFC3339Nano, left); a.FromSequencer && err == nil && (at.After(stored) || stored.After(a.Now.Add(stampAhead))) {
+	stored := old[v2alpha1.AnnotationNodeLeftTenantAt]
+	if at, err := time.Parse(time.RFC3339Nano, left); a.FromSequencer && err == nil && (at.After(stampIn(old, v2alpha1.AnnotationNodeLeftTenantAt)) || replaces != "" && replaces == stored) {
 		ann[v2alpha1.AnnotationNodeLeftTenantAt] = left
 	}
 	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
@@ -228,9 +227,10 @@ func restore(ann, old map[string]string, key string) {
 // The run goes on while each change comes less than the settle time after
 // the one before, or while the node's Settling condition says the settle
 // hold still holds it (until "releases at", whichever change that hold is
-// for) and the change comes less than the cap after the one before (a node
-// left unchanged for that long is not being rewritten); otherwise the
-// change begins a new run, now. What the cap counts is
+// for); otherwise the change begins a new run, now, as it does when the
+// previous change or the run's start lies ahead of this replica's clock (a
+// replica whose clock ran ahead stamped it: the run would otherwise count
+// from a time to come, and never reach its cap). What the cap counts is
 // how long the run's changes have held the tenant, each until the next or
 // for the settle time, whichever is sooner: a change that comes later than
 // the settle time after the one before moves the start on by the rest of
@@ -244,12 +244,12 @@ func restore(ann, old map[string]string, key string) {
 func (a Admission) runBegan(old map[string]string) time.Time {
 	prev := lastChange(old)
 	began := stampIn(old, v2alpha1.AnnotationTargetChangesBeganAt)
-	if a.Old == nil || prev.IsZero() || began.IsZero() {
+	ahead := a.Now.Add(stampAhead)
+	if a.Old == nil || prev.IsZero() || began.IsZero() || prev.After(ahead) || began.After(ahead) {
 		return a.Now
 	}
 	gap := a.Now.Sub(prev)
-	held := a.Now.Before(settleHeldUntil(a.Old)) && (a.SettleCap <= 0 || gap < a.SettleCap)
-	if gap >= a.SettleTime && !held {
+	if gap >= a.SettleTime && !a.Now.Before(settleHeldUntil(a.Old)) {
 		return a.Now
 	}
 	return began.Add(max(0, gap-a.SettleTime))

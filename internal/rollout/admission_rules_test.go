@@ -30,7 +30,7 @@ func TestAdmissionRules(t *testing.T) {
 			changed(last, began)(n)
 			n.NodeSpec().AddGate(v2alpha1.GateSequencer)
 			n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonSettling,
-				Message: "holding for 10s after the changes to tenant acme … (nodes carry no rollout-id)" + settleReleasesAt + until.UTC().Format(time.RFC3339) + " unless more changes come"}}
+				Message: "holding for 10s after the changes to tenant acme … (nodes carry no rollout-id)" + settleReleasesAt + ceilSecond(until).Format(time.RFC3339) + " unless more changes come"}}
 		}
 	}
 	// leftAt is a node changed an hour ago, in a run begun two hours ago,
@@ -119,21 +119,35 @@ func TestAdmissionRules(t *testing.T) {
 				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now.Add(-time.Hour))
 			},
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(-time.Minute))},
-		{name: "an earlier date a node left the tenant, written by the sequencer, replaces one stored ahead of the webhook's clock (a replica's clock ran ahead)",
+		{name: "an earlier date a node left the tenant, written by the sequencer over the very date it names (one ahead of its clock), replaces it, and the name is not stored",
 			old:     leftAt(now.Add(24 * time.Hour)),
 			oldHash: "h1", hash: "h1", fromSequencer: true,
-			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now) },
+			edit: func(n v2alpha1.Node) {
+				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now)
+				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAtReplaces] = at(now.Add(24 * time.Hour))
+			},
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now)},
-		{name: "an earlier date a node left the tenant written by someone other than the sequencer is put back, even over one stored ahead of the webhook's clock",
+		{name: "an earlier date a node left the tenant, written by the sequencer without naming the date it replaces (a dater whose clock is behind), is put back, even over one ahead of the webhook's clock",
 			old:     leftAt(now.Add(24 * time.Hour)),
-			oldHash: "h1", hash: "h1",
+			oldHash: "h1", hash: "h1", fromSequencer: true,
 			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now) },
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(24 * time.Hour))},
-		{name: "a date a node left the tenant stored less than a second ahead of the webhook's clock is no clock that ran ahead: an earlier one of the sequencer's is put back",
-			old:     leftAt(now.Add(500 * time.Millisecond)),
+		{name: "an earlier date a node left the tenant written by someone other than the sequencer is put back, even naming the date it replaces",
+			old:     leftAt(now.Add(24 * time.Hour)),
+			oldHash: "h1", hash: "h1",
+			edit: func(n v2alpha1.Node) {
+				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now)
+				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAtReplaces] = at(now.Add(24 * time.Hour))
+			},
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(24 * time.Hour))},
+		{name: "an earlier date a node left the tenant, written by the sequencer naming another date than the one stored (a later departure dated meanwhile), is put back",
+			old:     leftAt(now.Add(24 * time.Hour)),
 			oldHash: "h1", hash: "h1", fromSequencer: true,
-			edit:      func(n v2alpha1.Node) { n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now) },
-			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(500 * time.Millisecond))},
+			edit: func(n v2alpha1.Node) {
+				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now)
+				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAtReplaces] = at(now.Add(23 * time.Hour))
+			},
+			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(24 * time.Hour))},
 		{name: "a node that stays down moved to another tenant is an order change of the tenant it joins, dated",
 			old: stored(func(n v2alpha1.Node) {
 				changed(now.Add(-time.Hour), now.Add(-2*time.Hour))(n)
@@ -165,8 +179,14 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "a target change of a node the settle hold holds for another node's change, long after its own last change, continues its run by what its own changes held: its change holds the tenant",
 			old:     stored(heldSettling(now.Add(-50*time.Second), now.Add(-50*time.Second), now.Add(5*time.Second))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-10 * time.Second))},
-		{name: "a target change of a node the settle hold holds, the cap or more after its previous one, begins a new run of changes: a node left unchanged that long is not being rewritten",
+		{name: "a target change in the last fraction of a second of the settle hold that holds the node continues its run: the hold's end is said rounded up",
+			old:     stored(heldSettling(now.Add(-10300*time.Millisecond), now.Add(-10300*time.Millisecond), now.Add(400*time.Millisecond))),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-10 * time.Second))},
+		{name: "a target change of a node the settle hold holds, however long after its previous one, continues its run of changes: a run of an hour before it has held the tenant for more than the cap",
 			old:     stored(heldSettling(now.Add(-time.Hour), now.Add(-2*time.Hour), now.Add(5*time.Second))),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-time.Hour - 10*time.Second))},
+		{name: "a target change of a node whose previous change is dated ahead of the webhook's clock (a replica's clock ran ahead) begins a new run of changes: counted from a time to come, its run would never reach its cap",
+			old:     stored(heldSettling(now.Add(24*time.Hour), now.Add(24*time.Hour), now.Add(24*time.Hour+10*time.Second))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
 		{name: "a target change of a node whose settle hold ended while the sequencer was stopped begins a new run of changes",
 			old:     stored(heldSettling(now.Add(-time.Hour), now.Add(-2*time.Hour), now.Add(-50*time.Minute))),
@@ -221,7 +241,7 @@ func TestAdmissionRules(t *testing.T) {
 			if c.edit != nil {
 				c.edit(n)
 			}
-			warnings := Admit(n, Admission{Old: c.old, OldHash: c.oldHash, Hash: c.hash, FromSequencer: c.fromSequencer, Now: now, SettleTime: 10 * time.Second, SettleCap: time.Minute})
+			warnings := Admit(n, Admission{Old: c.old, OldHash: c.oldHash, Hash: c.hash, FromSequencer: c.fromSequencer, Now: now, SettleTime: 10 * time.Second})
 			assert.Equal(t, c.wantGate, Gated(n), "gated")
 			assert.Equal(t, c.wantStamp, StampedTarget(n), "target-hash")
 			assert.Equal(t, c.wantReleased, ReleasedTarget(n), "released-target")

@@ -278,9 +278,7 @@ func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landin
 	}
 	var held, until time.Time // the change that holds longest, and until when
 	departure := false        // that change is a node leaving the tenant
-	var holds []span          // every change's hold, for since when it is unbroken
 	hold := func(at, end time.Time, left bool) {
-		holds = append(holds, span{at, end})
 		// Ties (two changes capped at the same instant) go to the latest
 		// change, so the message does not depend on map order.
 		if end.After(until) || end.Equal(until) && at.After(held) {
@@ -310,36 +308,8 @@ func (s *Snapshot) settling(counted func(v2alpha1.Node) bool, why string) landin
 		what, why = fmt.Sprintf("a node left tenant %s at %s", s.Tenant.ClusterName, held.UTC().Format(time.RFC3339)), "deleted, or moved to another tenant"
 	}
 	return landing{hold: true, reason: v2alpha1.ReasonSettling, recheckAfter: wait,
-		message: fmt.Sprintf("holding for %s after %s so that all of a change has landed (%s)"+settleUnbrokenSince+"%s"+settleReleasesAt+"%s unless more changes come",
-			s.Grouping.SettleTime, what, why, unbrokenSince(holds, s.Now).UTC().Format(time.RFC3339Nano), until.UTC().Format(time.RFC3339))}
-}
-
-// span is the hold of one change: from when it was made until when it
-// holds its tenant (its end no later than its start when capped).
-type span struct{ at, end time.Time }
-
-// unbrokenSince returns since when the settle hold holding at now has held
-// without a break: the start of the run of overlapping holds that covers
-// now (what the Settling message says, for whoever reads it).
-func unbrokenSince(holds []span, now time.Time) time.Time {
-	slices.SortFunc(holds, func(a, b span) int { return a.at.Compare(b.at) })
-	var since, end time.Time
-	for _, h := range holds {
-		if !h.end.After(h.at) {
-			continue // capped: holds nothing
-		}
-		if since.IsZero() || h.at.After(end) {
-			if !end.IsZero() && end.After(now) {
-				break // the run covering now is the one before this gap
-			}
-			since, end = h.at, h.end
-			continue
-		}
-		if h.end.After(end) {
-			end = h.end
-		}
-	}
-	return since
+		message: fmt.Sprintf("holding for %s after %s so that all of a change has landed (%s)"+settleReleasesAt+"%s unless more changes come",
+			s.Grouping.SettleTime, what, why, ceilSecond(until).Format(time.RFC3339))}
 }
 
 // settleHeldBy names, in a Settling condition's message, when the change
@@ -348,13 +318,10 @@ func settleHeldBy(change time.Time) string {
 	return "(the one holding longest at " + change.UTC().Format(time.RFC3339) + ")"
 }
 
-// settleUnbrokenSince introduces, in a Settling condition's message, since
-// when the hold has held without a break (RFC 3339 with nanoseconds): how
-// long the tenant has waited, for whoever reads it.
-const settleUnbrokenSince = "; held unbroken since "
-
 // settleReleasesAt introduces, in a Settling condition's message, when the
-// hold ends; settleHoldEnd reads it back.
+// hold ends, rounded up to the second; settleHoldEnd reads it back (a
+// change in the fraction rounded up is taken as made while the hold
+// holds).
 const settleReleasesAt = "; releases at "
 
 // settleHoldEnd returns when a Settling condition said its hold ends (the
@@ -371,6 +338,15 @@ func settleHoldEnd(c *metav1.Condition) time.Time {
 		return time.Time{}
 	}
 	return end
+}
+
+// ceilSecond is t in UTC, rounded up to the second.
+func ceilSecond(t time.Time) time.Time {
+	t = t.UTC()
+	if r := t.Truncate(time.Second); r.Before(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 // NodeLeftTenantAt returns when a node of n's tenant last left it, as

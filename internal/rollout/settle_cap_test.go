@@ -334,3 +334,92 @@ func TestThreeNodesRewrittenForeverOutOfStepHoldTheTenantForTheirCaps(t *testing
 	assert.LessOrEqual(t, first, 3*60+10, "within the three nodes' caps and a settle time")
 	assert.Equal(t, "fe1 fe2 be", w.startedExcept(mark, "fe3", "fe4", "fe5"), "in order")
 }
+
+// One apply, node by node: be changed, fe4 deleted 7 s later, fe2 deleted
+// a second after that through a webhook replica whose clock is 5 s
+// behind, fe1 changed 8 s later. The lagging replica's earlier date does
+// not move the departure back: the tenant is held 10 s after fe4's, fe1's
+// change lands within it, and fe1 goes before be, as at once (with the
+// earlier date taken, the hold ended before fe1's change and be went
+// first).
+func TestADepartureDatedByAReplicaWhoseClockIsBehindDoesNotShortenTheHold(t *testing.T) {
+	for _, lag := range []time.Duration{0, 5 * time.Second} {
+		t.Run("clock behind by "+lag.String(), func(t *testing.T) {
+			w := newWorld(t, "acme")
+			mark := settledTenant(w, 5)
+			w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+			w.setVersion(v2, "be")
+			ticks(7)(w)
+			w.remove("fe4")
+			ticks(1)(w)
+			real := w.now
+			w.now = w.now.Add(-lag)
+			w.remove("fe2")
+			w.now = real
+			ticks(8)(w)
+			w.setVersion(v2, "fe1")
+			ticks(200)(w)
+			assert.Equal(t, "fe1 be", w.startedExcept(mark, "fe3"), "fe1's change, within the departure's hold, before be's")
+		})
+	}
+}
+
+// A change of fe4 stamped by a webhook replica whose clock ran a day
+// ahead, then fe4 rewritten every 2 s by replicas with the right clock:
+// its run begins anew at the first of those changes (counted from a day
+// ahead, it would never reach its cap), and a change to be, fe1 and fe2
+// rolls within the cap and a settle time, in order.
+func TestARunStampedADayAheadIsCappedFromTheNextChange(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.oracle = nil // fe4 keeps changing; the order of the others is the point
+	mark := settledTenant(w, 5)
+	w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+	real := w.now
+	w.now = w.now.Add(24 * time.Hour)
+	w.setConfig("ahead", "fe4")
+	w.now = real
+	w.setVersion(v2, "be", "fe1", "fe2")
+	changedAt, first := w.tick, -1
+	for i := range 400 {
+		if i%2 == 0 {
+			w.setConfig(fmt.Sprintf("fight-%d", i), "fe4")
+		}
+		w.step()
+		if first < 0 && w.startedExcept(mark, "fe4") != "" {
+			first = w.tick - changedAt
+		}
+	}
+	require.GreaterOrEqual(t, first, 0, "the change rolled: %s", w.condition("fe1").Message)
+	assert.LessOrEqual(t, first, 60+10, "within the cap and a settle time")
+	assert.Equal(t, "fe1 fe2 be", w.startedExcept(mark, "fe4"), "in order")
+}
+
+// Seven nodes each rewritten once a minute, 9 s apart, so that the settle
+// hold never breaks: each change comes a cap after the node's previous one
+// and still goes on with its run, each earlier change counted for the
+// settle time it held, so a change to be, fe1 and fe2 rolls once the seven
+// have held the tenant for their caps, in order (a run begun anew at every
+// change a cap apart held it for as long as the rewrites went on).
+func TestSevenNodesRewrittenEveryMinuteHoldTheTenantForTheirCaps(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.oracle = nil // fe3 to fe9 keep changing; the order of the others is the point
+	mark := settledTenant(w, 10)
+	w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+	fought := []string{"fe3", "fe4", "fe5", "fe6", "fe7", "fe8", "fe9"}
+	w.setVersion(v2, "be", "fe1", "fe2")
+	changedAt, first := w.tick, -1
+	for i := range 1000 {
+		for j, k := range fought {
+			if i%60 == j*9 {
+				w.setConfig(fmt.Sprintf("fight-%d", i), k)
+			}
+		}
+		w.step()
+		if first < 0 && w.startedExcept(mark, fought...) != "" {
+			first = w.tick - changedAt
+		}
+	}
+	require.GreaterOrEqual(t, first, 0, "the change rolled: %s", w.condition("fe1").Message)
+	assert.LessOrEqual(t, first, 7*60+10, "within the seven nodes' caps and a settle time")
+	assert.Equal(t, "fe1 fe2 be", w.startedExcept(mark, fought...), "in order")
+}

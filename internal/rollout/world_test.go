@@ -218,7 +218,7 @@ func (w *world) admit(n, old v2alpha1.Node) {
 	if rollout || order {
 		w.targetWrite[n.GetName()] = write{w.writes, w.now}
 	}
-	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime, SettleCap: w.grouping.SettleCap}
+	a := Admission{Old: old, Hash: TargetHashOf(n.NodeSpec()), Now: w.now, SettleTime: w.grouping.SettleTime}
 	w.specOfHash[a.Hash] = podSpec{n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision}
 	if old != nil {
 		a.OldHash = StampedTarget(old)
@@ -374,7 +374,7 @@ func (w *world) dateDeletion(deleted string) {
 		w.nodeLeftAt = w.now // the order of the nodes that stay changed; with none, nothing's did
 		m := s.DeepCopyObject().(v2alpha1.Node)
 		setAnnotation(m, v2alpha1.AnnotationNodeLeftTenantAt, w.now.Format(time.RFC3339Nano))
-		Admit(m, Admission{Old: s, Hash: TargetHashOf(m.NodeSpec()), OldHash: StampedTarget(s), FromSequencer: true, Now: w.now, SettleTime: w.grouping.SettleTime, SettleCap: w.grouping.SettleCap})
+		Admit(m, Admission{Old: s, Hash: TargetHashOf(m.NodeSpec()), OldHash: StampedTarget(s), FromSequencer: true, Now: w.now, SettleTime: w.grouping.SettleTime})
 		w.nodes[name] = m
 	}
 }

@@ -80,6 +80,9 @@ type Reconciler struct {
 	observed observations
 	// own holds the sequencer's own writes until the cache has them.
 	own ownWrites
+	// redated are the departure dates ahead of the clock it could not
+	// date again (dateFutureDeparturesAgain).
+	redated redatings
 	// unjudged is when a release planned on a scoped read was last refused
 	// by a webhook replica that judges no release, or undone by a mutating
 	// webhook, and why: the tenant is read whole for a while after.
@@ -359,11 +362,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
 	}
-	if wrote, err := r.dateFutureDeparturesAgain(ctx, snap); wrote || err != nil {
-		if err != nil {
-			reconcileErrors.WithLabelValues("record").Inc()
-		}
-		return reconcile.Result{RequeueAfter: replanAfter}, err
+	if r.dateFutureDeparturesAgain(ctx, snap) {
+		return reconcile.Result{RequeueAfter: replanAfter}, nil // planned again on the dates written
 	}
 	if changed, err := r.switchMode(ctx, snap, audit); changed || err != nil {
 		// Planned again on what the switch wrote.

@@ -33,9 +33,6 @@ type Defaulter[T v2alpha1.Node] struct {
 	// SettleTime is the sequencer's settle time: it tells a node's run of
 	// target changes (each less than it after the one before) from a new one.
 	SettleTime time.Duration
-	// SettleCap is the sequencer's settle cap: with SettleTime, it tells
-	// where a node's run of changes ends (rollout.Admission).
-	SettleCap time.Duration
 	// Sequencer are the identities (admission user names) the sequencer
 	// writes as: only a request from one of them, as field manager
 	// express-sequencer, may remove the gate or record a release.
@@ -68,7 +65,7 @@ func (d *Defaulter[T]) Default(ctx context.Context, obj T) error {
 	d.Orders.Apply(obj)
 
 	manager := fieldManager(req)
-	a := rollout.Admission{FromSequencer: sequencerManager(manager) && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now(), SettleTime: d.SettleTime, SettleCap: d.SettleCap}
+	a := rollout.Admission{FromSequencer: sequencerManager(manager) && slices.Contains(d.Sequencer, req.UserInfo.Username), Now: d.Clock.Now(), SettleTime: d.SettleTime}
 	if sequencerManager(manager) && !a.FromSequencer {
 		warn(ctx, fmt.Sprintf("%s is not express-sequencer's identity: field manager %s gives it no right to release a node", req.UserInfo.Username, manager))
 	}

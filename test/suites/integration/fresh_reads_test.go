@@ -161,9 +161,30 @@ func fe1PodAgainOnASettledTenant(t *testing.T) (string, client.Reader, admission
 	stop := startSequencer(t)
 	ns, _ := settledTenant(t, 2)
 	stop()
-	before := podsOf(t, ns)
-	cache := copyOf(t, append(append(before, machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"))...)
-	return ns, cache, recreated(t, fe1Pod(t, before))
+	// The copy is of the tenant once it is quiet: a status the simulated
+	// operator or a kubelet writes after it would make the copy an older
+	// cache than the test means.
+	var pods []client.Object
+	snapshot := func() []client.Object {
+		pods = podsOf(t, ns)
+		return append(append(slices.Clone(pods), machines(t)...), read(t, ns, "be"), read(t, ns, "fe1"))
+	}
+	versions := func(objs []client.Object) string {
+		var v []string
+		for _, o := range objs {
+			v = append(v, o.GetName()+"@"+o.GetResourceVersion())
+		}
+		return strings.Join(v, " ")
+	}
+	objs := snapshot()
+	require.True(t, waitFor(10*time.Second, func() bool {
+		time.Sleep(300 * time.Millisecond)
+		again := snapshot()
+		quiet := versions(again) == versions(objs)
+		objs = again
+		return quiet
+	}), "the tenant stays quiet for 300 ms")
+	return ns, copyOf(t, objs...), recreated(t, fe1Pod(t, pods))
 }
 
 // recreated is the admission request of pod p created again by its
