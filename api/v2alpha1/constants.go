@@ -157,7 +157,8 @@ const (
 	// waiting for it, and the settle time groups that with the rest of its
 	// apply. It is the tenant's change, no node's own: it holds the tenant
 	// for the settle time, with no cap, and takes no part in a node's run
-	// of changes.
+	// of changes. The sequencer writes it too, to date again at its own now
+	// a date ahead of its clock (AnnotationNodeLeftTenantAtReplaces).
 	AnnotationNodeLeftTenantAt = "express.medallia.com/node-left-tenant-at"
 
 	// AnnotationNodeLeftTenantAtReplaces, on the sequencer's write of an
@@ -174,10 +175,11 @@ const (
 	// while each change comes less than the settle time after the previous
 	// one, and, for a change made while the settle hold still holds the
 	// node, moves it on by the part of the gap beyond the settle time, which
-	// the previous change did not hold. In a tenant without rollout-id a
-	// node's latest change holds the tenant no longer than the settle cap
-	// after it: so a node's changes hold the tenant for the cap in all, and
-	// a node rewritten forever cannot hold the tenant forever.
+	// the previous change did not hold (a start ahead of the webhook's clock
+	// is taken as its now). In a tenant without rollout-id a node's latest
+	// change holds the tenant no longer than the settle cap after this
+	// start: so a node's changes hold the tenant for the cap in all, and a
+	// node rewritten forever cannot hold the tenant forever.
 	AnnotationTargetChangesBeganAt = "express.medallia.com/target-changes-began-at"
 
 	// AnnotationPauseRollout set to "true" holds the node (and so every node

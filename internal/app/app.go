@@ -196,7 +196,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        o.Log,
-		Cache:                         sequencer.CacheOptions(),
+		Cache:                         sequencer.CacheOptions(o.ValidatingName),
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,
@@ -252,7 +252,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
 			return nil, fmt.Errorf("setting up the sequencer: %w", err)
 		}
-		departures := &sequencer.DeparturesRegistered{Reader: fresh, Guard: r.Guard, Log: o.Log.WithName("departures")}
+		departures := &sequencer.DeparturesRegistered{Reader: fresh, Guard: r.Guard}
 		if err := departures.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the check of the node webhooks' registration: %w", err)
 		}

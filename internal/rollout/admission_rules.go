@@ -24,8 +24,8 @@ type Admission struct {
 	// Now stamps target, order and rollout-id changes.
 	Now time.Time
 	// SettleTime is the sequencer's settle time: a target or order change
-	// less than this after the node's previous one continues its run of
-	// changes.
+	// less than this after the node's previous one, or made while the
+	// settle hold holds the node, continues its run of changes (runBegan).
 	SettleTime time.Duration
 }
 
@@ -101,15 +101,22 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 	// departure of one of them (DeletionDater), with its own clock: a
 	// later date of its is kept as written; an earlier one, or anyone
 	// else's, is put back — a replica whose clock is behind must not move
-	// a date back. Only the sequencer's leader dates a departure earlier,
-	// over the very date it names (AnnotationNodeLeftTenantAtReplaces): one
-	// ahead of its clock, that a replica whose clock ran ahead wrote
-	// (FutureDepartures).
+	// a date back. Only the sequencer dates a departure earlier, over the
+	// very date it names (AnnotationNodeLeftTenantAtReplaces): one ahead of
+	// its clock, that a replica whose clock ran ahead wrote
+	// (FutureDepartures); and no earlier than this replica's now, so that a
+	// departure admitted before the re-dating, whose date the one it
+	// replaces covered, is still held for the settle time.
 	left, replaces := ann[v2alpha1.AnnotationNodeLeftTenantAt], ann[v2alpha1.AnnotationNodeLeftTenantAtReplaces]
 	delete(ann, v2alpha1.AnnotationNodeLeftTenantAtReplaces)
 	restore(ann, old, v2alpha1.AnnotationNodeLeftTenantAt)
 	stored := old[v2alpha1.AnnotationNodeLeftTenantAt]
-	if at, err := time.Parse(time.RFC3339Nano, left); a.FromSequencer && err == nil && (at.After(stampIn(old, v2alpha1.AnnotationNodeLeftTenantAt)) || replaces != "" && replaces == stored) {
+	at, err := time.Parse(time.RFC3339Nano, left)
+	switch {
+	case !a.FromSequencer || err != nil:
+	case replaces != "" && replaces == stored:
+		ann[v2alpha1.AnnotationNodeLeftTenantAt] = laterOf(at, a.Now).UTC().Format(time.RFC3339Nano)
+	case at.After(stampIn(old, v2alpha1.AnnotationNodeLeftTenantAt)):
 		ann[v2alpha1.AnnotationNodeLeftTenantAt] = left
 	}
 	restore(ann, old, v2alpha1.AnnotationTargetChangedAt)
@@ -227,10 +234,12 @@ func restore(ann, old map[string]string, key string) {
 // The run goes on while each change comes less than the settle time after
 // the one before, or while the node's Settling condition says the settle
 // hold still holds it (until "releases at", whichever change that hold is
-// for); otherwise the change begins a new run, now, as it does when the
-// previous change or the run's start lies ahead of this replica's clock (a
-// replica whose clock ran ahead stamped it: the run would otherwise count
-// from a time to come, and never reach its cap). What the cap counts is
+// for); otherwise the change begins a new run, now. A run's start that
+// lies ahead of this replica's clock (another replica's clock runs ahead)
+// is taken as now, and a previous change ahead of it as made now: the run
+// goes on, counted from no later than now, so that neither a clock a day
+// ahead nor two replicas whose clocks differ keep a run from its cap. What
+// the cap counts is
 // how long the run's changes have held the tenant, each until the next or
 // for the settle time, whichever is sooner: a change that comes later than
 // the settle time after the one before moves the start on by the rest of
@@ -244,11 +253,13 @@ func restore(ann, old map[string]string, key string) {
 func (a Admission) runBegan(old map[string]string) time.Time {
 	prev := lastChange(old)
 	began := stampIn(old, v2alpha1.AnnotationTargetChangesBeganAt)
-	ahead := a.Now.Add(stampAhead)
-	if a.Old == nil || prev.IsZero() || began.IsZero() || prev.After(ahead) || began.After(ahead) {
+	if a.Old == nil || prev.IsZero() || began.IsZero() {
 		return a.Now
 	}
-	gap := a.Now.Sub(prev)
+	if began.After(a.Now) {
+		began = a.Now
+	}
+	gap := max(0, a.Now.Sub(prev))
 	if gap >= a.SettleTime && !a.Now.Before(settleHeldUntil(a.Old)) {
 		return a.Now
 	}
@@ -265,4 +276,12 @@ func settleHeldUntil(n v2alpha1.Node) time.Time {
 		return time.Time{}
 	}
 	return settleHoldEnd(c)
+}
+
+// laterOf is the later of two times.
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -63,8 +63,8 @@ const landingQuiet = 3 * time.Second
 // exactly while the ids disagree, or agree on one older than a node being
 // deleted took last (bounded by the landing timeout); tenants without it
 // are held for the settle time after their latest change (lastChange), each
-// node's changes no longer than the settle cap after its run of changes
-// began.
+// node's changes no longer than the settle cap in all over its run of
+// changes (settling).
 func (s *Snapshot) landingOf() landing {
 	ids := map[string][]string{} // rollout-id → nodes carrying it
 	// A node intentionally down still belongs to the render: the change
@@ -260,7 +260,7 @@ func (s *Snapshot) landingByRolloutID(ids map[string][]string, newest string, ne
 // a node's latest change holds the tenant no longer than the settle cap
 // after the start the webhook counted it from
 // (AnnotationTargetChangesBeganAt: the change's time less how long the
-// earlier changes of its run held the tenant; Admission.run). So the
+// earlier changes of its run held the tenant; Admission.runBegan). So the
 // changes of a node rewritten forever hold the tenant for the cap in all,
 // and then no more, while every other node's changes still hold it; and a
 // change long pending elsewhere (a paused node, a rollout stuck for longer
@@ -355,21 +355,22 @@ func NodeLeftTenantAt(n v2alpha1.Node) time.Time {
 	return stamp(n, v2alpha1.AnnotationNodeLeftTenantAt)
 }
 
-// stampAhead is how far a date another replica wrote may lie ahead of this
-// replica's clock before it is taken for a clock that ran ahead.
-const stampAhead = time.Second
-
 // FutureDepartures names the nodes of the tenant whose departure date lies
-// ahead of the snapshot's now by more than stampAhead: a webhook replica
-// whose clock ran ahead dated them, and since only a later date replaces
-// one, the date would hold the tenant until then — a day, for a clock a
-// day ahead. The departure was admitted before now, so the sequencer dates
-// it again at now: the tenant is held for the settle time from then,
-// no less than from the departure itself.
+// ahead of the snapshot's now by the settle time or more: a webhook
+// replica whose clock ran ahead dated them, and since only a later date
+// replaces one, the date would hold the tenant until then — a day, for a
+// clock a day ahead. The departure was admitted before now, so the
+// sequencer dates it again at now: the tenant is held for the settle time
+// from then, no less than from the departure itself. A date ahead by less
+// holds the tenant for less than twice the settle time, and is left as it
+// is (so is every date when the settle time is off: none holds).
 func FutureDepartures(s *Snapshot) []string {
+	if s.Grouping.SettleTime <= 0 {
+		return nil
+	}
 	var names []string
 	for name, n := range s.Nodes {
-		if NodeLeftTenantAt(n).After(s.Now.Add(stampAhead)) {
+		if !NodeLeftTenantAt(n).Before(s.Now.Add(s.Grouping.SettleTime)) {
 			names = append(names, name)
 		}
 	}

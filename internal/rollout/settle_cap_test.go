@@ -423,3 +423,39 @@ func TestSevenNodesRewrittenEveryMinuteHoldTheTenantForTheirCaps(t *testing.T) {
 	assert.LessOrEqual(t, first, 7*60+10, "within the seven nodes' caps and a settle time")
 	assert.Equal(t, "fe1 fe2 be", w.startedExcept(mark, fought...), "in order")
 }
+
+// fe4 rewritten every 2 s through two webhook replicas whose clocks are
+// 5 s apart, each in turn: to each, the other's stamps lie ahead or
+// behind; fe4's run goes on all the same, and a change to be, fe1 and fe2
+// rolls within the cap and a settle time (a run begun anew at every stamp
+// ahead never reached its cap, and held the tenant for as long as the
+// rewrites went on).
+func TestANodeRewrittenThroughTwoReplicasWhoseClocksDifferIsCapped(t *testing.T) {
+	for _, lag := range []time.Duration{5 * time.Second, -5 * time.Second} {
+		t.Run("the second replica's clock "+lag.String()+" off", func(t *testing.T) {
+			w := newWorld(t, "acme")
+			w.oracle = nil // fe4 keeps changing; the order of the others is the point
+			mark := settledTenant(w, 5)
+			w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+			w.setVersion(v2, "be", "fe1", "fe2")
+			changedAt, first := w.tick, -1
+			for i := range 400 {
+				if i%2 == 0 {
+					real := w.now
+					if i%4 == 0 {
+						w.now = w.now.Add(lag)
+					}
+					w.setConfig(fmt.Sprintf("fight-%d", i), "fe4")
+					w.now = real
+				}
+				w.step()
+				if first < 0 && w.startedExcept(mark, "fe4") != "" {
+					first = w.tick - changedAt
+				}
+			}
+			require.GreaterOrEqual(t, first, 0, "the change rolled: %s", w.condition("fe1").Message)
+			assert.LessOrEqual(t, first, 60+10+5, "within the cap, a settle time and the clocks' difference")
+			assert.Equal(t, "fe1 fe2 be", w.startedExcept(mark, "fe4"), "in order")
+		})
+	}
+}

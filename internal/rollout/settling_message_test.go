@@ -51,14 +51,19 @@ func TestASettlingHoldForANodeThatLeftSaysSo(t *testing.T) {
 	assert.Equal(t, left.Add(10*time.Second).UTC().Truncate(time.Second).Add(time.Second), settleHoldEnd(&metav1.Condition{Message: l.message}), "the message says when the hold ends, rounded up to the second")
 }
 
-// A departure date more than a second ahead of the sequencer's clock is
-// one a replica whose clock ran ahead wrote: it is named, to be dated again
-// at now; one within a second, or in the past, is not.
+// A departure date the settle time or more ahead of the sequencer's clock
+// is one a replica whose clock ran ahead wrote: it is named, to be dated
+// again at now; one ahead by less (held for less than twice the settle
+// time), or in the past, is not, nor is any when the settle time is off.
 func TestDepartureDatesAheadOfTheClockAreNamed(t *testing.T) {
 	w := newWorld(t, "acme")
-	w.tenant(4, v1)
-	for key, at := range map[string]time.Time{"be": w.now.Add(24 * time.Hour), "fe1": w.now.Add(500 * time.Millisecond), "fe2": w.now.Add(-time.Minute), "fe3": w.now.Add(2 * time.Second)} {
+	w.tenant(5, v1)
+	for key, at := range map[string]time.Time{"be": w.now.Add(24 * time.Hour), "fe1": w.now.Add(9 * time.Second), "fe2": w.now.Add(-time.Minute), "fe3": w.now.Add(10 * time.Second)} {
 		setAnnotation(w.nodes[w.name(key)], v2alpha1.AnnotationNodeLeftTenantAt, at.Format(time.RFC3339Nano))
 	}
-	assert.Equal(t, []string{w.name("be"), w.name("fe3")}, FutureDepartures(w.snapshot()))
+	s := w.snapshot()
+	s.Grouping = Grouping{SettleTime: 10 * time.Second}
+	assert.Equal(t, []string{w.name("be"), w.name("fe3")}, FutureDepartures(s))
+	s.Grouping = Grouping{}
+	assert.Empty(t, FutureDepartures(s), "the settle time off: no date holds")
 }

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -37,18 +38,9 @@ import (
 type DeparturesRegistered struct {
 	Reader client.Reader
 	Guard  Guard
-	Log    logr.Logger
 
 	mu   sync.Mutex
 	last []string // what the last look found wrong
-}
-
-// Problems returns what the last look at the configuration found keeping
-// deletions from being dated, nil when they are.
-func (d *DeparturesRegistered) Problems() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.last)
 }
 
 // SetupWithManager looks at the configuration on the leader once it
@@ -78,23 +70,24 @@ func (d *DeparturesRegistered) Reconcile(ctx context.Context, req reconcile.Requ
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", req.Name, err)
 	}
-	problems := d.Guard.departuresUndated(found)
+	problems := d.Guard.whyDeparturesUndated(found)
 	d.mu.Lock()
 	changed := !slices.Equal(problems, d.last)
-	d.last = problems
-	d.mu.Unlock()
 	if len(problems) > 0 {
 		departuresUndated.Set(1)
 	} else {
 		departuresUndated.Set(0)
 	}
+	d.last = problems
+	d.mu.Unlock()
+	ref := klog.KRef("", d.Guard.Configuration)
 	switch {
 	case !changed:
 	case len(problems) > 0:
-		d.Log.Error(nil, "Deletions of nodes are not dated: a node deleted, then another changed within the settle time, may be released out of order; apply the chart's ValidatingWebhookConfiguration",
-			"configuration", d.Guard.Configuration, "problems", problems)
+		log.FromContext(ctx).Error(nil, "Deletions of nodes are not dated: a node deleted (or moved to another tenant), then another changed within the settle time, may be released out of order; apply the chart's ValidatingWebhookConfiguration",
+			"configuration", ref, "problems", problems)
 	default:
-		d.Log.Info("Deletions of nodes are dated", "configuration", d.Guard.Configuration)
+		log.FromContext(ctx).Info("Deletions of nodes are dated", "configuration", ref)
 	}
 	return reconcile.Result{}, nil
 }
@@ -102,12 +95,12 @@ func (d *DeparturesRegistered) Reconcile(ctx context.Context, req reconcile.Requ
 // departuresResources are the resources whose deletions are dated.
 var departuresResources = []string{"backends", "frontends"}
 
-// departuresUndated returns what in cfg (nil: it does not exist) keeps the
+// whyDeparturesUndated returns what in cfg (nil: it does not exist) keeps the
 // guard's node webhooks from dating every deletion of a node, nil when
 // nothing does. Its namespaceSelector is not judged: a namespace it leaves
 // out is neither gated nor guarded, and the sequencer reads such tenants
 // whole (notJudging).
-func (g Guard) departuresUndated(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) []string {
+func (g Guard) whyDeparturesUndated(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) []string {
 	if cfg == nil {
 		return []string{fmt.Sprintf("ValidatingWebhookConfiguration %s does not exist", g.Configuration)}
 	}
@@ -126,18 +119,22 @@ func (g Guard) departuresUndated(cfg *admissionregistrationv1.ValidatingWebhookC
 	return problems
 }
 
-// datesEvery returns why webhook w would leave a deletion of resource
-// undated, "" when it is sent every one, at path (when path is set).
+// datesEvery returns why webhook w would leave a deletion of resource, or
+// its move to another tenant (an update), undated, "" when it is sent every
+// one, at path (when path is set).
 func datesEvery(w admissionregistrationv1.ValidatingWebhook, resource, path string) string {
 	gv := guardedResources[resource]
 	var why []string
 	if w.FailurePolicy != nil && *w.FailurePolicy != admissionregistrationv1.Fail {
 		why = append(why, "lets deletions through when it cannot be reached (failurePolicy "+string(*w.FailurePolicy)+")")
 	}
-	if !slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
-		return covers(r, admissionregistrationv1.Delete, gv, resource)
-	}) {
-		why = append(why, fmt.Sprintf("is not sent deletions of %s (%s)", resource, gv))
+	for _, op := range []struct {
+		op   admissionregistrationv1.OperationType
+		what string
+	}{{admissionregistrationv1.Delete, "deletions"}, {admissionregistrationv1.Update, "updates (a move to another tenant)"}} {
+		if !slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool { return covers(r, op.op, gv, resource) }) {
+			why = append(why, fmt.Sprintf("is not sent %s of %s (%s)", op.what, resource, gv))
+		}
 	}
 	if len(w.MatchConditions) > 0 {
 		why = append(why, "is sent only some writes (matchConditions)")

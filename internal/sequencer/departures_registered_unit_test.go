@@ -38,8 +38,11 @@ func TestWhetherAWebhookIsSentEveryDeletionOfANode(t *testing.T) {
 		{"a webhook whose rules leave deletions out is not", with(func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.Rules = ops(admissionregistrationv1.Create, admissionregistrationv1.Update)
 		}), "is not sent deletions of frontends (express.medallia.com/v2alpha1)"},
+		{"a webhook whose rules leave updates out misses moves to another tenant", with(func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.Rules = ops(admissionregistrationv1.Create, admissionregistrationv1.Delete)
+		}), "is not sent updates (a move to another tenant) of frontends (express.medallia.com/v2alpha1)"},
 		{"a webhook whose rules name another resource is not", with(func(w *admissionregistrationv1.ValidatingWebhook) { w.Rules[0].Resources = []string{"backends"} }),
-			"is not sent deletions of frontends (express.medallia.com/v2alpha1)"},
+			"is not sent deletions of frontends (express.medallia.com/v2alpha1); is not sent updates (a move to another tenant) of frontends (express.medallia.com/v2alpha1)"},
 		{"a webhook that fails open lets deletions through undated", with(func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
 		}), "lets deletions through when it cannot be reached (failurePolicy Ignore)"},

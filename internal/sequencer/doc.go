@@ -2,7 +2,11 @@
 // decisions: for each tenant it reads a rollout.Snapshot, plans with
 // rollout.Plan, and makes every node match its decision — the sequencer's
 // gate on the node, the scheduling gates of its held pods, its
-// PrerequisitesReady condition and an Event.
+// PrerequisitesReady condition and an Event. It also writes what carries
+// a tenant across a change of its namespace's mode (switchMode), the
+// record of a rollout that converged while gated (recordConverged), and a
+// departure date ahead of its clock dated again at its now
+// (dateFutureDeparturesAgain).
 //
 // It is split the way Cluster API keeps its rollout planner apart from its
 // reconciler: Gather reads one tenant's snapshot from the cache, rollout

@@ -2,6 +2,8 @@ package sequencer
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,3 +47,16 @@ func ConditionConflicts(outcome string) float64 {
 
 // DeparturesUndated is the express_sequencer_departures_undated gauge.
 func DeparturesUndated() float64 { return testutil.ToFloat64(departuresUndated) }
+
+// Problems returns what the last look at the configuration found keeping
+// deletions from being dated, nil when they are.
+func (d *DeparturesRegistered) Problems() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.last)
+}
+
+// DateFutureDeparturesAgain is dateFutureDeparturesAgain.
+func (r *Reconciler) DateFutureDeparturesAgain(ctx context.Context, snap *rollout.Snapshot) (bool, time.Duration) {
+	return r.dateFutureDeparturesAgain(ctx, snap)
+}

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -213,8 +215,10 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 
 // CacheOptions restricts the manager's pod cache to pods of Express nodes and
 // keeps only what the sequencer reads of them, so memory grows with the
-// Express pods alone; of every other object it drops the managed fields.
-func CacheOptions() cache.Options {
+// Express pods alone; of the validating webhook configurations it watches
+// only the one named validating; of every other object it drops the
+// managed fields.
+func CacheOptions(validating string) cache.Options {
 	sel, _ := labels.Parse(v2alpha1.LabelNode) // a constant "exists" selector always parses
 	return cache.Options{
 		// Nothing the sequencer decides reads managedFields: about half of
@@ -222,6 +226,9 @@ func CacheOptions() cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: sel, Transform: stripPod},
+			// Of the cluster's validating webhook configurations, only the
+			// one holding the node webhooks is watched (DeparturesRegistered).
+			&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Field: fields.OneTermEqualSelector("metadata.name", validating)},
 		},
 	}
 }
@@ -362,7 +369,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 		reconcileErrors.WithLabelValues("gather").Inc()
 		return reconcile.Result{}, err
 	}
-	if r.dateFutureDeparturesAgain(ctx, snap) {
+	wrote, redateIn := r.dateFutureDeparturesAgain(ctx, snap)
+	if wrote {
+		r.observed.restore(t, since)
 		return reconcile.Result{RequeueAfter: replanAfter}, nil // planned again on the dates written
 	}
 	if changed, err := r.switchMode(ctx, snap, audit); changed || err != nil {
@@ -387,7 +396,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 	if releases {
 		watch.observe()
 	}
-	return reconcile.Result{RequeueAfter: recheckAfter(decisions)}, nil
+	return reconcile.Result{RequeueAfter: shorter(recheckAfter(decisions), redateIn)}, nil
 }
 
 // applyPlan applies a tenant's decisions. Convergence records go first:

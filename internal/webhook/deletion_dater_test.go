@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +23,7 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
 	"github.com/medallia/express-sequencer/internal/scheme"
+	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/webhook"
 )
 
@@ -97,7 +97,11 @@ func TestADeletionThatCannotBeDatedIsRefusedWithTheReason(t *testing.T) {
 				require.NoError(t, c2.Update(ctx, &namespace))
 			}
 			createSeedNodes(t, ns, 4)
-			freeze(t, ns, c.frozen...)
+			var frozen []v2alpha1.Node
+			for _, name := range c.frozen {
+				frozen = append(frozen, seedNode(ns, strings.TrimPrefix(name, "acme-")))
+			}
+			controlplane.Freeze(t, env(t).Client, ns, frozen...)
 			fe2 := seedNode(ns, "fe2")
 			err := c2.Delete(ctx, fe2)
 			got := strings.Join(warned.all(), "\n")
@@ -113,53 +117,6 @@ func TestADeletionThatCannotBeDatedIsRefusedWithTheReason(t *testing.T) {
 				assert.Contains(t, got, w)
 			}
 		})
-	}
-}
-
-// freeze makes a ValidatingAdmissionPolicy refuse, until the test ends,
-// every update of the nodes names in ns ("<name> is frozen"), and waits
-// until it does.
-func freeze(t *testing.T, ns string, names ...string) {
-	t.Helper()
-	ctx := context.Background()
-	c := env(t).Client
-	list, _ := json.Marshal(names) // strings always marshal
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-frozen"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{v2alpha1.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"frontends", "backends"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression:        "!(object.metadata.name in " + string(list) + ")",
-				MessageExpression: "object.metadata.name + ' is frozen'",
-			}},
-		},
-	}
-	require.NoError(t, c.Create(ctx, policy))
-	t.Cleanup(func() { _ = c.Delete(ctx, policy) })
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-frozen"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
-		},
-	}
-	require.NoError(t, c.Create(ctx, binding))
-	t.Cleanup(func() { _ = c.Delete(ctx, binding) })
-	for _, name := range names {
-		n := seedNode(ns, strings.TrimPrefix(name, "acme-"))
-		require.Eventually(t, func() bool { // the policy takes effect once the API server has loaded it
-			got := get(t, n)
-			got.GetAnnotations()["example.com/probe"] = time.Now().String()
-			return c.Update(ctx, got) != nil
-		}, 30*time.Second, 100*time.Millisecond, "the policy refuses updates of %s", name)
 	}
 }
 
