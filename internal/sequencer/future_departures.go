@@ -51,7 +51,10 @@ func (r *Reconciler) dateFutureDeparturesAgain(ctx context.Context, snap *rollou
 			log.FromContext(ctx).Error(err, "Dating again a departure dated ahead of this replica's clock failed: the tenant is held until that date and the settle time; trying again in a minute",
 				"node", n.GetName(), "date", was)
 		case err != nil: // gone: it dates nothing
-		case patched.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] == was:
+		case patched.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] == was ||
+			!rollout.NodeLeftTenantAt(patched).Before(now.Add(snap.Grouping.SettleTime)):
+			// Put back, or taken at the admitting replica's now, itself
+			// ahead (the replica whose clock ran ahead): not dated again.
 			r.redated.failed(key, now)
 			retryIn = shorter(retryIn, redateRetry)
 			log.FromContext(ctx).Error(nil, "A departure dated ahead of this replica's clock was kept by the mutating webhook (a replica of an older version, or one that does not take this replica for the sequencer): the tenant is held until that date and the settle time; trying again in a minute",
