@@ -234,14 +234,15 @@ func restore(ann, old map[string]string, key string) {
 // The run goes on while each change comes less than the settle time after
 // the one before, or while the node's Settling condition says the settle
 // hold still holds it (until "releases at", whichever change that hold is
-// for); otherwise the change begins a new run, now. Both are judged on
-// this replica's clock against stamps another replica may have written,
-// so each is allowed half the settle time more (clockSkew): a replica
+// for); otherwise the change begins a new run, now. The hold is judged on
+// this replica's clock against a "releases at" another replica's stamps
+// made, so it is allowed half the settle time more (clockSkew): a replica
 // whose clock runs a little ahead would otherwise see the hold of a node
-// rewritten just faster than the settle time as broken at every change it
-// admits, begin a new run each time, and the node never reach its cap. A
-// run goes on across a real break shorter than that allowance, counting the
-// change before it for the settle time only. A run's start that
+// rewritten just faster than the settle time as over at every change it
+// admits, begin a new run each time, and the node never reach its cap.
+// The gap is not: a node released between two changes (its condition no
+// longer Settling) begins a new run with the next one the settle time
+// after, however often it is changed so. A run's start that
 // lies ahead of this replica's clock (another replica's clock runs ahead)
 // is taken as now, and a previous change ahead of it as made now: the run
 // goes on, counted from no later than now, so that neither a clock a day
@@ -268,7 +269,7 @@ func (a Admission) runBegan(old map[string]string) time.Time {
 	}
 	gap := max(0, a.Now.Sub(prev))
 	skew := a.SettleTime / clockSkew
-	if gap >= a.SettleTime+skew && !a.Now.Before(settleHeldUntil(a.Old).Add(skew)) {
+	if gap >= a.SettleTime && !a.Now.Before(settleHeldUntil(a.Old).Add(skew)) {
 		return a.Now
 	}
 	return began.Add(max(0, gap-a.SettleTime))

@@ -41,6 +41,14 @@ func TestAdmissionRules(t *testing.T) {
 			n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(left)
 		})
 	}
+	// redate writes a departure date left, naming the date replaces it
+	// replaces, as the sequencer dates one ahead of its clock again.
+	redate := func(left, replaces time.Time) func(n v2alpha1.Node) {
+		return func(n v2alpha1.Node) {
+			n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(left)
+			n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAtReplaces] = at(replaces)
+		}
+	}
 	for _, c := range []struct {
 		name           string
 		old            v2alpha1.Node
@@ -122,18 +130,12 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "an earlier date a node left the tenant, written by the sequencer over the very date it names (one ahead of its clock), replaces it, and the name is not stored",
 			old:     leftAt(now.Add(24 * time.Hour)),
 			oldHash: "h1", hash: "h1", fromSequencer: true,
-			edit: func(n v2alpha1.Node) {
-				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now)
-				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAtReplaces] = at(now.Add(24 * time.Hour))
-			},
+			edit:      redate(now, now.Add(24*time.Hour)),
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now)},
 		{name: "an earlier date a node left the tenant, written by the sequencer over the very date it names, is taken no earlier than the webhook's now: a departure admitted before it stays held",
 			old:     leftAt(now.Add(24 * time.Hour)),
 			oldHash: "h1", hash: "h1", fromSequencer: true,
-			edit: func(n v2alpha1.Node) {
-				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now.Add(-2 * time.Second))
-				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAtReplaces] = at(now.Add(24 * time.Hour))
-			},
+			edit:      redate(now.Add(-2*time.Second), now.Add(24*time.Hour)),
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now)},
 		{name: "an earlier date a node left the tenant, written by the sequencer without naming the date it replaces (a dater whose clock is behind), is put back, even over one ahead of the webhook's clock",
 			old:     leftAt(now.Add(24 * time.Hour)),
@@ -143,18 +145,12 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "an earlier date a node left the tenant written by someone other than the sequencer is put back, even naming the date it replaces",
 			old:     leftAt(now.Add(24 * time.Hour)),
 			oldHash: "h1", hash: "h1",
-			edit: func(n v2alpha1.Node) {
-				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now)
-				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAtReplaces] = at(now.Add(24 * time.Hour))
-			},
+			edit:      redate(now, now.Add(24*time.Hour)),
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(24 * time.Hour))},
 		{name: "an earlier date a node left the tenant, written by the sequencer naming another date than the one stored (a later departure dated meanwhile), is put back",
 			old:     leftAt(now.Add(24 * time.Hour)),
 			oldHash: "h1", hash: "h1", fromSequencer: true,
-			edit: func(n v2alpha1.Node) {
-				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAt] = at(now)
-				n.GetAnnotations()[v2alpha1.AnnotationNodeLeftTenantAtReplaces] = at(now.Add(23 * time.Hour))
-			},
+			edit:      redate(now, now.Add(23*time.Hour)),
 			wantStamp: "stamp-on-pods", wantReleased: "stamp-on-pods", wantBegan: at(now.Add(-2 * time.Hour)), wantLeft: at(now.Add(24 * time.Hour))},
 		{name: "a node that stays down moved to another tenant is an order change of the tenant it joins, dated",
 			old: stored(func(n v2alpha1.Node) {
@@ -178,11 +174,11 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "a target change less than the settle time after the node's previous one continues its run of changes",
 			old:     stored(changed(now.Add(-9*time.Second), now.Add(-time.Minute))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-time.Minute))},
-		{name: "a target change half as much again as the settle time or more after the node's previous one, not held, begins a new run of changes",
-			old:     stored(changed(now.Add(-15*time.Second), now.Add(-time.Minute))),
+		{name: "a target change the settle time or more after the node's previous one, not held, begins a new run of changes",
+			old:     stored(changed(now.Add(-10*time.Second), now.Add(-time.Minute))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
-		{name: "a target change the settle time after the node's previous one, within the allowance for the replicas' clocks, continues its run, the previous change counted for the settle time only",
-			old:     stored(changed(now.Add(-12*time.Second), now.Add(-time.Minute))),
+		{name: "a target change of a node whose Settling condition says its hold ended less than half the settle time ago (a replica whose clock runs ahead) continues its run, the previous change counted for the settle time only",
+			old:     stored(heldSettling(now.Add(-12*time.Second), now.Add(-time.Minute), now.Add(-3*time.Second))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-58 * time.Second))},
 		{name: "a target change of a node the settle hold still holds, less than the cap after its previous one, continues its run of changes: the start moves on by the part of the gap the previous change did not hold",
 			old:     stored(heldSettling(now.Add(-30*time.Second), now.Add(-40*time.Second), now.Add(5*time.Second))),

@@ -464,3 +464,30 @@ func TestANodeRewrittenThroughTwoReplicasWhoseClocksDifferIsCapped(t *testing.T)
 		})
 	}
 }
+
+// be changed alone six times, 12 s apart — each change settled, released
+// and rolled out before the next — is no node rewritten forever: each
+// change begins a run of its own, and a change to all applied right after,
+// be first, rolls fe1 and fe2 before be, in any chart's lists (a run that
+// went on across each 12 s gap counted every change for the settle time,
+// used up be's cap and let it go first).
+func TestANodeChangedNowAndThenIsNoNodeRewrittenForever(t *testing.T) {
+	for name, setup := range map[string]step{"default lists": settled(5), "the old chart's lists": oldChart(5)} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, "acme")
+			setup(w)
+			w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute}
+			for i := range 6 {
+				w.setConfig(fmt.Sprintf("be-tune-%d", i), "be")
+				ticks(12)(w)
+			}
+			mark := len(w.started)
+			for _, k := range all5 {
+				w.setVersion(v2, k)
+				w.step()
+			}
+			ticks(200)(w)
+			assert.Equal(t, "fe1 fe2 be fe3 fe4", w.startedSince(mark))
+		})
+	}
+}
