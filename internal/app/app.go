@@ -252,7 +252,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 		if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
 			return nil, fmt.Errorf("setting up the sequencer: %w", err)
 		}
-		departures := &sequencer.DeparturesRegistered{Reader: fresh, Guard: r.Guard}
+		departures := &sequencer.DeparturesRegistered{Reader: mgr.GetClient(), Guard: r.Guard}
 		if err := departures.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the check of the node webhooks' registration: %w", err)
 		}

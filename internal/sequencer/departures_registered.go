@@ -36,6 +36,9 @@ import (
 // of the change). Nothing else sees it: the order auditor judges releases
 // against the prerequisites' targets, which the deletion left as they were.
 type DeparturesRegistered struct {
+	// Reader reads the configuration: the manager's client, whose cache
+	// holds the one configuration (CacheOptions). What it reports holds
+	// nothing and lets nothing go, so the cache is fresh enough.
 	Reader client.Reader
 	Guard  Guard
 
@@ -123,27 +126,6 @@ func (g Guard) whyDeparturesUndated(cfg *admissionregistrationv1.ValidatingWebho
 // its move to another tenant (an update), undated, "" when it is sent every
 // one, at path (when path is set).
 func datesEvery(w admissionregistrationv1.ValidatingWebhook, resource, path string) string {
-	gv := guardedResources[resource]
-	var why []string
-	if w.FailurePolicy != nil && *w.FailurePolicy != admissionregistrationv1.Fail {
-		why = append(why, "lets deletions through when it cannot be reached (failurePolicy "+string(*w.FailurePolicy)+")")
-	}
-	for _, op := range []struct {
-		op   admissionregistrationv1.OperationType
-		what string
-	}{{admissionregistrationv1.Delete, "deletions"}, {admissionregistrationv1.Update, "updates (a move to another tenant)"}} {
-		if !slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool { return covers(r, op.op, gv, resource) }) {
-			why = append(why, fmt.Sprintf("is not sent %s of %s (%s)", op.what, resource, gv))
-		}
-	}
-	if len(w.MatchConditions) > 0 {
-		why = append(why, "is sent only some writes (matchConditions)")
-	}
-	if !selectsAll(w.ObjectSelector) {
-		why = append(why, "selects only some nodes (objectSelector)")
-	}
-	if got := pathOf(w.ClientConfig); path != "" && got != path {
-		why = append(why, fmt.Sprintf("sends its reviews to %q, not to %s", got, path))
-	}
-	return strings.Join(why, "; ")
+	ops := []sentOperation{{admissionregistrationv1.Delete, "deletions"}, {admissionregistrationv1.Update, "updates (a move to another tenant)"}}
+	return strings.Join(sentEvery(w, resource, ops, PodSelection{}, path, "deletions"), "; ")
 }

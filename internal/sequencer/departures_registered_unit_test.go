@@ -49,9 +49,9 @@ func TestWhetherAWebhookIsSentEveryDeletionOfANode(t *testing.T) {
 		{"a webhook with match conditions is sent only some writes", with(func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "creates", Expression: "request.operation == 'CREATE'"}}
 		}), "is sent only some writes (matchConditions)"},
-		{"a webhook with an object selector selects only some nodes", with(func(w *admissionregistrationv1.ValidatingWebhook) {
+		{"a webhook with an object selector selects only some objects", with(func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}
-		}), "selects only some nodes (objectSelector)"},
+		}), "selects only some objects (objectSelector)"},
 		{"a webhook sending its reviews elsewhere dates nothing", with(func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig = url("/validate") }),
 			`sends its reviews to "/validate", not to ` + path},
 		{"a webhook wrong in two ways says both", with(func(w *admissionregistrationv1.ValidatingWebhook) {

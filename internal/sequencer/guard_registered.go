@@ -108,11 +108,7 @@ func (g Guard) notJudging(ctx context.Context, r client.Reader, ns, def string) 
 		if i < 0 {
 			return WhyNotGuarded + fmt.Sprintf("%s has no webhook %s", g.Configuration, name), nil
 		}
-		why := judgesEvery(cfg.Webhooks[i], resource, namespace.Labels, g.Pods)
-		if path := pathOf(cfg.Webhooks[i].ClientConfig); why == "" && g.Paths[resource] != "" && path != g.Paths[resource] {
-			why = fmt.Sprintf("sends its reviews to %q, not to the guard's %s", path, g.Paths[resource])
-		}
-		if why != "" {
+		if why := judgesEvery(cfg.Webhooks[i], resource, namespace.Labels, g.Pods, g.Paths[resource]); why != "" {
 			return WhyNotGuarded + fmt.Sprintf("webhook %s of %s %s", name, g.Configuration, why), nil
 		}
 	}
@@ -120,27 +116,17 @@ func (g Guard) notJudging(ctx context.Context, r client.Reader, ns, def string) 
 }
 
 // judgesEvery returns why webhook w would leave an update of resource in a
-// namespace labelled nsLabels unjudged, "" when it judges every one. A pod
-// webhook may select pods as the guard's own does (pods), no fewer.
-func judgesEvery(w admissionregistrationv1.ValidatingWebhook, resource string, nsLabels map[string]string, pods PodSelection) string {
-	if w.FailurePolicy != nil && *w.FailurePolicy != admissionregistrationv1.Fail {
-		return "lets writes through when it cannot be reached (failurePolicy " + string(*w.FailurePolicy) + ")"
-	}
-	gv := guardedResources[resource]
-	if !slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
-		return covers(r, admissionregistrationv1.Update, gv, resource)
-	}) {
-		return fmt.Sprintf("does not judge updates of %s (%s)", resource, gv)
-	}
+// namespace labelled nsLabels unjudged, "" when it judges every one: the
+// first of what sentEvery finds, then its namespaceSelector. A pod webhook
+// may select pods as the guard's own does (pods), no fewer.
+func judgesEvery(w admissionregistrationv1.ValidatingWebhook, resource string, nsLabels map[string]string, pods PodSelection, path string) string {
 	var own PodSelection
 	if resource == "pods" {
 		own = pods
 	}
-	if len(w.MatchConditions) > 0 && !equality.Semantic.DeepEqual(w.MatchConditions, own.MatchConditions) {
-		return "judges only some writes (matchConditions)"
-	}
-	if !selectsAll(w.ObjectSelector) && !equality.Semantic.DeepEqual(w.ObjectSelector, own.ObjectSelector) {
-		return "selects only some objects (objectSelector)"
+	updates := []sentOperation{{admissionregistrationv1.Update, "updates"}}
+	if gaps := sentEvery(w, resource, updates, own, path, "writes"); len(gaps) > 0 {
+		return gaps[0]
 	}
 	if w.NamespaceSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
@@ -149,6 +135,42 @@ func judgesEvery(w admissionregistrationv1.ValidatingWebhook, resource string, n
 		}
 	}
 	return ""
+}
+
+// sentOperation is an operation a webhook must be sent, named for a
+// message ("deletions").
+type sentOperation struct {
+	op   admissionregistrationv1.OperationType
+	what string
+}
+
+// sentEvery lists what keeps webhook w from being sent every one of ops on
+// resource, in the order checked: it fails open, a rule leaves one of ops
+// out, matchConditions or an objectSelector narrower than own (the guard's
+// own pod selection; none for nodes), or it sends its reviews elsewhere
+// than path (when path is set). writes names what failing open lets
+// through ("writes", "deletions"). Its namespaceSelector is the caller's.
+func sentEvery(w admissionregistrationv1.ValidatingWebhook, resource string, ops []sentOperation, own PodSelection, path, writes string) []string {
+	var gaps []string
+	if w.FailurePolicy != nil && *w.FailurePolicy != admissionregistrationv1.Fail {
+		gaps = append(gaps, "lets "+writes+" through when it cannot be reached (failurePolicy "+string(*w.FailurePolicy)+")")
+	}
+	gv := guardedResources[resource]
+	for _, op := range ops {
+		if !slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool { return covers(r, op.op, gv, resource) }) {
+			gaps = append(gaps, fmt.Sprintf("is not sent %s of %s (%s)", op.what, resource, gv))
+		}
+	}
+	if len(w.MatchConditions) > 0 && !equality.Semantic.DeepEqual(w.MatchConditions, own.MatchConditions) {
+		gaps = append(gaps, "is sent only some writes (matchConditions)")
+	}
+	if !selectsAll(w.ObjectSelector) && !equality.Semantic.DeepEqual(w.ObjectSelector, own.ObjectSelector) {
+		gaps = append(gaps, "selects only some objects (objectSelector)")
+	}
+	if got := pathOf(w.ClientConfig); path != "" && got != path {
+		gaps = append(gaps, fmt.Sprintf("sends its reviews to %q, not to %s", got, path))
+	}
+	return gaps
 }
 
 // pathOf is the path a webhook's reviews are sent to.

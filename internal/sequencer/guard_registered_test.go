@@ -28,6 +28,7 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 	for name, c := range map[string]struct {
 		webhook  admissionregistrationv1.ValidatingWebhook
 		resource string
+		path     string // the guard's path for the resource; "" takes any
 		why      string
 	}{
 		"a webhook as generated judges every update": {
@@ -42,15 +43,15 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule:       admissionregistrationv1.Rule{Resources: []string{"backends"}},
 			}}}, resource: "backends",
-			why: "does not judge updates of backends (express.medallia.com/v2alpha1)",
+			why: "is not sent updates of backends (express.medallia.com/v2alpha1)",
 		},
 		"a webhook on another API group does not": {
 			webhook: admissionregistrationv1.ValidatingWebhook{Rules: []admissionregistrationv1.RuleWithOperations{rule("frontends", "example.com", "v2alpha1")}}, resource: "frontends",
-			why: "does not judge updates of frontends (express.medallia.com/v2alpha1)",
+			why: "is not sent updates of frontends (express.medallia.com/v2alpha1)",
 		},
 		"a webhook on another version does not": {
 			webhook: admissionregistrationv1.ValidatingWebhook{Rules: []admissionregistrationv1.RuleWithOperations{rule("frontends", "express.medallia.com", "v3")}}, resource: "frontends",
-			why: "does not judge updates of frontends (express.medallia.com/v2alpha1)",
+			why: "is not sent updates of frontends (express.medallia.com/v2alpha1)",
 		},
 		"a webhook on cluster-scoped objects only does not": {
 			webhook: admissionregistrationv1.ValidatingWebhook{Rules: func() []admissionregistrationv1.RuleWithOperations {
@@ -58,7 +59,7 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 				r[0].Scope = ptr.To(admissionregistrationv1.ClusterScope)
 				return r
 			}()}, resource: "pods",
-			why: "does not judge updates of pods (v1)",
+			why: "is not sent updates of pods (v1)",
 		},
 		"a webhook for every operation and resource judges them": {
 			webhook: admissionregistrationv1.ValidatingWebhook{Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -72,7 +73,7 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 		},
 		"a webhook on some writes only does not": {
 			webhook:  admissionregistrationv1.ValidatingWebhook{Rules: updates("backends"), MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "some", Expression: "false"}}},
-			resource: "backends", why: "judges only some writes (matchConditions)",
+			resource: "backends", why: "is sent only some writes (matchConditions)",
 		},
 		"the pod webhook's own selection of Express pods is the guard's": {
 			webhook:  admissionregistrationv1.ValidatingWebhook{Rules: updates("pods"), ObjectSelector: expressPods, MatchConditions: heldPods},
@@ -85,7 +86,7 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 		"a pod webhook with a condition of its own does not": {
 			webhook: admissionregistrationv1.ValidatingWebhook{Rules: updates("pods"), ObjectSelector: expressPods,
 				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "held-by-the-sequencer", Expression: "false"}}},
-			resource: "pods", why: "judges only some writes (matchConditions)",
+			resource: "pods", why: "is sent only some writes (matchConditions)",
 		},
 		"the guard's selection of pods is not a node webhook's": {
 			webhook:  admissionregistrationv1.ValidatingWebhook{Rules: updates("frontends"), ObjectSelector: expressPods},
@@ -95,13 +96,23 @@ func TestWhetherAWebhookJudgesEveryRelease(t *testing.T) {
 			webhook:  admissionregistrationv1.ValidatingWebhook{Rules: updates("frontends"), NamespaceSelector: &metav1.LabelSelector{MatchLabels: prod}},
 			resource: "frontends",
 		},
+		"a webhook that sends its reviews to another path does not": {
+			webhook: admissionregistrationv1.ValidatingWebhook{Rules: updates("frontends"), ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service: &admissionregistrationv1.ServiceReference{Path: ptr.To("/validate")}}},
+			resource: "frontends", path: "/guard-release-frontend", why: `sends its reviews to "/validate", not to /guard-release-frontend`,
+		},
+		"a webhook that sends its reviews to the guard's path judges them": {
+			webhook: admissionregistrationv1.ValidatingWebhook{Rules: updates("frontends"), ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service: &admissionregistrationv1.ServiceReference{Path: ptr.To("/guard-release-frontend")}}},
+			resource: "frontends", path: "/guard-release-frontend",
+		},
 		"a webhook that leaves the namespace out does not": {
 			webhook:  admissionregistrationv1.ValidatingWebhook{Rules: updates("frontends"), NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "search"}}},
 			resource: "frontends", why: "does not select the namespace (namespaceSelector)",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, c.why, judgesEvery(c.webhook, c.resource, prod, PodSelection{ObjectSelector: expressPods, MatchConditions: heldPods}))
+			assert.Equal(t, c.why, judgesEvery(c.webhook, c.resource, prod, PodSelection{ObjectSelector: expressPods, MatchConditions: heldPods}, c.path))
 		})
 	}
 }
