@@ -242,7 +242,11 @@ func restore(ann, old map[string]string, key string) {
 // admits, begin a new run each time, and the node never reach its cap.
 // The gap is not: a node released between two changes (its condition no
 // longer Settling) begins a new run with the next one the settle time
-// after, however often it is changed so. A run's start that
+// after, however often it is changed so. A change after a render that
+// came with its own rollout-id goes on with the run, the whole gap
+// uncounted: the settle hold never held the render (the id groups it), so
+// renders that land at once, however many and however close, take nothing
+// from the cap of the edits after them. A run's start that
 // lies ahead of this replica's clock (another replica's clock runs ahead)
 // is taken as now, and a previous change ahead of it as made now: the run
 // goes on, counted from no later than now, so that neither a clock a day
@@ -268,6 +272,14 @@ func (a Admission) runBegan(old map[string]string) time.Time {
 		began = a.Now
 	}
 	gap := max(0, a.Now.Sub(prev))
+	if renderedWithItsID(old) {
+		// The change before was a render that came with its own
+		// rollout-id: grouped by that id, the settle hold never held it,
+		// and it counts nothing of the gap (renders that land at once,
+		// released and rolled within the settle time, would otherwise use
+		// up the cap of the edits after them).
+		return earlierOf(began.Add(gap), a.Now)
+	}
 	skew := a.SettleTime / clockSkew
 	if gap >= a.SettleTime && !a.Now.Before(settleHeldUntil(a.Old).Add(skew)) {
 		return a.Now
@@ -289,6 +301,14 @@ func settleHeldUntil(n v2alpha1.Node) time.Time {
 		return time.Time{}
 	}
 	return settleHoldEnd(c)
+}
+
+// earlierOf is the earlier of two times.
+func earlierOf(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // laterOf is the later of two times.

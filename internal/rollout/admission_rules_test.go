@@ -174,6 +174,12 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "a target change less than the settle time after the node's previous one continues its run of changes",
 			old:     stored(changed(now.Add(-9*time.Second), now.Add(-time.Minute))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-time.Minute))},
+		{name: "a target change less than the settle time after a render that came with its own rollout-id goes on with its run, the whole gap uncounted: the settle hold never held the render",
+			old:     stored(changedWithID(now.Add(-5*time.Second), now.Add(-50*time.Second), now.Add(-5*time.Second))),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-45 * time.Second))},
+		{name: "a target change less than the settle time after an edit that came without a new rollout-id continues its run as on a tenant without ids",
+			old:     stored(changedWithID(now.Add(-5*time.Second), now.Add(-50*time.Second), now.Add(-20*time.Second))),
+			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now.Add(-50 * time.Second))},
 		{name: "a target change the settle time or more after the node's previous one, not held, begins a new run of changes",
 			old:     stored(changed(now.Add(-10*time.Second), now.Add(-time.Minute))),
 			oldHash: "h1", hash: "h2", wantGate: true, wantStamp: "h2", wantReleased: "stamp-on-pods", wantChangedNow: true, wantBegan: at(now)},
@@ -267,6 +273,17 @@ func TestAdmissionRules(t *testing.T) {
 }
 
 func at(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// changedWithID records a node's last target change at last, in a run of
+// changes that began at began, on a node carrying rollout-id r1, taken at
+// idAt: a render when idAt is last.
+func changedWithID(last, began, idAt time.Time) func(n v2alpha1.Node) {
+	return func(n v2alpha1.Node) {
+		changed(last, began)(n)
+		n.GetAnnotations()[v2alpha1.AnnotationRolloutID] = "r1"
+		n.GetAnnotations()[v2alpha1.AnnotationRolloutIDChangedAt] = at(idAt)
+	}
+}
 
 // changed records a node's last target change at last, in a run of changes
 // that began at began.

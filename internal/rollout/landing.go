@@ -205,8 +205,14 @@ func (s *Snapshot) renderedBy(id string) (rendered, notRendered map[string]bool)
 // the id alone, within the settle time of a render that changed the target,
 // a hold until that settle time has passed.
 func changedWithoutNewRolloutID(n v2alpha1.Node) bool {
-	ann := n.GetAnnotations()
-	return ann[v2alpha1.AnnotationRolloutID] == "" || !lastChange(ann).Equal(stampIn(ann, v2alpha1.AnnotationRolloutIDChangedAt))
+	return !renderedWithItsID(n.GetAnnotations())
+}
+
+// renderedWithItsID reports whether the latest change of a node annotated
+// ann came in one write with a new rollout-id (a render): the rollout-id
+// groups it, not the settle time.
+func renderedWithItsID(ann map[string]string) bool {
+	return ann[v2alpha1.AnnotationRolloutID] != "" && lastChange(ann).Equal(stampIn(ann, v2alpha1.AnnotationRolloutIDChangedAt))
 }
 
 // landingByRolloutID holds while the nodes that count disagree on their

@@ -73,8 +73,9 @@ const (
 	// FallbackGuard: the release guard would not judge every release of
 	// the namespace, or the namespace is not enforced.
 	FallbackGuard = "guard"
-	// FallbackMoved: a pod admission's read by name, read again, was not
-	// what it was (express_sequencer_pod_admission_reads_total only).
+	// FallbackMoved: a read by name — a pod admission's, or the
+	// sequencer's of the workload a plan rests on — read again, was not
+	// what it was: not one moment.
 	FallbackMoved = "moved"
 )
 

@@ -491,3 +491,38 @@ func TestANodeChangedNowAndThenIsNoNodeRewrittenForever(t *testing.T) {
 		})
 	}
 }
+
+// Renders that land at once — a new rollout-id on every node in one tick,
+// be's config changed — are grouped by their id, released and rolled
+// before the next: the settle hold never holds them, and they take nothing
+// from the cap. Edits with no new id that follow, node by node within the
+// settle time and be first, are one change (DESIGN §4): fe1, fe2, then be,
+// however many renders came before and however close.
+func TestRendersThatLandAtOnceTakeNothingFromTheCapOfTheEditsAfterThem(t *testing.T) {
+	for _, c := range []struct{ renders, gap int }{{2, 8}, {6, 9}, {7, 9}, {8, 8}, {12, 5}} {
+		t.Run(fmt.Sprintf("%d renders %d s apart", c.renders, c.gap), func(t *testing.T) {
+			w := newWorld(t, "acme")
+			settledByRolloutID(5, "r1")(w)
+			w.grouping = Grouping{SettleTime: 10 * time.Second, SettleCap: time.Minute, LandingTimeout: 5 * time.Minute}
+			for i := range c.renders {
+				id := fmt.Sprintf("r%d", i+2)
+				for _, k := range all5 {
+					w.update(k, func(n v2alpha1.Node) {
+						if k == "be" {
+							n.NodeSpec().ConfigChangeset = id
+						}
+						setAnnotation(n, v2alpha1.AnnotationRolloutID, id)
+					})
+				}
+				ticks(c.gap)(w)
+			}
+			mark := len(w.started)
+			for _, k := range []string{"be", "fe1", "fe2"} {
+				w.setVersion(v2, k)
+				ticks(2)(w)
+			}
+			ticks(200)(w)
+			assert.Equal(t, "fe1 fe2 be", w.startedSince(mark))
+		})
+	}
+}

@@ -91,7 +91,7 @@ var (
 
 	releaseReads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_release_reads_total",
-		Help: "Reconciles whose plan releases a node or pods or records a rollout complete, by the fresh read it was planned on: decision (the workload of the nodes it rests on, by name, the rest from the cache: --scoped-reads) or tenant (consistent LISTs of the whole tenant), and, for a tenant read where a decision read was tried, why it was not enough (naming: a node's StatefulSet is not named after it or does not own its pods; wider: the plan rested on more nodes than were read; cache: the cache could not be compared with the sequencer's own writes; guard: the release guard's webhooks are not registered to judge every release in the namespace, or it is in audit mode; none otherwise).",
+		Help: "Reconciles whose plan releases a node or pods or records a rollout complete, by the fresh read it was planned on: decision (the workload of the nodes it rests on, by name, the rest from the cache: --scoped-reads) or tenant (consistent LISTs of the whole tenant), and, for a tenant read where a decision read was tried, why it was not enough (naming: a node's StatefulSet is not named after it or does not own its pods; wider: the plan rested on more nodes than were read; cache: the cache could not be compared with the sequencer's own writes; guard: the release guard's webhooks are not registered to judge every release in the namespace, or it is in audit mode; moved: the workload read by name, read again, had changed — it was not one moment; none otherwise).",
 	}, []string{"read", "fallback"})
 
 	podAdmissionReads = prometheus.NewCounterVec(prometheus.CounterOpts{

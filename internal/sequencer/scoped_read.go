@@ -66,8 +66,24 @@ func GatherScoped(ctx context.Context, cache, fresh client.Reader, cached *rollo
 
 // gatherScoped is GatherScoped on known, the pods of each node of scope the
 // cache knows (CachedOrdinals).
+//
+// Its reads answer at different moments — a round trip, then the ordinals
+// and machines it showed missing — and what they found is made one moment
+// as the pod webhook's read by name is (MayStartByName): every object is
+// read again, all at once, after the last read; where none changed (its
+// resourceVersion, come or gone) each held as read at the moment between
+// the two, and the snapshot is the workload at that moment. Where one
+// changed — a pod read Ready, then crashed, and another read Ready after
+// it: Ready together at no moment — the tenant is read whole
+// (FallbackMoved). So too where an ordinal of a StatefulSet was read
+// absent twice (it may have been made, not Ready, and deleted between) or
+// a StatefulSet's controller has not acted on its spec (absentPod,
+// unobservedSet). The release guard judges a release on the whole tenant
+// again; what it does not judge — a RolloutComplete record, the records a
+// release writes — rests on this moment.
 func gatherScoped(ctx context.Context, known [][]corev1.Pod, fresh client.Reader, cached *rollout.Snapshot, scope []string) (*rollout.Snapshot, rollout.Fallback, error) {
-	w, why, err := readWorkload(ctx, known, fresh, cached.Tenant.Namespace, scope)
+	reads := &recordedReads{Reader: fresh, got: map[readKey]readAnswer{}}
+	w, why, err := readWorkload(ctx, known, reads, cached.Tenant.Namespace, scope)
 	if err != nil || !why.None() {
 		return nil, why, err
 	}
@@ -76,7 +92,22 @@ func gatherScoped(ctx context.Context, known [][]corev1.Pod, fresh client.Reader
 		nodes = append(nodes, n)
 	}
 	snap := rollout.SnapshotOf(w.objects(nodes), cached.Tenant, cached.Orders, cached.Now)
-	return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
+	moved, err := reads.changed(ctx, fresh)
+	if err != nil {
+		return nil, rollout.Fallback{}, err
+	}
+	var notOne string
+	switch pod, set := reads.absentPod(snap), reads.unobservedSet(snap); {
+	case moved != "":
+		notOne = moved + " changed while the workload was read by name"
+	case pod != "":
+		notOne = "pod " + pod + " was not found: it may have been made and deleted again, not Ready, while the workload was read by name"
+	case set != "":
+		notOne = "StatefulSet " + set + " has a spec its controller has not acted on yet: it may have made a pod no read by name reaches"
+	default:
+		return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
+	}
+	return nil, rollout.Fallback{Label: rollout.FallbackMoved, Why: notOne}, nil
 }
 
 // CachedOrdinals lists, from the cache, the pods of each node of scope in
