@@ -90,6 +90,10 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 			restore(ann, old, key)
 		}
 	}
+	if list, ok := ann[v2alpha1.AnnotationRenderedNodes]; ok && RenderedNodes(ann) == nil {
+		warnings = append(warnings, fmt.Sprintf("annotation %s=%q names no node: it is taken as no list, and every node of the tenant is part of the landing of rollout-id %q",
+			v2alpha1.AnnotationRenderedNodes, list, ann[v2alpha1.AnnotationRolloutID]))
+	}
 	if a.Old != nil && old[v2alpha1.AnnotationTargetHash] == "" && !a.Old.NodeSpec().HasGate(v2alpha1.GateSequencer) &&
 		old[v2alpha1.AnnotationReleasedTarget] == "" && a.OldHash != "" {
 		// Adoption: a node stored before express-sequencer (never stamped by

@@ -164,18 +164,18 @@ const notCreated = "not created yet"
 // renderedBy returns the nodes the render of rollout-id id lists
 // (AnnotationRenderedNodes, read from a node that carries id), nil when no
 // such node lists them; and the tenant's nodes, not being deleted, that it
-// does not list.
+// does not list. A list that names no node (empty, or commas and blanks
+// alone) is no list: taken for a render of no node, it would leave every
+// node out of the landing and hold the tenant, for nothing, until the
+// landing timeout (RenderedNodes).
 func (s *Snapshot) renderedBy(id string) (rendered, notRendered map[string]bool) {
 	for _, n := range s.Nodes {
-		list, ok := n.GetAnnotations()[v2alpha1.AnnotationRenderedNodes]
-		if !ok || n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != id {
+		if n.GetAnnotations()[v2alpha1.AnnotationRolloutID] != id {
 			continue
 		}
-		rendered = map[string]bool{}
-		for _, name := range strings.Split(list, ",") {
-			rendered[strings.TrimSpace(name)] = true
+		if rendered = RenderedNodes(n.GetAnnotations()); rendered != nil {
+			break
 		}
-		break
 	}
 	if rendered == nil {
 		return nil, nil
@@ -189,6 +189,22 @@ func (s *Snapshot) renderedBy(id string) (rendered, notRendered map[string]bool)
 		}
 	}
 	return rendered, notRendered
+}
+
+// RenderedNodes returns the nodes a node annotated ann says its render
+// lists (AnnotationRenderedNodes), blanks left out; nil where it lists
+// none.
+func RenderedNodes(ann map[string]string) map[string]bool {
+	var rendered map[string]bool
+	for name := range strings.SplitSeq(ann[v2alpha1.AnnotationRenderedNodes], ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if rendered == nil {
+				rendered = map[string]bool{}
+			}
+			rendered[name] = true
+		}
+	}
+	return rendered
 }
 
 // changedWithoutNewRolloutID reports whether the node's latest change, of
