@@ -179,6 +179,16 @@ type nodeRev struct {
 	// heldSince is the revision the node's current run of holds began at
 	// (0 when not held).
 	heldSince uint64
+	// heldReleased is the node's released-target when that hold began:
+	// what the Express operator may still carry out from a cache that has
+	// not seen the gate. Kept with every version of the hold, for the
+	// version it began at may be pruned before a pod of the hold is judged.
+	heldReleased string
+	// bornAt is the revision this object (its UID) was first seen at, where
+	// an earlier object of the same name was seen before it (deleted and
+	// made again); 0 otherwise. Pods made before it were the earlier
+	// object's: they are not what this one ran.
+	bornAt uint64
 }
 
 type nodeLog struct{ revs []nodeRev }
@@ -216,15 +226,24 @@ func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
 		l = &nodeLog{}
 		j.nodes[k] = l
 	}
-	var since uint64
+	var since, born uint64
+	released := seen.Released
 	if n := len(l.revs); n > 0 {
 		last := l.revs[n-1]
 		if rv <= last.rv {
 			return
 		}
-		since = last.heldSince
-		if last.seen.UID != seen.UID || last.seen.Audit != seen.Audit || last.seen.Target != seen.Target {
-			since = 0 // another object, mode or target: a new hold
+		since, released, born = last.heldSince, last.heldReleased, last.bornAt
+		if last.seen.UID != seen.UID {
+			born = rv // deleted and made again under the same name
+		}
+		// Another object or mode is a new hold; so is another target in
+		// audit, where the hold is the plan's for that target. A gate is
+		// one hold however the target changes under it: a target the
+		// operator rolled while gated, then reverted, is still not what
+		// ran when the gate was added.
+		if last.seen.UID != seen.UID || last.seen.Audit != seen.Audit || seen.Audit && last.seen.Target != seen.Target {
+			since = 0
 		}
 		if j.blindBetween(last.rv, rv) {
 			// Versions between them may be missing: the hold may have ended
@@ -235,9 +254,9 @@ func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
 	if !seen.Held || seen.Gone {
 		since = 0
 	} else if since == 0 {
-		since = rv
+		since, released = rv, seen.Released
 	}
-	l.revs = append(l.revs, nodeRev{rv: rv, seen: seen, heldSince: since})
+	l.revs = append(l.revs, nodeRev{rv: rv, seen: seen, heldSince: since, heldReleased: released, bornAt: born})
 }
 
 // LastNode is the revision of the last version of k recorded, and whether
@@ -413,11 +432,11 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 		j.Blinded++
 		return Finding{}, false
 	}
-	ran := j.ranAt(p.pod.Node, at.heldSince)
-	if start, ok := j.nodeAt(p.pod.Node, at.heldSince); ok && start.seen.Released != "" && !slices.Contains(ran, start.seen.Released) {
+	ran := j.ranAt(p.pod.Node, at.heldSince, at.bornAt)
+	if at.heldReleased != "" && !slices.Contains(ran, at.heldReleased) {
 		// Released before the hold: the operator may be carrying it out
 		// from a cache that has not seen the new gate yet.
-		ran = append(ran, start.seen.Released)
+		ran = append(ran, at.heldReleased)
 		sort.Strings(ran)
 	}
 	if slices.Contains(ran, p.pod.Target) {
@@ -544,11 +563,13 @@ func (j *Judge) nodeAt(k NodeKey, rv uint64) (nodeRev, bool) {
 }
 
 // ranAt are the targets node k's pods and StatefulSet templates ran at
-// revision rv, sorted.
-func (j *Judge) ranAt(k NodeKey, rv uint64) []string {
+// revision rv, sorted; of the pods, only those made at or after born (the
+// node's object first seen then, an earlier one of its name deleted): a
+// pod of the earlier object, still terminating, is not what this one ran.
+func (j *Judge) ranAt(k NodeKey, rv, born uint64) []string {
 	seen := map[string]bool{}
 	for _, l := range j.pods[k] {
-		if l.created < rv && (l.deleted == 0 || l.deleted > rv) {
+		if l.created < rv && (l.deleted == 0 || l.deleted > rv) && (born == 0 || l.created >= born) {
 			seen[l.target] = true
 		}
 	}

@@ -20,6 +20,17 @@ func node(rv uint64, held bool, target string) step {
 	}
 }
 
+// released is node with its released-target, as object uid.
+func released(rv uint64, uid string, held bool, target, releasedTarget string) step {
+	return func(j *Judge) {
+		j.Node(rv, fe1, NodeSeen{Kind: "Frontend", UID: uid, Held: held, Target: target, Released: releasedTarget, Waiting: "waiting for acme-be"})
+	}
+}
+
+func nodeGone(rv uint64, uid string) step {
+	return func(j *Judge) { j.Node(rv, fe1, NodeSeen{Kind: "Frontend", UID: uid, Gone: true}) }
+}
+
 func auditNode(rv uint64, held bool, target string, releasedAt time.Time) step {
 	return func(j *Judge) {
 		j.Node(rv, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Held: held, Audit: true, Target: target, ReleasedAt: releasedAt, Waiting: "would hold acme-fe1: waiting for acme-be"})
@@ -89,6 +100,28 @@ func TestTheJudge(t *testing.T) {
 			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
 				node(20, true, "v2"), node(30, false, "v2"), set(31, "v2"), podGone(32, "acme-fe1-0"), pod(33, "acme-fe1-0", "v2", true),
 				node(40, true, "v3"), pod(41, "acme-fe1-1", "v3", true)},
+			want: []string{KindRolledWhileGated},
+		},
+		"a target rolled while gated, then reverted under the same gate, is a violation: the gate is one hold whatever its target": {
+			steps: []step{released(10, "u1", false, "v1", "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				released(20, "u1", true, "v2", "v1"), set(21, "v2"), released(22, "u1", true, "v1", "v1"),
+				podGone(23, "acme-fe1-0"), pod(24, "acme-fe1-0", "v2", true),
+				set(25, "v1"), podGone(26, "acme-fe1-0"), pod(27, "acme-fe1-0", "v1", true), released(30, "u1", false, "v1", "v1")},
+			want: []string{KindRolledWhileGated},
+		},
+		"a target released before the gate, carried out after the sequencer wrote its condition, keeps the order": {
+			steps: []step{released(10, "u1", false, "v1", "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				released(15, "u1", false, "v2", "v2"), released(20, "u1", true, "v3", "v2"), released(21, "u1", true, "v3", "v2"),
+				set(23, "v2"), podGone(24, "acme-fe1-0"), pod(25, "acme-fe1-0", "v2", true)},
+		},
+		"a node deleted and made again, provisioned while gated beside its old pod still terminating, is a violation": {
+			steps: []step{released(10, "u1", false, "v1", "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				func(j *Judge) { // between two settles: the deletion, its StatefulSet collected, the node made again
+					nodeGone(40, "u1")(j)
+					j.Set(41, SetSeen{Node: fe1, Name: "acme-fe1", Target: "v1", Gone: true})
+					released(52, "u2", true, "v1", "")(j)
+				},
+				podGone(55, "acme-fe1-0"), set(56, "v1"), pod(57, "acme-fe1-0", "v1", true)},
 			want: []string{KindRolledWhileGated},
 		},
 		"in audit, a node whose new target starts while the plan holds it would have been held": {
