@@ -295,6 +295,7 @@ func (a *Auditor) nodeSeen(n v2alpha1.Node) NodeSeen {
 	}
 	seen.ReleasedAt, _ = time.Parse(time.RFC3339Nano, ann[v2alpha1.AnnotationReleasedAt])
 	seen.Released = ann[v2alpha1.AnnotationReleasedTarget]
+	seen.Key = SpecKey(n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision)
 	live := n.NodeSpec().IsUp() && n.GetDeletionTimestamp() == nil
 	seen.Held = n.NodeSpec().HasGate(v2alpha1.GateSequencer) ||
 		seen.Audit && live && seen.Target != "" && ann[v2alpha1.AnnotationReleasedTarget] != seen.Target
@@ -355,7 +356,17 @@ func (a *Auditor) onPodUpdated(old, o any) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.seen(streamPods, revision(p))
+	rv := revision(p)
+	a.seen(streamPods, rv)
+	if was, ok := old.(*corev1.Pod); ok && was.Labels[v2alpha1.LabelNode] != p.Labels[v2alpha1.LabelNode] {
+		// Relabelled to another node: it leaves its old node now (a pod of
+		// its name made there later is judged as any), and runs in the new
+		// one as a pod made before the auditor could place it (counted as
+		// running, not judged).
+		a.judge.PodDeleted(rv, NodeKey{Namespace: was.Namespace, Name: was.Labels[v2alpha1.LabelNode]}, was.Name)
+		a.judge.PodCreated(0, PodSeen{Node: NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, Name: p.Name, UID: string(p.UID),
+			Target: TargetKey(p.Labels), Created: p.CreationTimestamp.Time})
+	}
 	a.podLetGo(p)
 }
 
@@ -462,6 +473,7 @@ func (a *Auditor) settle(ctx context.Context) {
 	found := a.judge.Settle(a.known)
 	unjudged.WithLabelValues(UnjudgedBlind).Add(float64(a.judge.Blinded - blinded))
 	waiting := a.judge.Waiting(a.known)
+	a.forgetGone(waiting)
 	pendingPods.Set(float64(a.judge.Pending()))
 	now := a.Clock.Now()
 	var confirm []NodeKey
@@ -485,6 +497,29 @@ func (a *Auditor) settle(ctx context.Context) {
 	for _, k := range confirm {
 		if err := a.confirm(ctx, k, waiting[k]); err != nil {
 			a.Log.V(1).Info("Reading a node fresh to judge its pods", "node", k.String(), "error", err.Error())
+		}
+	}
+}
+
+// forgetGone forgets what the auditor keeps of nodes the judge forgot (gone)
+// and no pod waits on: their kind, their fresh reads' revisions, and the
+// revisions of StatefulSets of theirs no longer there. Called locked.
+func (a *Auditor) forgetGone(waiting map[NodeKey]uint64) {
+	for _, m := range []map[NodeKey]uint64{a.confirmedNode, a.confirmSet} {
+		for k := range m {
+			if _, ok := waiting[k]; !ok && !a.judge.Knows(k) {
+				delete(m, k)
+			}
+		}
+	}
+	for k := range a.kinds {
+		if _, ok := waiting[k]; !ok && !a.judge.Knows(k) {
+			delete(a.kinds, k)
+		}
+	}
+	for k, sets := range a.setRVs {
+		if len(sets) == 0 {
+			delete(a.setRVs, k)
 		}
 	}
 }

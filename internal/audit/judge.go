@@ -25,6 +25,9 @@ type NodeSeen struct {
 	Audit bool
 	// Target is the node's target hash.
 	Target string
+	// Key is its target as pods on the contract's fallback carry it (no
+	// target-hash label): its version and revision (SpecKey).
+	Key string
 	// Released is the target the sequencer last released the node for (its
 	// released-target): the Express operator may still be carrying it out
 	// when a new target gates the node, from a cache that has not seen the
@@ -181,9 +184,15 @@ type nodeRev struct {
 	heldSince uint64
 	// heldReleased is the node's released-target when that hold began:
 	// what the Express operator may still carry out from a cache that has
-	// not seen the gate. Kept with every version of the hold, for the
-	// version it began at may be pruned before a pod of the hold is judged.
-	heldReleased string
+	// not seen the gate — its hash, and its fallback key where a version of
+	// the node on that target was seen. Kept with every version of the
+	// hold, for the version it began at may be pruned before a pod of the
+	// hold is judged.
+	heldReleased []string
+	// releasedKey is the fallback key of the node's last version seen
+	// released and on its target (the hash it was released for, then the
+	// key), carried until a hold begins.
+	releasedKey [2]string
 	// bornAt is the revision this object (its UID) was first seen at, where
 	// an earlier object of the same name was seen before it (deleted and
 	// made again); 0 otherwise. Pods made before it were the earlier
@@ -227,13 +236,14 @@ func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
 		j.nodes[k] = l
 	}
 	var since, born uint64
-	released := seen.Released
+	var released []string
+	var releasedKey [2]string
 	if n := len(l.revs); n > 0 {
 		last := l.revs[n-1]
 		if rv <= last.rv {
 			return
 		}
-		since, released, born = last.heldSince, last.heldReleased, last.bornAt
+		since, released, born, releasedKey = last.heldSince, last.heldReleased, last.bornAt, last.releasedKey
 		if last.seen.UID != seen.UID {
 			born = rv // deleted and made again under the same name
 		}
@@ -251,13 +261,26 @@ func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
 			since = 0
 		}
 	}
-	if !seen.Held || seen.Gone {
-		since = 0
-	} else if since == 0 {
-		since, released = rv, seen.Released
+	if !seen.Held && !seen.Gone && seen.Released != "" && seen.Released == seen.Target && seen.Key != "" {
+		releasedKey = [2]string{seen.Target, seen.Key}
 	}
-	l.revs = append(l.revs, nodeRev{rv: rv, seen: seen, heldSince: since, heldReleased: released, bornAt: born})
+	if !seen.Held || seen.Gone {
+		since, released = 0, nil
+	} else if since == 0 {
+		since, released = rv, nil
+		if seen.Released != "" {
+			released = []string{seen.Released}
+			if releasedKey[0] == seen.Released {
+				released = append(released, releasedKey[1])
+			}
+		}
+	}
+	l.revs = append(l.revs, nodeRev{rv: rv, seen: seen, heldSince: since, heldReleased: released, releasedKey: releasedKey, bornAt: born})
 }
+
+// Knows reports whether the judge keeps versions of node k (a node it
+// forgot, gone, it knows no more).
+func (j *Judge) Knows(k NodeKey) bool { return j.nodes[k] != nil }
 
 // LastNode is the revision of the last version of k recorded, and whether
 // that version says it is gone.
@@ -312,7 +335,9 @@ func (j *Judge) Set(rv uint64, s SetSeen) {
 		j.sets[s.Node] = bySet
 	}
 	revs := bySet[s.Name]
-	if n := len(revs); n > 0 && rv <= revs[n-1].rv && rv != 0 {
+	if n := len(revs); n > 0 && (rv <= revs[n-1].rv && rv != 0 || revs[n-1].target == s.Target && revs[n-1].gone == s.Gone) {
+		// An older version, or one that makes the same pods (a status
+		// write): the last one kept says what it ran from then on.
 		return
 	}
 	bySet[s.Name] = append(revs, setRev{rv: rv, target: s.Target, gone: s.Gone})
@@ -433,11 +458,13 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 		return Finding{}, false
 	}
 	ran := j.ranAt(p.pod.Node, at.heldSince, at.bornAt)
-	if at.heldReleased != "" && !slices.Contains(ran, at.heldReleased) {
-		// Released before the hold: the operator may be carrying it out
-		// from a cache that has not seen the new gate yet.
-		ran = append(ran, at.heldReleased)
-		sort.Strings(ran)
+	for _, released := range at.heldReleased {
+		if !slices.Contains(ran, released) {
+			// Released before the hold: the operator may be carrying it out
+			// from a cache that has not seen the new gate yet.
+			ran = append(ran, released)
+			sort.Strings(ran)
+		}
 	}
 	if slices.Contains(ran, p.pod.Target) {
 		return Finding{}, false // what the node already ran: a StatefulSet making up a lost pod
@@ -538,7 +565,7 @@ func (j *Judge) letGo(k NodeKey, f *Finding) (Finding, bool) {
 		}
 		done := *f
 		done.Waiting = waiting
-		if !r.seen.Gone && r.seen.Target == f.Target && !r.seen.ReleasedAt.IsZero() {
+		if !r.seen.Gone && (r.seen.Target == f.Target || r.seen.Key == f.Target) && !r.seen.ReleasedAt.IsZero() {
 			done.ReleasedAt = r.seen.ReleasedAt
 			if d := r.seen.ReleasedAt.Sub(f.Started); d > 0 {
 				done.HeldFor = d
@@ -663,6 +690,42 @@ func (j *Judge) prune() {
 				continue
 			}
 			j.sets[k][name] = revs
+		}
+	}
+	j.pruneNodeless()
+}
+
+// pruneNodeless forgets, of nodes the judge keeps no version of (gone and
+// forgotten, or never seen), the StatefulSets gone and the pods deleted
+// that no pending judgement waits on: a StatefulSet's deletion handled
+// after its node was forgotten would otherwise be kept for ever.
+func (j *Judge) pruneNodeless() {
+	waited := map[NodeKey]bool{}
+	for _, p := range j.pending {
+		waited[p.pod.Node] = true
+	}
+	for k, bySet := range j.sets {
+		if j.nodes[k] != nil || waited[k] {
+			continue
+		}
+		for name, revs := range bySet {
+			if n := len(revs); n > 0 && revs[n-1].gone {
+				delete(bySet, name)
+			}
+		}
+		if len(bySet) == 0 {
+			delete(j.sets, k)
+		}
+	}
+	for k, lives := range j.pods {
+		if j.nodes[k] != nil || waited[k] {
+			continue
+		}
+		lives = slices.DeleteFunc(lives, func(l podLife) bool { return l.deleted != 0 })
+		if len(lives) == 0 {
+			delete(j.pods, k)
+		} else {
+			j.pods[k] = lives
 		}
 	}
 }

@@ -9,5 +9,12 @@ func TargetKey(labels map[string]string) string {
 	if h := labels[v2alpha1.LabelTargetHash]; h != "" {
 		return h
 	}
-	return "version=" + labels[v2alpha1.LabelExpressVersion] + ",revision=" + labels[v2alpha1.LabelDeploymentRevision]
+	return SpecKey(labels[v2alpha1.LabelExpressVersion], labels[v2alpha1.LabelDeploymentRevision])
+}
+
+// SpecKey is the fallback key (TargetKey's, without target-hash) of a node
+// whose spec asks for version and revision: what its pods carry on the
+// contract's fallback.
+func SpecKey(version, revision string) string {
+	return "version=" + version + ",revision=" + revision
 }

@@ -1,0 +1,222 @@
+package audit
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// handFedAuditor is an auditor whose streams were each listed once (at 1),
+// fed by hand, the namespace in mode.
+func handFedAuditor(mode string) *Auditor {
+	a := &Auditor{judge: NewJudge(), handled: map[string]uint64{}, listedOnce: map[string]bool{}, listRV: map[string]uint64{},
+		kinds: map[NodeKey]string{}, setRVs: map[NodeKey]map[string]uint64{}, confirmedNode: map[NodeKey]uint64{}, confirmSet: map[NodeKey]uint64{},
+		DefaultMode:   v2alpha1.ModeEnforce,
+		nodeInformers: map[string]toolscache.SharedIndexInformer{v2alpha1.KindFrontend: &fakeInf{}},
+		podInformer:   &fakeInf{}, setInformer: &fakeInf{},
+		nsInformer: &fakeInf{store: toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)}}
+	_ = a.nsInformer.GetStore().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Labels: map[string]string{v2alpha1.LabelSequencing: mode}}})
+	for _, s := range []string{v2alpha1.KindFrontend, v2alpha1.KindBackend, streamPods, streamSets, streamNamespaces} {
+		a.relisted(s, 0, 1)
+	}
+	a.handled[v2alpha1.KindBackend] = 1 << 40
+	return a
+}
+
+// settleThrough says every stream handled through rv and settles.
+func (a *Auditor) settleThrough(rv uint64) []Finding {
+	for _, s := range []string{v2alpha1.KindFrontend, streamSets, streamPods} {
+		a.seen(s, rv)
+	}
+	a.judge.PodsThrough = a.handled[streamPods]
+	a.judge.CloseBlind(func(s string) uint64 { return a.handled[s] })
+	found := a.judge.Settle(a.known)
+	a.forgetGone(a.judge.Waiting(a.known))
+	return found
+}
+
+// versionedNode is node name (uid) at revision rv, gated or not, on target
+// hash "h"+version (version and revision "r-"+version in its spec), released
+// for releasedVersion.
+func versionedNode(name, uid string, rv uint64, gated bool, version, releasedVersion string) *unstructured.Unstructured {
+	u := feObj(uid, strconv.FormatUint(rv, 10), gated, "h"+version)
+	u.SetName(name)
+	_ = unstructured.SetNestedField(u.Object, version, "spec", "expressVersion")
+	_ = unstructured.SetNestedField(u.Object, "r-"+version, "spec", "deploymentRevision")
+	ann := u.GetAnnotations()
+	if releasedVersion != "" {
+		ann[v2alpha1.AnnotationReleasedTarget] = "h" + releasedVersion
+	}
+	u.SetAnnotations(ann)
+	return u
+}
+
+// labelsOf are pods' (or templates') labels for version: with the target
+// hash, or on the contract's fallback, the version and revision alone.
+var labelsOf = map[string]func(version string) map[string]string{
+	"target-hash labels": func(version string) map[string]string {
+		return map[string]string{v2alpha1.LabelNode: "acme-fe1", v2alpha1.LabelTargetHash: "h" + version}
+	},
+	"fallback labels": func(version string) map[string]string {
+		return map[string]string{v2alpha1.LabelNode: "acme-fe1", v2alpha1.LabelExpressVersion: version, v2alpha1.LabelDeploymentRevision: "r-" + version}
+	},
+}
+
+func labelled(o metav1.Object, labels map[string]string) { o.SetLabels(labels) }
+
+// runs1 has fe1 run version 1 (its StatefulSet and pod labelled as labels
+// says, before the auditor's view; the node released for it at 10) and
+// returns its pod.
+func runs1(a *Auditor, labels func(version string) map[string]string) *corev1.Pod {
+	s1 := setObj("s1", "5", "")
+	labelled(&s1.Spec.Template, labels("1"))
+	a.onSet(s1, true, false)
+	p1 := podObj("p1", "6", "")
+	labelled(p1, labels("1"))
+	a.onPodAdded(p1, true)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 10, false, "1", "1"), false)
+	return p1
+}
+
+// fe1 runs 1, is released for 2 (21) and gated for 3 (22) before the
+// operator acted on 2, which it carries out from a cache that has not seen
+// the gate: no violation, whether its pods carry the target hash or, on the
+// contract's fallback, the version and revision (the node's released
+// target, a hash, is then known by the version and revision it was
+// released on).
+func TestATargetReleasedBeforeTheGateCountsAsRunOnTheFallbackLabelsToo(t *testing.T) {
+	for name, labels := range labelsOf {
+		t.Run(name, func(t *testing.T) {
+			a := handFedAuditor(v2alpha1.ModeEnforce)
+			p1 := runs1(a, labels)
+			a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, true, "2", "1"), false)
+			a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 21, false, "2", "2"), false)
+			a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 22, true, "3", "2"), false)
+			s2 := setObj("s1", "23", "")
+			labelled(&s2.Spec.Template, labels("2"))
+			a.onSet(s2, false, false)
+			a.onPodDeleted(p1, a.podInformer)
+			p2 := podObj("p2", "25", "")
+			labelled(p2, labels("2"))
+			a.onPodAdded(p2, false)
+			assert.Empty(t, a.settleThrough(30), "the pod carries out 2, released before the gate of 22")
+			p3 := podObj("p3", "31", "")
+			labelled(p3, labels("3"))
+			p3.Name = "acme-fe1-1"
+			a.onPodAdded(p3, false)
+			assert.Len(t, a.settleThrough(32), 1, "a pod of 3, gated, is a violation")
+		})
+	}
+}
+
+// In audit, a rollout the plan let go within the grace of its pod's start
+// (enforcing would have released it as soon) is not a would-have-held, on
+// the fallback labels too: the plan's release is known by the version and
+// revision the pod carries.
+func TestARolloutLetGoWithinTheGraceIsNotReportedOnTheFallbackLabelsToo(t *testing.T) {
+	for name, labels := range labelsOf {
+		t.Run(name, func(t *testing.T) {
+			a := handFedAuditor(v2alpha1.ModeAudit)
+			a.judge.Grace = 5 * time.Second
+			p1 := runs1(a, labels)
+			a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, false, "2", "1"), false) // the plan holds 2
+			s2 := setObj("s1", "21", "")
+			labelled(&s2.Spec.Template, labels("2"))
+			a.onSet(s2, false, false)
+			a.onPodDeleted(p1, a.podInformer)
+			p2 := podObj("p2", "23", "")
+			labelled(p2, labels("2"))
+			p2.CreationTimestamp = metav1.NewTime(at(0))
+			a.onPodAdded(p2, false)
+			assert.Empty(t, a.settleThrough(24), "open until the plan lets it go")
+			rel := versionedNode("acme-fe1", "u1", 25, false, "2", "2")
+			ann := rel.GetAnnotations()
+			ann[v2alpha1.AnnotationReleasedAt] = at(1).Format(time.RFC3339Nano)
+			rel.SetAnnotations(ann)
+			a.onNode(v2alpha1.KindFrontend, rel, false)
+			assert.Empty(t, a.settleThrough(30), "held 1 s, less than the 5 s grace")
+		})
+	}
+}
+
+// A pod relabelled to another node (a change its watch delivers as an
+// update) leaves its old node: a pod of its name made there later is
+// judged as any, and this one, rolled while fe1 is gated, is a violation.
+func TestAPodRelabelledToAnotherNodeLeavesItsOldNode(t *testing.T) {
+	a := handFedAuditor(v2alpha1.ModeEnforce)
+	a.onSet(setObj("s1", "5", "h1"), true, false)
+	p1 := podObj("p1", "6", "h1")
+	a.onPodAdded(p1, true)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 10, false, "1", "1"), false)
+	moved := p1.DeepCopy()
+	moved.ResourceVersion = "14"
+	moved.Labels[v2alpha1.LabelNode] = "acme-fe2"
+	a.onPodUpdated(p1, moved)
+	gone := moved.DeepCopy()
+	gone.ResourceVersion = "15"
+	a.onPodDeleted(gone, a.podInformer)
+	assert.Empty(t, a.settleThrough(16))
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, true, "2", "1"), false)
+	a.onSet(setObj("s1", "21", "h2"), false, false)
+	a.onPodAdded(podObj("p2", "22", "h2"), false)
+	found := a.settleThrough(30)
+	if assert.Len(t, found, 1, "acme-fe1-0 made for 2 while fe1 was gated") {
+		assert.Equal(t, KindRolledWhileGated, found[0].Kind)
+	}
+}
+
+// Nodes made and deleted, their StatefulSets deleted after them (the
+// garbage collector), leave nothing behind in the judge or the auditor.
+func TestNodesMadeAndDeletedLeaveNothingBehind(t *testing.T) {
+	a := handFedAuditor(v2alpha1.ModeEnforce)
+	rv := uint64(10)
+	next := func() uint64 { rv++; return rv }
+	for i := range 100 {
+		name := fmt.Sprintf("acme-fe%d", i)
+		k := NodeKey{Namespace: "acme", Name: name}
+		s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: name, UID: types.UID("s" + name)}}
+		s.Spec.Template.Labels = map[string]string{v2alpha1.LabelNode: name, v2alpha1.LabelTargetHash: "h1"}
+		a.onNode(v2alpha1.KindFrontend, versionedNode(name, "u"+name, next(), false, "1", "1"), false)
+		s.ResourceVersion = strconv.FormatUint(next(), 10)
+		a.onSet(s, false, false)
+		a.confirmedNode[k], a.confirmSet[k] = rv, rv // as a fresh read would
+		a.onNode(v2alpha1.KindFrontend, versionedNode(name, "u"+name, next(), false, "1", "1"), true)
+		a.settleThrough(next())
+		gone := s.DeepCopy()
+		gone.ResourceVersion = strconv.FormatUint(next(), 10)
+		a.onSet(gone, false, true)
+		a.settleThrough(next())
+	}
+	assert.Empty(t, a.judge.nodes, "node versions")
+	assert.Empty(t, a.judge.sets, "StatefulSets of deleted nodes")
+	assert.Empty(t, a.kinds, "kinds of deleted nodes")
+	assert.Empty(t, a.setRVs, "StatefulSet revisions of deleted nodes")
+	assert.Empty(t, a.confirmedNode, "fresh reads of deleted nodes")
+	assert.Empty(t, a.confirmSet, "fresh reads of deleted nodes' StatefulSets")
+}
+
+// A node gated for long, its StatefulSet's status written again and again
+// (its pods Ready or not), keeps one version of a template that does not
+// change, not one per write.
+func TestStatusWritesOfAStatefulSetDoNotPileUpDuringAHold(t *testing.T) {
+	a := handFedAuditor(v2alpha1.ModeEnforce)
+	a.onSet(setObj("s1", "5", "h1"), true, false)
+	a.onPodAdded(podObj("p1", "6", "h1"), true)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 10, true, "2", "1"), false)
+	for rv := uint64(20); rv < 2020; rv += 2 {
+		a.onSet(setObj("s1", strconv.FormatUint(rv, 10), "h1"), false, false)
+		a.settleThrough(rv + 1)
+	}
+	assert.Len(t, a.judge.sets[fe1]["acme-fe1"], 1, "versions of one template kept")
+}
