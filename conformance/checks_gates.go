@@ -3,11 +3,11 @@ package conformance
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -50,14 +50,27 @@ func podStates(pods []corev1.Pod) map[string]podState {
 	return out
 }
 
-// templates returns, by StatefulSet name, the labels and annotations of the
-// pod templates of the node's StatefulSets.
-func templates(sets []appsv1.StatefulSet) map[string][2]map[string]string {
-	out := map[string][2]map[string]string{}
+// templates returns, by StatefulSet name, the pod templates of the node's
+// StatefulSets, and how many replicas each wants.
+func templates(sets []appsv1.StatefulSet) map[string]setTemplate {
+	out := map[string]setTemplate{}
 	for _, s := range sets {
-		out[s.Name] = [2]map[string]string{s.Spec.Template.Labels, s.Spec.Template.Annotations}
+		out[s.Name] = setTemplate{s.Spec.Template, ptrValue(s.Spec.Replicas, 1)}
 	}
 	return out
+}
+
+// setTemplate is a StatefulSet's pod template and the replicas it wants.
+type setTemplate struct {
+	template corev1.PodTemplateSpec
+	replicas int32
+}
+
+// sameTemplate reports whether two pod templates make the same pods: their
+// labels, annotations and spec, compared whole (an image held back behind a
+// partition is a rollout too).
+func sameTemplate(a, b corev1.PodTemplateSpec) bool {
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // checkGatesHold rolls a node out, holds it with a gate of another name,
@@ -81,13 +94,85 @@ func checkGatesHold(ctx context.Context, p *probe) error {
 	if _, err := p.update(ctx, removeGate); err != nil {
 		return err
 	}
-	return p.waitRolled(ctx, "once the gate was lifted")
+	if err := p.waitRolled(ctx, "once the gate was lifted"); err != nil {
+		return err
+	}
+	return p.provisionsNothingGated(ctx)
+}
+
+// provisionsNothingGated checks the other half of the rule: a gated node is
+// not (re)provisioned. The node is taken down (up: false, which may
+// proceed), gated, and brought back up with a version change: no pod over
+// the hold window; a node created with a gate gets none either. Once the
+// gate is lifted, each is provisioned, so that the watch was not of an
+// operator that provisions nothing.
+func (p *probe) provisionsNothingGated(ctx context.Context) error {
+	if _, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, false, "up") }); err != nil {
+		return err
+	}
+	if err := p.waitScaledDown(ctx); err != nil {
+		return err
+	}
+	if _, err := p.update(ctx, addGate); err != nil {
+		return err
+	}
+	up := change{"up: true with a version change (the node brought back up)", func(u *unstructured.Unstructured) {
+		setField(u, true, "up")
+		setField(u, p.cfg.Versions[0], "expressVersion")
+	}}
+	if err := p.holds(ctx, up); err != nil {
+		return err
+	}
+	if _, err := p.update(ctx, removeGate); err != nil {
+		return err
+	}
+	if err := p.waitRolled(ctx, "brought back up, once the gate was lifted"); err != nil {
+		return err
+	}
+	fe := p.sibling("gated")
+	defer fe.delete(context.WithoutCancel(ctx))
+	if err := fe.holdsAfter(ctx, "its creation with a rollout gate", func() error {
+		_, err := fe.create(ctx, p.cfg.Versions[0], addGate)
+		return err
+	}); err != nil {
+		return err
+	}
+	if _, err := fe.update(ctx, removeGate); err != nil {
+		return err
+	}
+	return fe.waitRolled(ctx, "created with a gate, once the gate was lifted")
+}
+
+// waitScaledDown waits, at most the rollout timeout, until the node has no
+// pods.
+func (p *probe) waitScaledDown(ctx context.Context) error {
+	var left int
+	err := poll(ctx, p.cfg.RolloutTimeout, func() (bool, error) {
+		pods, err := p.pods(ctx)
+		left = len(pods)
+		return left == 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("%s not scaled to zero within %s of up: false (%d pods left): %w", p.name, p.cfg.RolloutTimeout, left, err)
+	}
+	return nil
 }
 
 // holds makes change c to the gated node and watches it for the hold
-// window: no pod may be created, deleted or restarted, and no pod template
-// changed.
+// window (holdsAfter).
 func (p *probe) holds(ctx context.Context, c change) error {
+	return p.holdsAfter(ctx, c.what, func() error {
+		_, err := p.update(ctx, c.edit)
+		return err
+	})
+}
+
+// holdsAfter makes write (what says what it is) to the gated node and
+// watches it for the hold window: no pod may be created, deleted or
+// restarted, no pod template changed, and no StatefulSet made that wants
+// pods.
+func (p *probe) holdsAfter(ctx context.Context, what string, write func() error) error {
+	c := change{what: what}
 	pods, err := p.pods(ctx)
 	if err != nil {
 		return err
@@ -97,7 +182,7 @@ func (p *probe) holds(ctx context.Context, c change) error {
 		return err
 	}
 	before, tmpl := podStates(pods), templates(sets)
-	if _, err := p.update(ctx, c.edit); err != nil {
+	if err := write(); err != nil {
 		return err
 	}
 	since := time.Now()
@@ -136,9 +221,14 @@ func (p *probe) holds(ctx context.Context, c change) error {
 			return false, err
 		}
 		for name, t := range templates(sets) {
-			if was := tmpl[name]; !maps.Equal(was[0], t[0]) || !maps.Equal(was[1], t[1]) {
+			was, existed := tmpl[name]
+			switch {
+			case !existed && t.replicas > 0:
+				broke = fmt.Errorf("StatefulSet %s, wanting %d pods, created at %s, %s after %s to %s, which carried rollout gate %s",
+					name, t.replicas, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate)
+			case existed && !sameTemplate(was.template, t.template):
 				broke = fmt.Errorf("the pod template of StatefulSet %s changed at %s, %s after %s to %s, which carried rollout gate %s: labels %v → %v",
-					name, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate, was[0], t[0])
+					name, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate, was.template.Labels, t.template.Labels)
 			}
 		}
 		return broke != nil, nil

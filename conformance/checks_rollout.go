@@ -51,7 +51,7 @@ func checkRollsLabelled(ctx context.Context, p *probe) error {
 		}
 		found = true
 		for k, v := range want {
-			if got, ok := s.Spec.Template.Labels[k]; !ok || got != v {
+			if got, ok := s.Spec.Template.Labels[k]; !hasLabel(got, ok, v) {
 				return fmt.Errorf("the pod template of StatefulSet %s has label %s=%q after the rollout, the node's target wants %q (pods the StatefulSet creates again would lack it)", s.Name, k, got, v)
 			}
 		}
@@ -112,6 +112,9 @@ func checkStatefulSet(ctx context.Context, p *probe) error {
 	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ptr.Deref(ru.Partition, 0) > 0 {
 		return fmt.Errorf("StatefulSet %s rolls with partition %d: its controller completes no rollout past it, so nothing records that the node converged", s.Name, *ru.Partition)
 	}
+	if err := p.ownedBy(ctx, s); err != nil {
+		return err
+	}
 	u, err = p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") })
 	if err != nil {
 		return err
@@ -134,6 +137,26 @@ func checkStatefulSet(ctx context.Context, p *probe) error {
 		return fmt.Errorf("after the rollout of target %s, StatefulSet %s has currentRevision %q, updateRevision %q, observedGeneration %d of %d, template target-hash %q: its controller never recorded the rollout complete",
 			hash, last.Name, last.Status.CurrentRevision, last.Status.UpdateRevision, last.Status.ObservedGeneration, last.Generation, last.Spec.Template.Labels[v2alpha1.LabelTargetHash])
 	}
+	if last.UID != s.UID {
+		return fmt.Errorf("StatefulSet %s was made again for the version change (uid %s, then %s): the contract rolls the node's one StatefulSet; a new one records no rollout of the node's release (released-set-revision names the old uid)",
+			s.Name, s.UID, last.UID)
+	}
+	return p.ownedBy(ctx, last)
+}
+
+// ownedBy checks that every pod of the node is controlled by StatefulSet s:
+// a pod made otherwise is one a decision reading the StatefulSet's ordinals
+// by name does not see.
+func (p *probe) ownedBy(ctx context.Context, s appsv1.StatefulSet) error {
+	pods, err := p.pods(ctx)
+	if err != nil {
+		return err
+	}
+	for _, pod := range pods {
+		if ref := metav1.GetControllerOf(&pod); ref == nil || ref.Kind != "StatefulSet" || ref.UID != s.UID {
+			return fmt.Errorf("pod %s of %s is controlled by %v, not by StatefulSet %s (uid %s): the contract has the node's one StatefulSet make all its pods", pod.Name, p.name, ref, s.Name, s.UID)
+		}
+	}
 	return nil
 }
 
@@ -151,12 +174,15 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 	for _, s := range sets {
 		uids[s.Name] = string(s.UID)
 	}
+	if len(uids) == 0 {
+		return fmt.Errorf("no StatefulSet makes the pods of %s (template label %s=%s): nothing is there to scale to zero and keep", p.name, v2alpha1.LabelNode, p.name)
+	}
 	if _, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, false, "up") }); err != nil {
 		return err
 	}
 	since := time.Now()
 	var why string
-	err = poll(ctx, p.cfg.RolloutTimeout, func() (bool, error) {
+	kept := func() (bool, error) {
 		pods, err := p.pods(ctx)
 		if err != nil {
 			return false, err
@@ -171,7 +197,7 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 			case i < 0 || sets[i].DeletionTimestamp != nil || string(sets[i].UID) != uid:
 				return false, fmt.Errorf("StatefulSet %s deleted or replaced by %s, %s after %s was set up: false: the contract scales it to 0, its template the record of what the node ran",
 					name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
-			case !equalTemplate(before[name], templates(sets[i : i+1])[name]):
+			case !sameTemplate(before[name].template, sets[i].Spec.Template):
 				return false, fmt.Errorf("the pod template of StatefulSet %s changed by %s, %s after %s was set up: false: taking a node down is not a rollout", name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
 			case ptr.Deref(sets[i].Spec.Replicas, 1) != 0:
 				why = fmt.Sprintf("StatefulSet %s still wants %d replicas", name, ptr.Deref(sets[i].Spec.Replicas, 1))
@@ -180,7 +206,22 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 		}
 		why = fmt.Sprintf("%d pods of %s left", len(pods), p.name)
 		return len(pods) == 0, nil
-	})
+	}
+	err = poll(ctx, p.cfg.RolloutTimeout, kept)
+	if err == nil {
+		// Down, the StatefulSet stays as it is: watched for the hold
+		// window, it is neither deleted, nor made again, nor rolled.
+		var broke error
+		_ = poll(ctx, p.cfg.HoldWindow, func() (bool, error) {
+			down, err := kept()
+			if err == nil && !down {
+				err = fmt.Errorf("%s, set up: false and scaled to zero, came back up by %s: %s", p.name, at(time.Now()), why)
+			}
+			broke = err
+			return broke != nil, nil
+		})
+		err = broke
+	}
 	if err != nil {
 		if why != "" && ctx.Err() == nil && err.Error() == fmt.Sprintf("timed out after %s", p.cfg.RolloutTimeout) {
 			return fmt.Errorf("%s not scaled to zero within %s of up: false: %s", p.name, p.cfg.RolloutTimeout, why)
@@ -191,8 +232,4 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 		return err
 	}
 	return p.waitRolled(ctx, "up: true again")
-}
-
-func equalTemplate(a, b [2]map[string]string) bool {
-	return fmt.Sprint(a[0]) == fmt.Sprint(b[0]) && fmt.Sprint(a[1]) == fmt.Sprint(b[1])
 }

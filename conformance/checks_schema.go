@@ -94,11 +94,36 @@ func schemaProblems(crd *unstructured.Unstructured, version string) []string {
 	}
 	listMap("spec.rolloutGates", "name", "spec", "rolloutGates")
 	listMap("status.conditions", "type", "status", "conditions")
-	if _, ok := prop("spec", "deploymentDependencies"); !ok {
+	if m, ok := prop("spec", "deploymentDependencies"); !ok {
 		out = append(out, fmt.Sprintf("CRD %s: no spec.deploymentDependencies in its schema", name))
+	} else if missing := dropped(m, "provisioningPrerequisites", "upgradePrerequisites"); len(missing) > 0 {
+		out = append(out, fmt.Sprintf("CRD %s: spec.deploymentDependencies declares no %v: the API server prunes them, and the lists the sequencer reads are lost", name, missing))
+	}
+	if m, ok := prop("status", "conditions"); ok {
+		items, _, _ := unstructured.NestedMap(m, "items")
+		if missing := dropped(items, "type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"); len(missing) > 0 {
+			out = append(out, fmt.Sprintf("CRD %s: status.conditions items declare no %v: the API server prunes them from the sequencer's PrerequisitesReady", name, missing))
+		}
 	}
 	if m, ok := prop("spec", "up"); !ok || m["type"] != "boolean" {
 		out = append(out, fmt.Sprintf("CRD %s: spec.up is not a boolean in its schema", name))
+	}
+	return out
+}
+
+// dropped returns which of fields an object schema m neither declares nor
+// keeps as unknown fields (x-kubernetes-preserve-unknown-fields): the API
+// server prunes them.
+func dropped(m map[string]any, fields ...string) []string {
+	if keep, _ := m["x-kubernetes-preserve-unknown-fields"].(bool); keep {
+		return nil
+	}
+	props, _, _ := unstructured.NestedMap(m, "properties")
+	var out []string
+	for _, f := range fields {
+		if _, ok := props[f]; !ok {
+			out = append(out, f)
+		}
 	}
 	return out
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +55,7 @@ func checkConditions(ctx context.Context, p *probe) error {
 	if err := p.c.Status().Patch(ctx, u, client.RawPatch(types.ApplyPatchType, data), client.FieldOwner(kitManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying condition %s to the status of %s: %w", probeCondition, p.name, err)
 	}
+	applied := conditionFields(u, probeCondition)
 	wrote := time.Now().Truncate(time.Second)
 	if _, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") }); err != nil {
 		return err
@@ -75,21 +78,60 @@ func checkConditions(ctx context.Context, p *probe) error {
 				writer = m.Manager
 			}
 		}
-		return writer != "" && !hasCondition(n, probeCondition), nil
+		return writer != "" && !maps.Equal(conditionFields(n, probeCondition), applied), nil
 	})
 	if writer == "" {
 		return fmt.Errorf("%w: the operator wrote no status of %s while rolling a change out", errNothingToJudge, p.name)
 	}
-	if !hasCondition(last, probeCondition) {
+	now := conditionFields(last, probeCondition)
+	switch {
+	case now == nil:
 		return fmt.Errorf("condition %s, applied to %s by field manager %s, gone after a status write of field manager %s (by %s): a write that replaces the whole conditions list erases the sequencer's PrerequisitesReady, its release record, the same way",
 			probeCondition, p.name, kitManager, writer, at(time.Now()))
+	case !maps.Equal(now, applied):
+		return fmt.Errorf("condition %s, applied to %s by field manager %s, rewritten after a status write of field manager %s (by %s): %s; the sequencer's PrerequisitesReady is its release record, and its observedGeneration says which release completed: another writer's condition is left as it was",
+			probeCondition, p.name, kitManager, writer, at(time.Now()), changedFields(applied, now))
 	}
 	return nil
 }
 
-func hasCondition(u *unstructured.Unstructured, typ string) bool {
+// conditionFields returns the fields of node u's condition of type typ, as
+// stored, each as its JSON text; nil when it has none.
+func conditionFields(u *unstructured.Unstructured, typ string) map[string]string {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	return slices.ContainsFunc(conds, func(c any) bool { m, ok := c.(map[string]any); return ok && m["type"] == typ })
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != typ {
+			continue
+		}
+		out := map[string]string{}
+		for k, v := range m {
+			b, _ := json.Marshal(v)
+			out[k] = string(b)
+		}
+		return out
+	}
+	return nil
+}
+
+// changedFields says which fields of a condition went from was to now.
+func changedFields(was, now map[string]string) string {
+	keys := maps.Clone(was)
+	maps.Copy(keys, now)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if was[k] != now[k] {
+			out = append(out, fmt.Sprintf("%s %s → %s", k, orAbsent(was[k]), orAbsent(now[k])))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func orAbsent(v string) string {
+	if v == "" {
+		return "(absent)"
+	}
+	return v
 }
 
 // condition returns the node's condition of type typ, nil when it has none.
@@ -109,8 +151,11 @@ func condition(u *unstructured.Unstructured, typ string) *metav1.Condition {
 	return nil
 }
 
-// checkRecreatePromptly deletes a pod of the rolled-out node and waits for
-// a Ready replacement.
+// checkRecreatePromptly deletes a pod of the rolled-out node and, once it
+// is gone, waits for a Ready replacement. The time is counted from the
+// pod's going, not from its deletion: a StatefulSet makes no pod of the
+// name again before the old one is gone, and the grace period the pod is
+// given to stop is no delay of the operator's.
 func checkRecreatePromptly(ctx context.Context, p *probe) error {
 	if _, err := p.provisioned(ctx); err != nil {
 		return err
@@ -124,16 +169,24 @@ func checkRecreatePromptly(ctx context.Context, p *probe) error {
 		return fmt.Errorf("deleting pod %s: %w", victim.Name, err)
 	}
 	deleted := time.Now()
+	grace := time.Duration(ptrValue(victim.Spec.TerminationGracePeriodSeconds, 30)) * time.Second
+	if err := poll(ctx, grace+p.cfg.RolloutTimeout, func() (bool, error) {
+		pods, err := p.pods(ctx)
+		return !slices.ContainsFunc(pods, func(q corev1.Pod) bool { return q.UID == victim.UID }), err
+	}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("pod %s of %s deleted at %s, not gone within its grace period (%s) and %s more", victim.Name, p.name, at(deleted), grace, p.cfg.RolloutTimeout)
+	}
+	gone := time.Now()
 	var why string
 	err = poll(ctx, p.cfg.RecreateWithin, func() (bool, error) {
 		pods, err := p.pods(ctx)
 		if err != nil {
 			return false, err
 		}
-		if slices.ContainsFunc(pods, func(q corev1.Pod) bool { return q.UID == victim.UID }) {
-			why = fmt.Sprintf("pod %s (uid %s) not gone yet", victim.Name, victim.UID)
-			return false, nil
-		}
+		why = ""
 		for _, q := range pods {
 			if len(q.Spec.SchedulingGates) > 0 {
 				why = fmt.Sprintf("pod %s held by scheduling gates %v", q.Name, q.Spec.SchedulingGates)
@@ -146,7 +199,7 @@ func checkRecreatePromptly(ctx context.Context, p *probe) error {
 		return ok, err
 	})
 	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("pod %s of %s deleted at %s; no Ready replacement within %s: %s", victim.Name, p.name, at(deleted), p.cfg.RecreateWithin, why)
+		return fmt.Errorf("pod %s of %s deleted at %s, gone at %s; no Ready replacement within %s of its going: %s", victim.Name, p.name, at(deleted), at(gone), p.cfg.RecreateWithin, why)
 	}
 	return err
 }

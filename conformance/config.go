@@ -50,8 +50,8 @@ type Config struct {
 	// RolloutTimeout bounds a rollout the operator must carry out (2 min
 	// when 0).
 	RolloutTimeout time.Duration
-	// RecreateWithin is how soon a deleted pod of a node no gate holds
-	// must be back and Ready (30 s when 0).
+	// RecreateWithin is how soon, once it is gone, a deleted pod of a node
+	// no gate holds must be back and Ready (30 s when 0).
 	RecreateWithin time.Duration
 	// Keep leaves the kit's nodes in the namespace, for a look after a
 	// failure.

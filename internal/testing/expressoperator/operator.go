@@ -86,6 +86,10 @@ type Breakage struct {
 	// IgnoresGates rolls out and provisions a node whatever gates it
 	// carries (§1).
 	IgnoresGates bool
+	// ProvisionsGated honours gates only on a node it runs: a gated node
+	// with no StatefulSet, or one scaled to zero (brought back up), is
+	// provisioned whatever its gates (§1: do not (re)provision it).
+	ProvisionsGated bool
 	// NoTargetHash leaves the target-hash label off the pod template
 	// (§2).
 	NoTargetHash bool
@@ -96,6 +100,11 @@ type Breakage struct {
 	// ReplacesConditions writes its condition by replacing the whole
 	// conditions list, another writer's conditions lost (§3).
 	ReplacesConditions bool
+	// RewritesConditions writes its condition with the whole list, every
+	// other writer's condition kept but its observedGeneration set to the
+	// node's generation (§3): an old completion then reads as the current
+	// one's.
+	RewritesConditions bool
 	// Partition rolls the StatefulSet with a partition as large as its
 	// replicas (§2): its controller never completes a rollout.
 	Partition bool
@@ -240,7 +249,7 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 			return reconcile.Result{}, o.Client.Update(ctx, set)
 		}
 		return reconcile.Result{}, nil
-	case v2alpha1.IsGated(n) && !broken.IgnoresGates:
+	case v2alpha1.IsGated(n) && !broken.IgnoresGates && !(broken.ProvisionsGated && (!exists || ptr.Deref(set.Spec.Replicas, 1) == 0)):
 		return reconcile.Result{}, nil // neither rolled out nor (re)provisioned
 	}
 	want := o.statefulSet(n)
@@ -485,6 +494,16 @@ func (o *Operator) reportAvailable(ctx context.Context, n v2alpha1.Node, set *ap
 		patch := client.MergeFrom(n.DeepCopyObject().(client.Object))
 		n.NodeStatus().Conditions = []metav1.Condition{{Type: ConditionAvailable, Status: status, Reason: reason, Message: message,
 			ObservedGeneration: n.GetGeneration(), LastTransitionTime: metav1.Now()}}
+		return client.IgnoreNotFound(o.Client.Status().Patch(ctx, n, patch, client.FieldOwner(FieldManager)))
+	}
+	if o.broken(n).RewritesConditions {
+		patch := client.MergeFrom(n.DeepCopyObject().(client.Object))
+		conds := n.NodeStatus().Conditions
+		for i := range conds {
+			conds[i].ObservedGeneration = n.GetGeneration()
+		}
+		meta.SetStatusCondition(&conds, metav1.Condition{Type: ConditionAvailable, Status: status, Reason: reason, Message: message, ObservedGeneration: n.GetGeneration()})
+		n.NodeStatus().Conditions = conds
 		return client.IgnoreNotFound(o.Client.Status().Patch(ctx, n, patch, client.FieldOwner(FieldManager)))
 	}
 	cond := metav1ac.Condition().WithType(ConditionAvailable).WithStatus(status).WithReason(reason).
