@@ -80,7 +80,8 @@ type Operator struct {
 	// lets the sequencer read a release's workload by name). Nothing runs
 	// the StatefulSet: the operator still creates the pods itself, each
 	// once the one before it is gone (a pod with no machine is deleted at
-	// once).
+	// once); it writes only the StatefulSet's observedGeneration, as its
+	// controller would once it has acted on the spec.
 	StatefulSets bool
 
 	mu        sync.Mutex
@@ -340,6 +341,13 @@ func (o *Operator) statefulSet(ctx context.Context, node types.NamespacedName) (
 			},
 		}
 		err := o.Client.Create(ctx, sts)
+		if err == nil {
+			// As a StatefulSet controller that has acted on its spec: its
+			// status says so (a read by name trusts no StatefulSet whose
+			// controller has not, and reads the tenant whole).
+			sts.Status.ObservedGeneration = sts.Generation
+			err = o.Client.Status().Update(ctx, sts)
+		}
 		if apierrors.IsAlreadyExists(err) {
 			err = o.Client.Get(ctx, node, sts)
 		}
