@@ -3,6 +3,8 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,6 +75,22 @@ func sameTemplate(a, b corev1.PodTemplateSpec) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
+// templateChange says what of a pod template changed from a to b: its
+// labels, its annotations, its spec.
+func templateChange(a, b corev1.PodTemplateSpec) string {
+	var parts []string
+	if !maps.Equal(a.Labels, b.Labels) {
+		parts = append(parts, fmt.Sprintf("labels %v → %v", a.Labels, b.Labels))
+	}
+	if !maps.Equal(a.Annotations, b.Annotations) {
+		parts = append(parts, fmt.Sprintf("annotations %v → %v", a.Annotations, b.Annotations))
+	}
+	if !equality.Semantic.DeepEqual(a.Spec, b.Spec) {
+		parts = append(parts, "its pod spec (containers, images, volumes or the like)")
+	}
+	return strings.Join(parts, "; ")
+}
+
 // checkGatesHold rolls a node out, holds it with a gate of another name,
 // and makes three kinds of change, each watched for the hold window; then
 // lifts the gate, and the node must roll out its latest target.
@@ -129,6 +147,9 @@ func (p *probe) provisionsNothingGated(ctx context.Context) error {
 	if err := p.waitRolled(ctx, "brought back up, once the gate was lifted"); err != nil {
 		return err
 	}
+	// Named to fit no node key: it takes no default prerequisites and has
+	// no place in the tenant's default orders, so that once the kit's gate
+	// is lifted nothing but the operator stands between it and its pods.
 	fe := p.sibling("gated")
 	defer fe.delete(context.WithoutCancel(ctx))
 	if err := fe.holdsAfter(ctx, "its creation with a rollout gate", func() error {
@@ -227,8 +248,8 @@ func (p *probe) holdsAfter(ctx context.Context, what string, write func() error)
 				broke = fmt.Errorf("StatefulSet %s, wanting %d pods, created at %s, %s after %s to %s, which carried rollout gate %s",
 					name, t.replicas, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate)
 			case existed && !sameTemplate(was.template, t.template):
-				broke = fmt.Errorf("the pod template of StatefulSet %s changed at %s, %s after %s to %s, which carried rollout gate %s: labels %v → %v",
-					name, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate, was.template.Labels, t.template.Labels)
+				broke = fmt.Errorf("the pod template of StatefulSet %s changed at %s, %s after %s to %s, which carried rollout gate %s: %s",
+					name, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate, templateChange(was.template, t.template))
 			}
 		}
 		return broke != nil, nil

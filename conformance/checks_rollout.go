@@ -51,7 +51,7 @@ func checkRollsLabelled(ctx context.Context, p *probe) error {
 		}
 		found = true
 		for k, v := range want {
-			if got, ok := s.Spec.Template.Labels[k]; !hasLabel(got, ok, v) {
+			if got := s.Spec.Template.Labels[k]; got != v { // a label wanted empty may be left off: it reads as empty
 				return fmt.Errorf("the pod template of StatefulSet %s has label %s=%q after the rollout, the node's target wants %q (pods the StatefulSet creates again would lack it)", s.Name, k, got, v)
 			}
 		}
@@ -198,7 +198,8 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 				return false, fmt.Errorf("StatefulSet %s deleted or replaced by %s, %s after %s was set up: false: the contract scales it to 0, its template the record of what the node ran",
 					name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
 			case !sameTemplate(before[name].template, sets[i].Spec.Template):
-				return false, fmt.Errorf("the pod template of StatefulSet %s changed by %s, %s after %s was set up: false: taking a node down is not a rollout", name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
+				return false, fmt.Errorf("the pod template of StatefulSet %s changed by %s, %s after %s was set up: false (%s): taking a node down is not a rollout",
+					name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name, templateChange(before[name].template, sets[i].Spec.Template))
 			case ptr.Deref(sets[i].Spec.Replicas, 1) != 0:
 				why = fmt.Sprintf("StatefulSet %s still wants %d replicas", name, ptr.Deref(sets[i].Spec.Replicas, 1))
 				return false, nil

@@ -269,19 +269,12 @@ func (p *probe) rolled(ctx context.Context) (bool, string, error) {
 			return false, fmt.Sprintf("pod %s is not Ready", pod.Name), nil
 		}
 		for k, v := range labels {
-			if got, ok := pod.Labels[k]; !hasLabel(got, ok, v) {
+			if got := pod.Labels[k]; got != v { // a label wanted empty may be left off: it reads as empty
 				return false, fmt.Sprintf("pod %s has label %s=%q, the node's target wants %q", pod.Name, k, got, v), nil
 			}
 		}
 	}
 	return true, "", nil
-}
-
-// hasLabel reports whether a label read as got (ok: present) is the value
-// want: a label wanted empty (a node with no deploymentRevision) may be
-// left off, as express-sequencer reads a missing label as an empty one.
-func hasLabel(got string, ok bool, want string) bool {
-	return got == want && (ok || want == "")
 }
 
 // wantLabels are the labels every pod of node u carries on its target.

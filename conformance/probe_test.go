@@ -9,24 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-func TestWhetherAPodCarriesALabelItsTargetWants(t *testing.T) {
-	for name, c := range map[string]struct {
-		got  string
-		ok   bool
-		want string
-		has  bool
-	}{
-		"the value wanted carries it":                    {got: "v2", ok: true, want: "v2", has: true},
-		"another value does not":                         {got: "v1", ok: true, want: "v2"},
-		"a label left off does not":                      {want: "v2"},
-		"a label wanted empty may be left off":           {want: "", has: true},
-		"a label wanted empty may be there, empty":       {ok: true, want: "", has: true},
-		"a label wanted empty but set to a value is not": {got: "r-1", ok: true, want: ""},
-	} {
-		t.Run(name, func(t *testing.T) { assert.Equal(t, c.has, hasLabel(c.got, c.ok, c.want)) })
-	}
-}
-
 func TestAConditionRewrittenIsToldFromOneLeftAsItWas(t *testing.T) {
 	node := func(gen int64, extra map[string]any) *unstructured.Unstructured {
 		c := map[string]any{"type": probeCondition, "status": "True", "reason": "Probe", "observedGeneration": gen}
@@ -51,6 +33,7 @@ func TestATemplateIsComparedWhole(t *testing.T) {
 	}
 	assert.True(t, sameTemplate(tmpl("express:1"), tmpl("express:1")))
 	assert.False(t, sameTemplate(tmpl("express:1"), tmpl("express:2")), "a new image under the same labels is a new template")
+	assert.Equal(t, "its pod spec (containers, images, volumes or the like)", templateChange(tmpl("express:1"), tmpl("express:2")), "and says so")
 }
 
 func TestWhichFieldsASchemaPrunes(t *testing.T) {

@@ -113,7 +113,7 @@ code is 1 when a clause failed.`,
 	f.StringVar(&cfg.UnactedField, "unacted-field", "conformanceProbe", "A string spec field the operator keeps but does not act on, a dotted path under spec (extensions.note): changing it must still roll the node, and the CRD clause writes it to see it kept.")
 	f.DurationVar(&cfg.HoldWindow, "hold-window", 5*time.Second, "How long a gated node is watched for a pod the operator must not make.")
 	f.DurationVar(&cfg.RolloutTimeout, "rollout-timeout", 2*time.Minute, "How long a rollout the operator must carry out may take.")
-	f.DurationVar(&cfg.RecreateWithin, "recreate-within", 30*time.Second, "How soon a deleted pod must be back and Ready, counted from its going (its grace period to stop is not counted).")
+	f.DurationVar(&cfg.RecreateWithin, "recreate-within", 30*time.Second, "How soon a deleted pod must be back and Ready, counted from the old pod's disappearance (its grace period to stop, and any finalizer, are not counted).")
 	f.StringVar(&cfg.Implementation.Project, "implementation", "", "The operator's name, for the report.")
 	f.StringVar(&cfg.Implementation.Version, "implementation-version", "", "The operator's version, for the report.")
 	cmd.PreRunE = func(*cobra.Command, []string) error {

@@ -361,10 +361,10 @@ func (a *Auditor) onPodUpdated(old, o any) {
 	if was, ok := old.(*corev1.Pod); ok && was.Labels[v2alpha1.LabelNode] != p.Labels[v2alpha1.LabelNode] {
 		// Relabelled to another node: it leaves its old node now (a pod of
 		// its name made there later is judged as any), and runs in the new
-		// one as a pod made before the auditor could place it (counted as
-		// running, not judged).
+		// one from now on (what that node ran when a hold began before it
+		// does not count it; it is not judged).
 		a.judge.PodDeleted(rv, NodeKey{Namespace: was.Namespace, Name: was.Labels[v2alpha1.LabelNode]}, was.Name)
-		a.judge.PodCreated(0, PodSeen{Node: NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, Name: p.Name, UID: string(p.UID),
+		a.judge.PodMoved(rv, PodSeen{Node: NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, Name: p.Name, UID: string(p.UID),
 			Target: TargetKey(p.Labels), Created: p.CreationTimestamp.Time})
 	}
 	a.podLetGo(p)
@@ -604,7 +604,9 @@ func stripNode(o any) (any, error) {
 		}
 	}
 	out.SetAnnotations(ann)
-	for _, field := range []string{"rolloutGates", "up"} {
+	// The version and revision name the node's target on the contract's
+	// fallback labels (NodeSeen.Key).
+	for _, field := range []string{"rolloutGates", "up", "expressVersion", "deploymentRevision"} {
 		if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", field); ok {
 			_ = unstructured.SetNestedField(out.Object, v, "spec", field)
 		}

@@ -191,7 +191,8 @@ type nodeRev struct {
 	heldReleased []string
 	// releasedKey is the fallback key of the node's last version seen
 	// released and on its target (the hash it was released for, then the
-	// key), carried until a hold begins.
+	// key), carried to every later version: a hold that begins takes it
+	// where it names the target released then.
 	releasedKey [2]string
 	// bornAt is the revision this object (its UID) was first seen at, where
 	// an earlier object of the same name was seen before it (deleted and
@@ -305,6 +306,17 @@ func (j *Judge) PodCreated(rv uint64, p PodSeen) {
 	if rv > 0 {
 		j.pending = append(j.pending, pendingPod{rv: rv, pod: p})
 	}
+}
+
+// PodMoved records pod p, relabelled to its node at revision rv: it runs
+// there from then on, made before its node could order it, and is not
+// judged.
+func (j *Judge) PodMoved(rv uint64, p PodSeen) {
+	lives := j.pods[p.Node]
+	if slices.ContainsFunc(lives, func(l podLife) bool { return l.name == p.Name && l.deleted == 0 }) {
+		return
+	}
+	j.pods[p.Node] = append(lives, podLife{name: p.Name, uid: p.UID, target: p.Target, created: rv})
 }
 
 // PodLetGo records that the plan would have let pod name (uid) of node k
@@ -590,9 +602,10 @@ func (j *Judge) nodeAt(k NodeKey, rv uint64) (nodeRev, bool) {
 }
 
 // ranAt are the targets node k's pods and StatefulSet templates ran at
-// revision rv, sorted; of the pods, only those made at or after born (the
-// node's object first seen then, an earlier one of its name deleted): a
-// pod of the earlier object, still terminating, is not what this one ran.
+// revision rv, sorted; only pods made, and StatefulSet versions stored, at
+// or after born (the node's object first seen then, an earlier one of its
+// name deleted): a pod or StatefulSet of the earlier object, still there
+// until the garbage collector removes it, is not what this one ran.
 func (j *Judge) ranAt(k NodeKey, rv, born uint64) []string {
 	seen := map[string]bool{}
 	for _, l := range j.pods[k] {
@@ -607,7 +620,7 @@ func (j *Judge) ranAt(k NodeKey, rv, born uint64) []string {
 				at = &revs[i]
 			}
 		}
-		if at != nil && !at.gone {
+		if at != nil && !at.gone && (born == 0 || at.rv >= born) {
 			seen[at.target] = true
 		}
 	}

@@ -124,6 +124,13 @@ func TestTheJudge(t *testing.T) {
 				podGone(55, "acme-fe1-0"), set(56, "v1"), pod(57, "acme-fe1-0", "v1", true)},
 			want: []string{KindRolledWhileGated},
 		},
+		"a node made again before its old StatefulSet is collected, provisioned while gated, is a violation": {
+			steps: []step{released(10, "u1", false, "v1", "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				func(j *Judge) { nodeGone(40, "u1")(j); released(52, "u2", true, "v1", "")(j) },
+				func(j *Judge) { j.Set(53, SetSeen{Node: fe1, Name: "acme-fe1", Target: "v1", Gone: true}) },
+				podGone(55, "acme-fe1-0"), set(56, "v1"), pod(57, "acme-fe1-0", "v1", true)},
+			want: []string{KindRolledWhileGated},
+		},
 		"in audit, a node whose new target starts while the plan holds it would have been held": {
 			steps: []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
 				auditNode(20, true, "v2", at(0)), set(21, "v2"), podGone(22, "acme-fe1-0"), pod(23, "acme-fe1-0", "v2", true),

@@ -48,7 +48,7 @@ func (a *Auditor) settleThrough(rv uint64) []Finding {
 
 // versionedNode is node name (uid) at revision rv, gated or not, on target
 // hash "h"+version (version and revision "r-"+version in its spec), released
-// for releasedVersion.
+// for releasedVersion, as the auditor's informer keeps it (stripNode).
 func versionedNode(name, uid string, rv uint64, gated bool, version, releasedVersion string) *unstructured.Unstructured {
 	u := feObj(uid, strconv.FormatUint(rv, 10), gated, "h"+version)
 	u.SetName(name)
@@ -59,7 +59,8 @@ func versionedNode(name, uid string, rv uint64, gated bool, version, releasedVer
 		ann[v2alpha1.AnnotationReleasedTarget] = "h" + releasedVersion
 	}
 	u.SetAnnotations(ann)
-	return u
+	stripped, _ := stripNode(u)
+	return stripped.(*unstructured.Unstructured)
 }
 
 // labelsOf are pods' (or templates') labels for version: with the target
@@ -173,6 +174,32 @@ func TestAPodRelabelledToAnotherNodeLeavesItsOldNode(t *testing.T) {
 	found := a.settleThrough(30)
 	if assert.Len(t, found, 1, "acme-fe1-0 made for 2 while fe1 was gated") {
 		assert.Equal(t, KindRolledWhileGated, found[0].Kind)
+	}
+}
+
+// A pod relabelled into a node after its hold began runs there from then
+// on: it is not what the node ran when the gate was added, and a pod of its
+// target made while the node is gated is a violation.
+func TestAPodRelabelledIntoAGatedNodeIsNotWhatItRanWhenGated(t *testing.T) {
+	a := handFedAuditor(v2alpha1.ModeEnforce)
+	a.onSet(setObj("s1", "5", "h1"), true, false)
+	a.onPodAdded(podObj("p1", "6", "h1"), true)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 10, false, "1", "1"), false)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, true, "2", "1"), false)
+	other := podObj("p9", "21", "h2")
+	other.Name, other.Labels[v2alpha1.LabelNode] = "acme-fe1-9", "acme-fe2"
+	a.onPodAdded(other, true)
+	moved := other.DeepCopy()
+	moved.ResourceVersion, moved.Labels[v2alpha1.LabelNode] = "25", "acme-fe1"
+	a.onPodUpdated(other, moved)
+	assert.Empty(t, a.settleThrough(26), "a pod moved in is not judged")
+	a.onSet(setObj("s1", "30", "h2"), false, false)
+	p2 := podObj("p2", "31", "h2")
+	p2.Name = "acme-fe1-1"
+	a.onPodAdded(p2, false)
+	found := a.settleThrough(32)
+	if assert.Len(t, found, 1, "fe1 rolled to 2 while gated since 20") {
+		assert.NotContains(t, found[0].Ran, "h2", "the pod moved in after the gate is not what fe1 ran")
 	}
 }
 

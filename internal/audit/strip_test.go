@@ -28,6 +28,8 @@ func TestTheAuditorKeepsOfANodeWhatItReadsAndNothingElse(t *testing.T) {
 	}
 	n.SetAnnotations(ann)
 	n.Spec.ExpressVersion = "express-e689.154"
+	n.Spec.DeploymentRevision = "r-7"
+	n.Spec.ConfigChangeset = "tuned"
 	n.Spec.AddGate(v2alpha1.GateSequencer)
 	n.Status.Conditions = []metav1.Condition{
 		{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionFalse, Reason: v2alpha1.ReasonWaitingForPrerequisite, Message: "waiting for acme-be (Backend) to be Ready"},
@@ -45,7 +47,9 @@ func TestTheAuditorKeepsOfANodeWhatItReadsAndNothingElse(t *testing.T) {
 	assert.Equal(t, "u1", string(back.GetUID()))
 	assert.Equal(t, "42", back.GetResourceVersion())
 	assert.True(t, back.Spec.HasGate(v2alpha1.GateSequencer))
-	assert.Empty(t, back.Spec.ExpressVersion, "the spec beyond gates and up is dropped")
+	assert.Equal(t, "express-e689.154", back.Spec.ExpressVersion, "the version names the target on the fallback labels")
+	assert.Equal(t, "r-7", back.Spec.DeploymentRevision, "so does the revision")
+	assert.Empty(t, back.Spec.ConfigChangeset, "the spec beyond gates, up, version and revision is dropped")
 	require.Len(t, back.Status.Conditions, 1)
 	assert.Equal(t, "waiting for acme-be (Backend) to be Ready", meta.FindStatusCondition(back.Status.Conditions, v2alpha1.ConditionPrerequisitesReady).Message)
 }

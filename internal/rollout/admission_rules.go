@@ -90,7 +90,7 @@ func Admit(n v2alpha1.Node, a Admission) []string {
 			restore(ann, old, key)
 		}
 	}
-	if list, ok := ann[v2alpha1.AnnotationRenderedNodes]; ok && RenderedNodes(ann) == nil {
+	if list, ok := ann[v2alpha1.AnnotationRenderedNodes]; ok && RenderedNodes(ann) == nil && (a.Old == nil || list != old[v2alpha1.AnnotationRenderedNodes]) {
 		warnings = append(warnings, fmt.Sprintf("annotation %s=%q names no node: it is taken as no list, and every node of the tenant is part of the landing of rollout-id %q",
 			v2alpha1.AnnotationRenderedNodes, list, ann[v2alpha1.AnnotationRolloutID]))
 	}
@@ -276,6 +276,10 @@ func (a Admission) runBegan(old map[string]string) time.Time {
 		began = a.Now
 	}
 	gap := max(0, a.Now.Sub(prev))
+	skew := a.SettleTime / clockSkew
+	if gap >= a.SettleTime && !a.Now.Before(settleHeldUntil(a.Old).Add(skew)) {
+		return a.Now
+	}
 	if renderedWithItsID(old) {
 		// The change before was a render that came with its own
 		// rollout-id: grouped by that id, the settle hold never held it,
@@ -283,10 +287,6 @@ func (a Admission) runBegan(old map[string]string) time.Time {
 		// released and rolled within the settle time, would otherwise use
 		// up the cap of the edits after them).
 		return earlierOf(began.Add(gap), a.Now)
-	}
-	skew := a.SettleTime / clockSkew
-	if gap >= a.SettleTime && !a.Now.Before(settleHeldUntil(a.Old).Add(skew)) {
-		return a.Now
 	}
 	return began.Add(max(0, gap-a.SettleTime))
 }

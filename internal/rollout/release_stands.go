@@ -13,6 +13,9 @@ import (
 // lease while a write was under way) stands only if the state it meets lets
 // it go too. Otherwise it returns why the node or the pod is held now.
 //
+// A pod's release is judged only for a held pod that counts for the node as
+// it is now; any other is refused.
+//
 // Only the gate is judged, not the record written with it: a record states
 // which rollouts had converged, a fact no later state undoes.
 func ReleaseStands(s *Snapshot, name, pod string) (bool, string) {
@@ -20,7 +23,13 @@ func ReleaseStands(s *Snapshot, name, pod string) (bool, string) {
 		return true, "" // no such node: nothing orders it
 	}
 	if pod != "" && !slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Name == pod && p.HeldBySequencer() }) {
-		return true, "" // the pod is gone, or no longer held: nothing to judge
+		// Asked as the pod's gate is removed, the pod is there, held: read
+		// after it, a tenant that does not hold it as the node's has it not
+		// count for the node as it is now — a pod of an earlier node of the
+		// name (deleted and made again since the release was planned), left
+		// to the garbage collector. Let go, it would run whatever the new
+		// node's prerequisites are.
+		return false, fmt.Sprintf("pod %s does not count for %s as it is now (a pod of an earlier node of the name, or not one of the node's own)", pod, name)
 	}
 	for _, d := range Plan(s) {
 		if d.Node != name {

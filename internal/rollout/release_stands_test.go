@@ -80,3 +80,42 @@ func TestAReleaseStandsOnlyWhileTheStateItMeetsWouldReleaseItToo(t *testing.T) {
 		})
 	}
 }
+
+// A sequencer plans the release of fe1's held pod while be is Ready, and is
+// frozen before it writes. be crashes, and fe1 is made again (kubectl
+// replace --force): its old pod, still held, waits for the garbage
+// collector, and is still the pod the write names (the patch tests its UID
+// and gates). The guard refuses the release either way: on the node as it
+// is, by be's crash; on the node made again, because the old pod does not
+// count for it — let go, it would schedule while be is crashed.
+func TestAFrozenSequencersPodReleaseDoesNotStandOnceItsNodeIsMadeAgain(t *testing.T) {
+	for _, madeAgain := range []bool{false, true} {
+		w := newWorld(t, "acme")
+		w.tenant(2, v1)
+		w.run(100)
+		w.evict("be", "fe1")
+		fe1 := w.name("fe1")
+		pod := ""
+		for range 50 {
+			w.operate()
+			for _, d := range Plan(w.snapshot()) {
+				if d.Node == fe1 && len(d.PodsToRelease) > 0 {
+					pod = d.PodsToRelease[0]
+				}
+			}
+			if pod != "" {
+				break
+			}
+			w.sequence()
+		}
+		require.NotEmpty(t, pod, "a plan releases fe1's pod")
+		w.crash("be")
+		if madeAgain {
+			w.recreate("fe1")
+			require.True(t, slices.ContainsFunc(w.gone[fe1].pods, func(p Pod) bool { return p.Name == pod && p.HeldBySequencer() }), "the old pod is still there, held")
+		}
+		stands, why := ReleaseStands(w.snapshot(), fe1, pod)
+		assert.False(t, stands, "made again: %v: fe1's pod %s let schedule while be is crashed", madeAgain, pod)
+		assert.NotEmpty(t, why, "a refusal says why")
+	}
+}

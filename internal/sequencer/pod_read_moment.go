@@ -74,11 +74,8 @@ func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, 
 	if !rollout.PodsMayStartByName(snap, name) {
 		return false, rollout.Fallback{}, nil
 	}
-	if pod := first.absentPod(snap); pod != "" {
-		return false, rollout.Fallback{Label: rollout.FallbackMoved, Why: "pod " + pod + " was not found: it may have been made and deleted again, not Ready, while what the pod's start rests on was read"}, nil
-	}
-	if set := first.unobservedSet(snap); set != "" {
-		return false, rollout.Fallback{Label: rollout.FallbackMoved, Why: "StatefulSet " + set + " has a spec its controller has not acted on yet: it may have made a pod no read by name reaches"}, nil
+	if missed := first.mayHaveMissed(snap, "what the pod's start rests on was read"); missed != "" {
+		return false, rollout.Fallback{Label: rollout.FallbackMoved, Why: missed}, nil
 	}
 	nodes, err := nodesNow(ctx, fresh, namespace)
 	if err != nil {
@@ -307,6 +304,21 @@ func (r *recordedReads) unobservedSet(snap *rollout.Snapshot) string {
 		return ""
 	}
 	return names[0]
+}
+
+// mayHaveMissed names what r, a read by name of snap, may have missed (""
+// where nothing): a pod of a StatefulSet it found absent (absentPod), which
+// may have been made and deleted between its reads, or a StatefulSet whose
+// controller has not acted on its spec (unobservedSet). while says what
+// was being read.
+func (r *recordedReads) mayHaveMissed(snap *rollout.Snapshot, while string) string {
+	if pod := r.absentPod(snap); pod != "" {
+		return "pod " + pod + " was not found: it may have been made and deleted again, not Ready, while " + while
+	}
+	if set := r.unobservedSet(snap); set != "" {
+		return "StatefulSet " + set + " has a spec its controller has not acted on yet: it may have made a pod no read by name reaches"
+	}
+	return ""
 }
 
 // liveIn reports whether node name is in snap and live.

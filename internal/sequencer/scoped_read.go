@@ -96,18 +96,14 @@ func gatherScoped(ctx context.Context, known [][]corev1.Pod, fresh client.Reader
 	if err != nil {
 		return nil, rollout.Fallback{}, err
 	}
-	var notOne string
-	switch pod, set := reads.absentPod(snap), reads.unobservedSet(snap); {
-	case moved != "":
+	notOne := reads.mayHaveMissed(snap, "the workload was read by name")
+	if moved != "" {
 		notOne = moved + " changed while the workload was read by name"
-	case pod != "":
-		notOne = "pod " + pod + " was not found: it may have been made and deleted again, not Ready, while the workload was read by name"
-	case set != "":
-		notOne = "StatefulSet " + set + " has a spec its controller has not acted on yet: it may have made a pod no read by name reaches"
-	default:
-		return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
 	}
-	return nil, rollout.Fallback{Label: rollout.FallbackMoved, Why: notOne}, nil
+	if notOne != "" {
+		return nil, rollout.Fallback{Label: rollout.FallbackMoved, Why: notOne}, nil
+	}
+	return cached.WithWorkloadOf(snap, scope), rollout.Fallback{}, nil
 }
 
 // CachedOrdinals lists, from the cache, the pods of each node of scope in

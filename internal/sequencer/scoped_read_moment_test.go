@@ -2,6 +2,7 @@ package sequencer_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -59,14 +60,14 @@ func TestAScopedReadNotOneMomentRecordsNoRolloutComplete(t *testing.T) {
 			// The cache has seen be-0, not be-1 nor the machine.
 			cache := indexed(fake.NewClientBuilder()).WithObjects(cloned(tenant[:len(tenant)-2])...).Build()
 			var once sync.Once
+			var crashErr error // set on a read's goroutine, asserted on the test's
 			fresh := indexed(fake.NewClientBuilder()).WithObjects(cloned(tenant)...).
 				WithInterceptorFuncs(interceptor.Funcs{
 					Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 						err := cl.Get(ctx, key, obj, opts...)
 						if key.Name == "acme-be-0" && c.crashWhileRead {
 							once.Do(func() {
-								require.NoError(t, setReady(ctx, cl, "acme-be-0", corev1.ConditionFalse))
-								require.NoError(t, setReady(ctx, cl, "acme-be-1", corev1.ConditionTrue))
+								crashErr = errors.Join(setReady(ctx, cl, "acme-be-0", corev1.ConditionFalse), setReady(ctx, cl, "acme-be-1", corev1.ConditionTrue))
 							})
 						}
 						return err
@@ -84,6 +85,7 @@ func TestAScopedReadNotOneMomentRecordsNoRolloutComplete(t *testing.T) {
 			}
 			_, decisions, read, why, err := rollout.PlanOnScoped(cached, readScoped, readFresh)
 			require.NoError(t, err)
+			require.NoError(t, crashErr, "the crash written while be-0 was read")
 			assert.Equal(t, c.read, read, "the read planned on (%s)", why.Why)
 			assert.Equal(t, c.fallback, why.Label, why.Why)
 			var complete bool

@@ -29,7 +29,8 @@ import (
 //
 // The sequencer's own removal is judged again on the tenant as it is now
 // (Releases, when set): a release planned on state that has changed since
-// is refused.
+// is refused. A held pod's node label cannot change either, by anyone: the
+// pod would be judged, and let go, as another node's.
 type PodGateGuard struct {
 	// Sequencer are the identities the sequencer writes as.
 	Sequencer []string
@@ -48,6 +49,14 @@ func (g *PodGateGuard) Handle(ctx context.Context, req admission.Request) admiss
 	}
 	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored pod: %w", err))
+	}
+	if was, now := old.Labels[v2alpha1.LabelNode], pod.Labels[v2alpha1.LabelNode]; heldBySequencer(old) && was != now {
+		// Relabelled while held, the pod would be judged as another node's
+		// (or, its label gone, by no webhook at all) and let go for that
+		// node's prerequisites, not its own.
+		return admission.Denied(fmt.Sprintf(
+			"metadata.labels[%s]: pod %s is held by the %s scheduling gate until the prerequisites of node %s are Ready; its node label cannot change while it is held (to %q), which would have it judged as another node's; delete the pod instead",
+			v2alpha1.LabelNode, pod.Name, v2alpha1.GateSequencer, was, now))
 	}
 	if !heldBySequencer(old) || heldBySequencer(pod) {
 		return admission.Allowed("")

@@ -114,8 +114,10 @@ func TestAPodNamingNoNodeIsAdmittedUnchangedWithAWarning(t *testing.T) {
 
 // The sequencer's scheduling gate on a pod can be removed by the sequencer
 // only: anyone else — even a cluster admin, claiming its field manager — is
-// refused with the way to let the node's pods start regardless. Other gates
-// and other updates are left alone.
+// refused with the way to let the node's pods start regardless. Nor can a
+// held pod's node label change, by anyone: it would be judged, and let go,
+// as another node's (or, its label gone, by no webhook). Other gates and
+// other updates are left alone.
 func TestOnlyTheSequencerRemovesItsPodSchedulingGate(t *testing.T) {
 	ctx := context.Background()
 	h := env(t)
@@ -144,6 +146,24 @@ func TestOnlyTheSequencerRemovesItsPodSchedulingGate(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec.schedulingGates: the express.medallia.com/sequencer gate of pod acme-fe1-0 is removed by express-sequencer only")
 	assert.Contains(t, err.Error(), "annotate the node express.medallia.com/ignore-prerequisites=true")
+
+	relabel := func(who client.Client, node string) error {
+		p := &corev1.Pod{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(fe1), p))
+		if node == "" {
+			delete(p.Labels, v2alpha1.LabelNode)
+		} else {
+			p.Labels[v2alpha1.LabelNode] = node
+		}
+		return who.Update(ctx, p)
+	}
+	for _, who := range []client.Client{eve, c} {
+		for _, node := range []string{"acme-be", ""} {
+			err := relabel(who, node)
+			require.Error(t, err, "a held pod relabelled to %q", node)
+			assert.Contains(t, err.Error(), "metadata.labels[express.medallia.com/node]: pod acme-fe1-0 is held by the express.medallia.com/sequencer scheduling gate until the prerequisites of node acme-fe1 are Ready")
+		}
+	}
 
 	require.NoError(t, ungate(eve, "example.com/other"), "another gate is anyone's to remove")
 	p := &corev1.Pod{}

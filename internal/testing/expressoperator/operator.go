@@ -86,10 +86,14 @@ type Breakage struct {
 	// IgnoresGates rolls out and provisions a node whatever gates it
 	// carries (§1).
 	IgnoresGates bool
-	// ProvisionsGated honours gates only on a node it runs: a gated node
-	// with no StatefulSet, or one scaled to zero (brought back up), is
-	// provisioned whatever its gates (§1: do not (re)provision it).
+	// ProvisionsGated honours gates only on a node it has provisioned: a
+	// gated node with no StatefulSet yet is provisioned whatever its gates
+	// (§1: do not provision it).
 	ProvisionsGated bool
+	// ReprovisionsGated honours gates only on a node that runs: a gated
+	// node brought back up (its StatefulSet scaled to zero) is provisioned
+	// again whatever its gates (§1: do not reprovision it).
+	ReprovisionsGated bool
 	// NoTargetHash leaves the target-hash label off the pod template
 	// (§2).
 	NoTargetHash bool
@@ -249,7 +253,8 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 			return reconcile.Result{}, o.Client.Update(ctx, set)
 		}
 		return reconcile.Result{}, nil
-	case v2alpha1.IsGated(n) && !broken.IgnoresGates && !(broken.ProvisionsGated && (!exists || ptr.Deref(set.Spec.Replicas, 1) == 0)):
+	case v2alpha1.IsGated(n) && !broken.IgnoresGates && !(broken.ProvisionsGated && !exists) &&
+		!(broken.ReprovisionsGated && exists && ptr.Deref(set.Spec.Replicas, 1) == 0):
 		return reconcile.Result{}, nil // neither rolled out nor (re)provisioned
 	}
 	want := o.statefulSet(n)

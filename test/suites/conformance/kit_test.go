@@ -92,7 +92,8 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		reason string // what the failure says: the check that caught it
 	}{
 		{"an operator that ignores the gates rolls a gated node", expressoperator.Breakage{IgnoresGates: true}, "gates-hold", "which carried rollout gate"},
-		{"an operator that honours gates only on nodes it runs provisions a gated node", expressoperator.Breakage{ProvisionsGated: true}, "gates-hold", "the node brought back up"},
+		{"an operator that honours gates only on nodes it has provisioned provisions a node created gated", expressoperator.Breakage{ProvisionsGated: true}, "gates-hold", "its creation with a rollout gate"},
+		{"an operator that honours gates only on nodes that run provisions again a gated node brought back up", expressoperator.Breakage{ReprovisionsGated: true}, "gates-hold", "the node brought back up"},
 		{"an operator that forgets the hash label leaves pods off their target", expressoperator.Breakage{NoTargetHash: true}, "rolls-labelled", `target-hash=""`},
 		{"an operator that forgets the hash label fails the sequencer's release at its first rollout", expressoperator.Breakage{NoTargetHash: true}, "sequencer-release", `target-hash=""`},
 		{"an operator that rolls version changes only leaves a config-only change unrolled", expressoperator.Breakage{RollsOnVersionOnly: true}, "rolls-any-field", "a config-only change"},
