@@ -322,11 +322,8 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 	if !initial && !asCreated(p) {
 		unjudged.WithLabelValues(UnjudgedRelisted).Inc()
 	}
-	if initial || !asCreated(p) {
-		// Before the auditor's view, or seen first as a relist shows it
-		// (already changed since): its creation cannot be placed. It counts
-		// as running, and is not judged.
-		rv = 0
+	if initial {
+		rv = 0 // before the auditor's view: it counts as running, and is not judged
 	}
 	seen := PodSeen{Node: NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, Name: p.Name, UID: string(p.UID),
 		Target: TargetKey(p.Labels), Created: p.CreationTimestamp.Time, WouldHold: p.Annotations[v2alpha1.AnnotationWouldHoldPod]}
@@ -336,7 +333,17 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.seen(streamPods, stored)
-	a.judge.PodCreated(rv, seen)
+	if !initial && !asCreated(p) {
+		// Seen first already changed — as a relist after a broken watch
+		// shows it, or labelled into the watch's selector since: its
+		// creation cannot be placed, and it is not judged. It runs in its
+		// node from the revision it was seen at, not from before any hold
+		// that began earlier (a pod labelled into a gated node is not what
+		// the node ran when the gate was added).
+		a.judge.PodMoved(stored, seen)
+	} else {
+		a.judge.PodCreated(rv, seen)
+	}
 	a.podLetGo(p)
 }
 

@@ -683,9 +683,21 @@ func (j *Judge) prune() {
 		if l.revs[0].heldSince != 0 {
 			floor = l.revs[0].heldSince
 		}
+		// A pod deleted is read only where it was alive at the start of a
+		// hold a judgement may still need (ranAt), or by a recovery's
+		// open finding: one made and deleted within a hold, again and
+		// again (a StatefulSet making up a pod lost in a loop), is not.
+		var starts []uint64
+		for _, r := range l.revs {
+			if r.heldSince != 0 {
+				starts = append(starts, r.heldSince)
+			}
+		}
+		open := j.openPods[k]
 		lives := j.pods[k][:0]
 		for _, p := range j.pods[k] {
-			if p.deleted == 0 || p.deleted >= floor {
+			alive := slices.ContainsFunc(starts, func(h uint64) bool { return p.created < h && p.deleted > h })
+			if p.deleted == 0 || p.deleted >= floor && alive || open != nil && open.Pod == p.name && open.CreatedAt == p.created {
 				lives = append(lives, p)
 			}
 		}

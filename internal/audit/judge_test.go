@@ -131,6 +131,20 @@ func TestTheJudge(t *testing.T) {
 				podGone(55, "acme-fe1-0"), set(56, "v1"), pod(57, "acme-fe1-0", "v1", true)},
 			want: []string{KindRolledWhileGated},
 		},
+		"a pod seen first after a broken watch, once the node was made again, counts as run from when it was seen": {
+			steps: []step{released(10, "u1", false, "v1", "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
+				func(j *Judge) { nodeGone(40, "u1")(j); released(52, "u2", true, "v1", "")(j) },
+				func(j *Judge) { j.Set(53, SetSeen{Node: fe1, Name: "acme-fe1", Target: "v1", Gone: true}) },
+				released(54, "u2", false, "v1", "v1"), podGone(55, "acme-fe1-0"), set(56, "v1"),
+				pod(57, "acme-fe1-0", "v1", true), pod(58, "acme-fe1-1", "v1", true),
+				func(j *Judge) {
+					j.Blind(streamPods, 60, 65)
+					podGone(65, "acme-fe1-0")(j)
+					j.PodMoved(65, PodSeen{Node: fe1, Name: "acme-fe1-0", Target: "v1", FromSet: true})
+				},
+				released(80, "u2", false, "v2", "v2"), set(81, "v2"), podGone(82, "acme-fe1-1"), pod(83, "acme-fe1-1", "v2", true),
+				released(90, "u2", true, "v3", "v2"), podGone(95, "acme-fe1-0"), pod(96, "acme-fe1-0", "v1", true)},
+		},
 		"in audit, a node whose new target starts while the plan holds it would have been held": {
 			steps: []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
 				auditNode(20, true, "v2", at(0)), set(21, "v2"), podGone(22, "acme-fe1-0"), pod(23, "acme-fe1-0", "v2", true),

@@ -203,6 +203,52 @@ func TestAPodRelabelledIntoAGatedNodeIsNotWhatItRanWhenGated(t *testing.T) {
 	}
 }
 
+// A pod that gains the node label while its node is gated arrives as added,
+// already running: it runs in the node from then on, not before the gate,
+// and a pod of its target made while the node is gated is a violation.
+func TestAPodLabelledIntoAGatedNodeIsNotWhatItRanWhenGated(t *testing.T) {
+	a := handFedAuditor(v2alpha1.ModeEnforce)
+	a.onSet(setObj("s1", "5", "h1"), true, false)
+	a.onPodAdded(podObj("p1", "6", "h1"), true)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 10, false, "1", "1"), false)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, true, "2", "1"), false)
+	stray := podObj("p9", "25", "h2")
+	stray.Name = "acme-fe1-9"
+	stray.Status.Phase = corev1.PodRunning
+	a.onPodAdded(stray, false)
+	assert.Empty(t, a.settleThrough(26), "a pod seen first already running is not judged")
+	a.onSet(setObj("s1", "30", "h2"), false, false)
+	p2 := podObj("p2", "31", "h2")
+	p2.Name = "acme-fe1-1"
+	a.onPodAdded(p2, false)
+	assert.Len(t, a.settleThrough(32), 1, "fe1 rolled to 2 while gated since 20")
+}
+
+// A StatefulSet that makes up a lost pod again and again during one long
+// hold (each of what the node ran) leaves the judge keeping the pods alive
+// at the hold's start and the one alive now, not one per loop.
+func TestPodsMadeAndDeletedDuringAHoldDoNotPileUp(t *testing.T) {
+	a := handFedAuditor(v2alpha1.ModeEnforce)
+	a.onSet(setObj("s1", "5", "h1"), true, false)
+	prev := podObj("p0", "6", "h1")
+	a.onPodAdded(prev, true)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 10, true, "2", "1"), false)
+	for rv := uint64(20); rv < 2020; rv += 4 {
+		gone := prev.DeepCopy()
+		gone.ResourceVersion = strconv.FormatUint(rv, 10)
+		a.onPodDeleted(gone, a.podInformer)
+		prev = podObj("p"+strconv.FormatUint(rv, 10), strconv.FormatUint(rv+1, 10), "h1")
+		a.onPodAdded(prev, false)
+		assert.Empty(t, a.settleThrough(rv+2), "a pod of what the node ran, made up")
+	}
+	assert.LessOrEqual(t, len(a.judge.pods[fe1]), 2, "pods made and deleted within the hold kept")
+	a.onSet(setObj("s1", "3000", "h2"), false, false)
+	late := podObj("p-late", "3001", "h2")
+	late.Name = "acme-fe1-1"
+	a.onPodAdded(late, false)
+	assert.Len(t, a.settleThrough(3002), 1, "what fe1 ran when gated is still known: a pod of 2 is a violation")
+}
+
 // Nodes made and deleted, their StatefulSets deleted after them (the
 // garbage collector), leave nothing behind in the judge or the auditor.
 func TestNodesMadeAndDeletedLeaveNothingBehind(t *testing.T) {
