@@ -1,12 +1,15 @@
 package conformance
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 func TestAConditionRewrittenIsToldFromOneLeftAsItWas(t *testing.T) {
@@ -53,4 +56,50 @@ func TestWhichFieldsASchemaPrunes(t *testing.T) {
 			assert.Equal(t, c.want, dropped(c.schema, "provisioningPrerequisites", "upgradePrerequisites"))
 		})
 	}
+}
+
+// The project's own CRD carries every field the contract asks for; with the
+// prerequisite lists or a condition's fields left undeclared (pruned as
+// written) the crd-fields clause names what is lost.
+func TestASchemaThatPrunesTheListsOrAConditionsFieldsIsNamed(t *testing.T) {
+	load := func(t *testing.T) *unstructured.Unstructured {
+		data, err := os.ReadFile("../config/crd/bases/express.medallia.com_frontends.yaml")
+		require.NoError(t, err)
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal(data, &u.Object))
+		return u
+	}
+	props := []string{"spec", "versions"}
+	at := func(u *unstructured.Unstructured, path ...string) map[string]any {
+		versions, _, _ := unstructured.NestedSlice(u.Object, props...)
+		m, _, _ := unstructured.NestedMap(versions[0].(map[string]any), path...)
+		return m
+	}
+	set := func(u *unstructured.Unstructured, m map[string]any, path ...string) {
+		versions, _, _ := unstructured.NestedSlice(u.Object, props...)
+		v := versions[0].(map[string]any)
+		require.NoError(t, unstructured.SetNestedMap(v, m, path...))
+		versions[0] = v
+		require.NoError(t, unstructured.SetNestedSlice(u.Object, versions, props...))
+	}
+	schema := []string{"schema", "openAPIV3Schema", "properties"}
+	deps := append(append([]string{}, schema...), "spec", "properties", "deploymentDependencies")
+	items := append(append([]string{}, schema...), "status", "properties", "conditions", "items")
+
+	crd := load(t)
+	assert.Empty(t, schemaProblems(crd, "v2alpha1"), "the project's own CRD")
+
+	crd = load(t)
+	m := at(crd, deps...)
+	delete(m, "properties")
+	set(crd, m, deps...)
+	assert.Equal(t, []string{"CRD frontends.express.medallia.com: spec.deploymentDependencies declares no [provisioningPrerequisites upgradePrerequisites]: the API server prunes them, and the lists the sequencer reads are lost"},
+		schemaProblems(crd, "v2alpha1"))
+
+	crd = load(t)
+	m = at(crd, items...)
+	m["properties"] = map[string]any{"type": map[string]any{"type": "string"}}
+	set(crd, m, items...)
+	assert.Equal(t, []string{"CRD frontends.express.medallia.com: status.conditions items declare no [status reason message lastTransitionTime observedGeneration]: the API server prunes them from the sequencer's PrerequisitesReady"},
+		schemaProblems(crd, "v2alpha1"))
 }
