@@ -89,8 +89,9 @@ const (
 // Why a pod creation was not judged: the why label of
 // express_sequencer_audit_unjudged_pods_total.
 const (
-	// UnjudgedRelisted: first seen after a broken watch was listed again,
-	// already changed: its creation cannot be placed in the order.
+	// UnjudgedRelisted: first seen already changed — after a broken watch
+	// was listed again, or labelled into an Express node since: its
+	// creation cannot be placed in the order.
 	UnjudgedRelisted = "relisted"
 	// UnjudgedBlind: created while its node was held, in revisions a broken
 	// watch may have hidden.

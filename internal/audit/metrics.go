@@ -25,7 +25,7 @@ var (
 
 	unjudged = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "express_sequencer_audit_unjudged_pods_total",
-		Help: "Pod creations the auditor could not judge, by why: relisted (first seen after a broken watch was listed again, already changed, so its creation cannot be placed in the order), blind (created while its node was held, in revisions a broken watch may have hidden). Not violations: what the auditor could not see.",
+		Help: "Pod creations the auditor could not judge, by why: relisted (first seen already changed — after a broken watch was listed again, or labelled into an Express node since — so its creation cannot be placed in the order), blind (created while its node was held, in revisions a broken watch may have hidden). Not violations: what the auditor could not see.",
 	}, []string{"why"})
 
 	relists = prometheus.NewCounterVec(prometheus.CounterOpts{
