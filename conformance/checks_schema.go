@@ -98,6 +98,13 @@ func schemaProblems(crd *unstructured.Unstructured, version string) []string {
 		out = append(out, fmt.Sprintf("CRD %s: no spec.deploymentDependencies in its schema", name))
 	} else if missing := dropped(m, "provisioningPrerequisites", "upgradePrerequisites"); len(missing) > 0 {
 		out = append(out, fmt.Sprintf("CRD %s: spec.deploymentDependencies declares no %v: the API server prunes them, and the lists the sequencer reads are lost", name, missing))
+	} else {
+		for _, list := range []string{"provisioningPrerequisites", "upgradePrerequisites"} {
+			items, _, _ := unstructured.NestedMap(m, "properties", list, "items")
+			if missing := dropped(items, "expressNode", "kind", "expressVersion", "deploymentRevision", "podConditionType", "conditionStatus"); len(missing) > 0 {
+				out = append(out, fmt.Sprintf("CRD %s: spec.deploymentDependencies.%s items declare no %v: the API server prunes them from each prerequisite", name, list, missing))
+			}
+		}
 	}
 	if m, ok := prop("status", "conditions"); ok {
 		items, _, _ := unstructured.NestedMap(m, "items")

@@ -97,6 +97,14 @@ func TestASchemaThatPrunesTheListsOrAConditionsFieldsIsNamed(t *testing.T) {
 		schemaProblems(crd, "v2alpha1"))
 
 	crd = load(t)
+	upgradeItems := append(append([]string{}, deps...), "properties", "upgradePrerequisites", "items")
+	m = at(crd, upgradeItems...)
+	m["properties"] = map[string]any{"expressNode": map[string]any{"type": "string"}, "kind": map[string]any{"type": "string"}}
+	set(crd, m, upgradeItems...)
+	assert.Equal(t, []string{"CRD frontends.express.medallia.com: spec.deploymentDependencies.upgradePrerequisites items declare no [expressVersion deploymentRevision podConditionType conditionStatus]: the API server prunes them from each prerequisite"},
+		schemaProblems(crd, "v2alpha1"))
+
+	crd = load(t)
 	m = at(crd, items...)
 	m["properties"] = map[string]any{"type": map[string]any{"type": "string"}}
 	set(crd, m, items...)
