@@ -76,6 +76,25 @@ var labelsOf = map[string]func(version string) map[string]string{
 
 func labelled(o metav1.Object, labels map[string]string) { o.SetLabels(labels) }
 
+// rollsTo2 has fe1's StatefulSet roll to version 2 at rv, its pod
+// acme-fe1-1 made for it at rv+1, and settles: what the auditor finds.
+func rollsTo2(a *Auditor, rv uint64) []Finding {
+	a.onSet(setObj("s1", strconv.FormatUint(rv, 10), "h2"), false, false)
+	p := podObj("p-"+strconv.FormatUint(rv, 10), strconv.FormatUint(rv+1, 10), "h2")
+	p.Name = "acme-fe1-1"
+	a.onPodAdded(p, false)
+	return a.settleThrough(rv + 2)
+}
+
+// gatedFor2 has fe1 run version 1 (pod and StatefulSet before the
+// auditor's view, released at 10) and gated for 2 at 20.
+func gatedFor2(a *Auditor) {
+	a.onSet(setObj("s1", "5", "h1"), true, false)
+	a.onPodAdded(podObj("p1", "6", "h1"), true)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 10, false, "1", "1"), false)
+	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, true, "2", "1"), false)
+}
+
 // runs1 has fe1 run version 1 (its StatefulSet and pod labelled as labels
 // says, before the auditor's view; the node released for it at 10) and
 // returns its pod.
@@ -182,10 +201,7 @@ func TestAPodRelabelledToAnotherNodeLeavesItsOldNode(t *testing.T) {
 // target made while the node is gated is a violation.
 func TestAPodRelabelledIntoAGatedNodeIsNotWhatItRanWhenGated(t *testing.T) {
 	a := handFedAuditor(v2alpha1.ModeEnforce)
-	a.onSet(setObj("s1", "5", "h1"), true, false)
-	a.onPodAdded(podObj("p1", "6", "h1"), true)
-	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 10, false, "1", "1"), false)
-	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, true, "2", "1"), false)
+	gatedFor2(a)
 	other := podObj("p9", "21", "h2")
 	other.Name, other.Labels[v2alpha1.LabelNode] = "acme-fe1-9", "acme-fe2"
 	a.onPodAdded(other, true)
@@ -193,11 +209,7 @@ func TestAPodRelabelledIntoAGatedNodeIsNotWhatItRanWhenGated(t *testing.T) {
 	moved.ResourceVersion, moved.Labels[v2alpha1.LabelNode] = "25", "acme-fe1"
 	a.onPodUpdated(other, moved)
 	assert.Empty(t, a.settleThrough(26), "a pod moved in is not judged")
-	a.onSet(setObj("s1", "30", "h2"), false, false)
-	p2 := podObj("p2", "31", "h2")
-	p2.Name = "acme-fe1-1"
-	a.onPodAdded(p2, false)
-	found := a.settleThrough(32)
+	found := rollsTo2(a, 30)
 	if assert.Len(t, found, 1, "fe1 rolled to 2 while gated since 20") {
 		assert.NotContains(t, found[0].Ran, "h2", "the pod moved in after the gate is not what fe1 ran")
 	}
@@ -208,20 +220,13 @@ func TestAPodRelabelledIntoAGatedNodeIsNotWhatItRanWhenGated(t *testing.T) {
 // and a pod of its target made while the node is gated is a violation.
 func TestAPodLabelledIntoAGatedNodeIsNotWhatItRanWhenGated(t *testing.T) {
 	a := handFedAuditor(v2alpha1.ModeEnforce)
-	a.onSet(setObj("s1", "5", "h1"), true, false)
-	a.onPodAdded(podObj("p1", "6", "h1"), true)
-	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 10, false, "1", "1"), false)
-	a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, true, "2", "1"), false)
+	gatedFor2(a)
 	stray := podObj("p9", "25", "h2")
 	stray.Name = "acme-fe1-9"
 	stray.Status.Phase = corev1.PodRunning
 	a.onPodAdded(stray, false)
 	assert.Empty(t, a.settleThrough(26), "a pod seen first already running is not judged")
-	a.onSet(setObj("s1", "30", "h2"), false, false)
-	p2 := podObj("p2", "31", "h2")
-	p2.Name = "acme-fe1-1"
-	a.onPodAdded(p2, false)
-	assert.Len(t, a.settleThrough(32), 1, "fe1 rolled to 2 while gated since 20")
+	assert.Len(t, rollsTo2(a, 30), 1, "fe1 rolled to 2 while gated since 20")
 }
 
 // A StatefulSet that makes up a lost pod again and again during one long
@@ -242,11 +247,7 @@ func TestPodsMadeAndDeletedDuringAHoldDoNotPileUp(t *testing.T) {
 		assert.Empty(t, a.settleThrough(rv+2), "a pod of what the node ran, made up")
 	}
 	assert.LessOrEqual(t, len(a.judge.pods[fe1]), 2, "pods made and deleted within the hold kept")
-	a.onSet(setObj("s1", "3000", "h2"), false, false)
-	late := podObj("p-late", "3001", "h2")
-	late.Name = "acme-fe1-1"
-	a.onPodAdded(late, false)
-	assert.Len(t, a.settleThrough(3002), 1, "what fe1 ran when gated is still known: a pod of 2 is a violation")
+	assert.Len(t, rollsTo2(a, 3000), 1, "what fe1 ran when gated is still known: a pod of 2 is a violation")
 }
 
 // Nodes made and deleted, their StatefulSets deleted after them (the
