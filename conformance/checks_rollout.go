@@ -215,7 +215,10 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 		var broke error
 		_ = poll(ctx, p.cfg.HoldWindow, func() (bool, error) {
 			down, err := kept()
-			if err == nil && !down {
+			switch {
+			case err != nil:
+				err = fmt.Errorf("once %s was down: %w", p.name, err)
+			case !down:
 				err = fmt.Errorf("%s, set up: false and scaled to zero, came back up by %s: %s", p.name, at(time.Now()), why)
 			}
 			broke = err

@@ -78,6 +78,8 @@ type Operator struct {
 	// Broken, when set, breaks the contract for a node on purpose (the
 	// conformance kit's proof that each clause can fail).
 	Broken func(v2alpha1.Node) Breakage
+
+	downSince sync.Map // StatefulSet UID → when a DeletesWhenDownLater operator saw it down
 }
 
 // Breakage is how an operator broken on purpose departs from
@@ -115,6 +117,14 @@ type Breakage struct {
 	// DeletesWhenDown deletes the StatefulSet of a node set up: false,
 	// instead of scaling it to 0 (§1).
 	DeletesWhenDown bool
+	// DeletesWhenDownLater scales the StatefulSet of a node set up: false
+	// to 0, as the contract asks, then deletes it a second after its last
+	// pod went (§1: it keeps it while the node is down).
+	DeletesWhenDownLater bool
+	// RecreatesSetOnChange rolls a node to a new target by deleting its
+	// StatefulSet and making a new one of the same name (§2: the node's
+	// one StatefulSet is rolled).
+	RecreatesSetOnChange bool
 	// MasksFailures deletes a failing pod at once, on its target too: the
 	// crash the kubelet reports is hidden behind pods forever starting
 	// (§2).
@@ -247,6 +257,11 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	switch {
 	case broken.DeletesWhenDown && !n.NodeSpec().IsUp() && exists:
 		return reconcile.Result{}, client.IgnoreNotFound(o.Client.Delete(ctx, set))
+	case broken.DeletesWhenDownLater && !n.NodeSpec().IsUp() && exists && ptr.Deref(set.Spec.Replicas, 1) == 0 && set.Status.Replicas == 0:
+		if wait := o.downFor(set); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(o.Client.Delete(ctx, set))
 	case !n.NodeSpec().IsUp() || n.GetDeletionTimestamp() != nil:
 		if exists && ptr.Deref(set.Spec.Replicas, 1) != 0 {
 			set.Spec.Replicas = ptr.To[int32](0)
@@ -266,6 +281,12 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	if broken.RollsOnVersionOnly && exists && set.Spec.Template.Labels[v2alpha1.LabelExpressVersion] == want.Spec.Template.Labels[v2alpha1.LabelExpressVersion] &&
 		set.Spec.Template.Labels[v2alpha1.LabelDeploymentRevision] == want.Spec.Template.Labels[v2alpha1.LabelDeploymentRevision] {
 		want.Spec.Template = set.Spec.Template // what it does not act on is not rolled
+	}
+	if broken.RecreatesSetOnChange && exists && !maps.Equal(set.Spec.Template.Labels, want.Spec.Template.Labels) {
+		if set.DeletionTimestamp != nil {
+			return reconcile.Result{}, nil // made again once it is gone
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(o.Client.Delete(ctx, set, client.PropagationPolicy(metav1.DeletePropagationForeground)))
 	}
 	if !exists {
 		if err := controllerutil.SetControllerReference(n, want, o.Client.Scheme()); err != nil {
@@ -309,6 +330,13 @@ func (o *Operator) annotations(n v2alpha1.Node) map[string]string {
 		a[controlplane.HoldReadyAnnotation] = "true"
 	}
 	return a
+}
+
+// downFor is how much longer a DeletesWhenDownLater operator keeps
+// StatefulSet set, down, before it deletes it.
+func (o *Operator) downFor(set *appsv1.StatefulSet) time.Duration {
+	since, _ := o.downSince.LoadOrStore(set.UID, time.Now())
+	return time.Until(since.(time.Time).Add(time.Second))
 }
 
 func (o *Operator) stuck(n v2alpha1.Node) bool { return o.Stuck != nil && o.Stuck(n) }
