@@ -268,6 +268,10 @@ const (
 	// ReasonProgressDeadlineExceeded: the node was released but did not become
 	// Ready on its target within the progress deadline.
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonNameShared: a Backend and a Frontend of the namespace share the
+	// node's name, so its pods cannot be told apart from the other's: they
+	// are held, and the node reads as not Ready, until one is renamed.
+	ReasonNameShared = "NameShared"
 )
 
 // Sequencing modes, per namespace (DESIGN §9).

@@ -61,7 +61,7 @@ if generation ~= nil and (cond.observedGeneration == nil or cond.observedGenerat
   return hs
 end
 
-local degraded = { DependencyCycle = true, PrerequisiteNotFound = true, PrerequisitePinUnreachable = true, ProgressDeadlineExceeded = true }
+local degraded = { DependencyCycle = true, PrerequisiteNotFound = true, PrerequisitePinUnreachable = true, ProgressDeadlineExceeded = true, NameShared = true }
 if degraded[cond.reason] then
   hs.status = "Degraded"
 elseif cond.reason == "RolloutPaused" then

@@ -26,16 +26,18 @@ import (
 // creation times): an earlier object of the same name was created before
 // it.
 
-// nodeOwnerVerdict reports whether owner references refs name node n by its
-// kind and name, and if so whether one of them is n itself (its UID).
+// nodeOwnerVerdict reports whether owner references refs name an Express
+// node of node n's name, of either kind, and if so whether one of them is n
+// itself (its kind and UID): an object a Frontend of the name owns is not a
+// Backend's of the name, whenever either was created.
 func nodeOwnerVerdict(refs []metav1.OwnerReference, n v2alpha1.Node) (belongs, said bool) {
 	for _, ref := range refs {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil || gv.Group != v2alpha1.GroupVersion.Group || ref.Kind != n.NodeKind() || ref.Name != n.GetName() {
+		if err != nil || gv.Group != v2alpha1.GroupVersion.Group || (ref.Kind != v2alpha1.KindBackend && ref.Kind != v2alpha1.KindFrontend) || ref.Name != n.GetName() {
 			continue
 		}
 		said = true
-		if ref.UID == n.GetUID() {
+		if ref.Kind == n.NodeKind() && ref.UID == n.GetUID() {
 			return true, true
 		}
 	}

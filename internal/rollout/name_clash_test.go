@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -80,4 +81,40 @@ func clashNode(kind, name string, now time.Time) v2alpha1.Node {
 	setAnnotation(n, v2alpha1.AnnotationTargetHash, "hash-"+name)
 	n.NodeSpec().AddGate(v2alpha1.GateSequencer)
 	return n
+}
+
+// A Backend of another tenant with a Frontend's name (both admitted at
+// once, or made before the webhook) shares the name with it: a pod labelled
+// with the name may be either's, so in neither tenant does it count, start
+// or get let go, and both nodes say why. The Frontend's own gate is judged
+// in its own tenant (ReleaseStands is asked with the node's kind by the
+// guard, GatherFreshFor).
+func TestANameSharedAcrossTenantsHoldsItsPodsInBoth(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	fe1 := clashNode(v2alpha1.KindFrontend, "acme-fe1", now)
+	other := clashNode(v2alpha1.KindBackend, "acme-fe1", now)
+	other.NodeSpec().ClusterConfig.ClusterName = "zzz"
+	other.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+	held := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1-0", Namespace: "tenant", UID: "pod", CreationTimestamp: metav1.NewTime(now),
+			Labels: map[string]string{v2alpha1.LabelNode: "acme-fe1", v2alpha1.LabelTargetHash: "hash-acme-fe1"}},
+		Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: v2alpha1.GateSequencer}}},
+	}
+	read := Objects{Nodes: []v2alpha1.Node{clashNode(v2alpha1.KindBackend, "acme-be", now), fe1, other}, Pods: []corev1.Pod{held}}
+	for _, cluster := range []string{"acme", "zzz"} {
+		s := SnapshotOf(read, Tenant{Namespace: "tenant", ClusterName: cluster}, defaults.Builtin(), now)
+		assert.Empty(t, s.Pods["acme-fe1"], "in tenant %s, no pod of the shared name counts for its node", cluster)
+		ok, why := PodsMayStart(s, "acme-fe1")
+		assert.False(t, ok, "in tenant %s, a new pod of acme-fe1 is held", cluster)
+		assert.Contains(t, why, "a Backend and a Frontend of the namespace are both called acme-fe1")
+		ok, _ = ReleaseStands(s, "acme-fe1", "acme-fe1-0")
+		assert.False(t, ok, "in tenant %s, the pod's release does not stand", cluster)
+		for _, d := range Plan(s) {
+			assert.NotContains(t, d.PodsToRelease, "acme-fe1-0", "tenant %s's plan lets no pod of the shared name go", cluster)
+			if d.Node == "acme-fe1" {
+				assert.Equal(t, v2alpha1.ReasonNameShared, d.Condition.Reason, "tenant %s: %s", cluster, d.Condition.Message)
+				assert.Equal(t, Gated(s.Nodes["acme-fe1"]), d.Gated, "tenant %s: a gated node stays gated, an ungated one is not gated", cluster)
+			}
+		}
+	}
 }

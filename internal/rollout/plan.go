@@ -489,6 +489,9 @@ func PodsMayStart(s *Snapshot, name string) (bool, string) {
 }
 
 func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []blocker) {
+	if p.SharedNames[name] {
+		return false, []blocker{sharedNameBlocker(name)}
+	}
 	n := p.Nodes[name]
 	if !Live(n) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) || releasing[name] {
 		return true, nil
@@ -563,6 +566,9 @@ func (p *planner) decide(name string) Decision {
 			describeTarget(n), nearest(podBlockers).message)
 	case p.inFlight(name):
 		p.inProgress(n, &d)
+		if p.SharedNames[name] {
+			d.Condition.Message += "; " + sharedNameBlocker(name).message
+		}
 	case p.cycles[name] != nil:
 		d.WaitingFor = blockerNodes(podBlockers)
 		set(false, metav1.ConditionFalse, v2alpha1.ReasonDependencyCycle, "recovering: new pods held scheduling-gated; %s", cycleMessage(p.cycles[name]))
@@ -589,6 +595,9 @@ func (p *planner) decideGated(name string, d *Decision) {
 		what += " by the provisioning order (its upgrade wait was circular)"
 	}
 	switch {
+	case p.SharedNames[name]:
+		// None of its pods could be told to be its own, nor let go.
+		set(true, metav1.ConditionFalse, v2alpha1.ReasonNameShared, "%s", sharedNameBlocker(name).message)
 	case annotated(n, v2alpha1.AnnotationIgnorePrerequisites):
 		d.RecordRelease = true
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonPrerequisitesIgnored,

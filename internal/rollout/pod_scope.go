@@ -78,6 +78,9 @@ func PodScope(s *Snapshot, name string) ([]string, bool) {
 // its own: PodScope names every one of those keys.
 func PodsMayStartByName(s *Snapshot, name string) bool {
 	n, ok := s.Nodes[name]
+	if s.SharedNames[name] {
+		return false
+	}
 	if !ok || !Live(n) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) {
 		return ok
 	}

@@ -34,7 +34,7 @@ const (
 
 // stuckReasons are the reasons of a node that does not go on by itself:
 // its Events are Warnings, and the fleet view calls its tenant stuck.
-var stuckReasons = []string{v2alpha1.ReasonDependencyCycle, v2alpha1.ReasonPrerequisiteNotFound, v2alpha1.ReasonPrerequisitePinUnreachable, v2alpha1.ReasonProgressDeadlineExceeded}
+var stuckReasons = []string{v2alpha1.ReasonDependencyCycle, v2alpha1.ReasonPrerequisiteNotFound, v2alpha1.ReasonPrerequisitePinUnreachable, v2alpha1.ReasonProgressDeadlineExceeded, v2alpha1.ReasonNameShared}
 
 // StuckReasons returns the reasons of a node that does not go on by
 // itself, for the alerts, the dashboard and Argo CD's health check to name.

@@ -22,6 +22,9 @@ func ReleaseStands(s *Snapshot, name, pod string) (bool, string) {
 	if _, ok := s.Nodes[name]; !ok {
 		return true, "" // no such node: nothing orders it
 	}
+	if pod != "" && s.SharedNames[name] {
+		return false, sharedNameBlocker(name).message
+	}
 	if pod != "" && !slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Name == pod && p.HeldBySequencer() }) {
 		// Asked as the pod's gate is removed, the pod is there, held: read
 		// after it, a tenant that does not hold it as the node's has it not

@@ -186,6 +186,14 @@ type Snapshot struct {
 	// scheduling gate exists in this snapshot only: those the pod webhook
 	// would have created gated (Pod.WouldHold).
 	VirtualPods map[string]bool
+	// SharedNames are the names of the tenant's nodes that a Backend and a
+	// Frontend of the namespace share, in this tenant or across two: pods
+	// name their node by name alone (label express.medallia.com/node), so
+	// no pod of such a name can be told to be the node's. None counts for
+	// it, and none is let go (sharedName). Read from the namespace's nodes
+	// (SnapshotOf on a fresh read); the validating webhook refuses the
+	// second of such a pair, but reads its cache to find the first.
+	SharedNames map[string]bool
 }
 
 // Grouping holds the change-grouping settings (DESIGN §4).
@@ -244,6 +252,7 @@ func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Ti
 			s.Nodes[n.GetName()] = n
 		}
 	}
+	s.SharedNames = sharedNames(read.Nodes, s.Nodes)
 	// Only the workload of each node as it is now counts, not that of an
 	// earlier node of the same name (incarnation.go).
 	all := setsByUID(read.StatefulSets)
@@ -252,7 +261,7 @@ func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Ti
 	for i := range read.Pods {
 		name := read.Pods[i].Labels[v2alpha1.LabelNode]
 		n, ok := s.Nodes[name]
-		if !ok {
+		if !ok || s.SharedNames[name] {
 			continue
 		}
 		pod := PodOf(&read.Pods[i])

@@ -35,12 +35,15 @@ var convergedReasons = append([]string{v2alpha1.ReasonRolloutComplete}, recovery
 // lost on a target that had converged): every reason the planner writes
 // for one (Decide: a cycle, or the reason of what its new pods wait for —
 // a prerequisite not Ready, paused, missing, or pinned to what nothing
-// meets). One left out would read, at the next pass, as a rollout still
-// under way, and the exception for a half-done rollout would let its pods
-// go before its predecessors are Ready.
+// meets, or a name shared with another node: sharedNameBlocker). One left
+// out would read, at the next pass, as a rollout still under way, and the
+// exception for a half-done rollout would let its pods go before its
+// predecessors are Ready. (A gated node held for a shared name is gated:
+// never read as converged.)
 var recoveryReasons = []string{
 	v2alpha1.ReasonRecovering, v2alpha1.ReasonWaitingForPrerequisite, v2alpha1.ReasonDependencyCycle,
 	v2alpha1.ReasonRolloutPaused, v2alpha1.ReasonPrerequisiteNotFound, v2alpha1.ReasonPrerequisitePinUnreachable,
+	v2alpha1.ReasonNameShared,
 }
 
 func isUp(n v2alpha1.Node) bool { return n.NodeSpec().IsUp() }

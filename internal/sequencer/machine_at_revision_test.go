@@ -74,7 +74,7 @@ func TestAMachineWrittenAfterThePodsWereReadIsReadAsItWasThen(t *testing.T) {
 				},
 			})
 
-			snap, err := sequencer.GatherFreshFor(ctx, between, ns, "acme-fe3", defaults.Builtin(), time.Now(), rollout.Grouping{})
+			snap, err := sequencer.GatherFreshFor(ctx, between, ns, "acme-fe3", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 			require.NoError(t, err)
 			ok, why := rollout.PodsMayStart(snap, "acme-fe3")
 			assert.Equal(t, c.mayStart, ok, why)

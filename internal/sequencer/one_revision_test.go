@@ -38,7 +38,7 @@ func TestTheWholeTenantsReadIsOneMoment(t *testing.T) {
 	ctx := context.Background()
 	ns := threeFrontendTenant(t, h.Client)
 	setPodReady(t, h.Client, ns, "acme-be-0", corev1.ConditionTrue)
-	snap, err := sequencer.GatherFreshFor(ctx, h.Client, ns, "acme-fe3", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	snap, err := sequencer.GatherFreshFor(ctx, h.Client, ns, "acme-fe3", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 	require.NoError(t, err)
 	ok, why := rollout.PodsMayStart(snap, "acme-fe3")
 	require.True(t, ok, "with the Backend and fe1 Ready and fe2 down, fe3's pods start: %s", why)
@@ -73,7 +73,7 @@ func TestTheWholeTenantsReadIsOneMoment(t *testing.T) {
 		},
 	})
 
-	snap, err = sequencer.GatherFreshFor(ctx, between, ns, "acme-fe3", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	snap, err = sequencer.GatherFreshFor(ctx, between, ns, "acme-fe3", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 	require.NoError(t, err)
 	ok, why = rollout.PodsMayStart(snap, "acme-fe3")
 	assert.False(t, ok, "read as it was before the change, fe3's new pod waits")
@@ -179,7 +179,7 @@ func TestTheWholeTenantsReadIsOneMomentThroughTheFreshReader(t *testing.T) {
 	fresh, err := sequencer.FreshReader(cfg, between)
 	require.NoError(t, err)
 
-	snap, err := sequencer.GatherFreshFor(ctx, fresh, ns, "acme-fe3", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	snap, err := sequencer.GatherFreshFor(ctx, fresh, ns, "acme-fe3", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 	require.NoError(t, err)
 	ok, why := rollout.PodsMayStart(snap, "acme-fe3")
 	assert.False(t, ok, "read at one revision, fe3's pod waits")

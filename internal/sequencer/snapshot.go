@@ -125,15 +125,20 @@ func GatherFresh(ctx context.Context, r client.Reader, tenant rollout.Tenant, or
 }
 
 // GatherFreshFor reads, straight from the API server, the snapshot of the
-// tenant of the node called name: what the pod admission webhook decides
-// on, with the sequencer's change grouping. It returns nil when no Backend
-// or Frontend has that name.
-func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (*rollout.Snapshot, error) {
+// tenant of the node called name, of kind (either kind when empty: a pod
+// names its node by name alone): what the pod admission webhook and the
+// release guard decide on, with the sequencer's change grouping. It
+// returns nil when no such node exists. Where a Backend and a Frontend
+// share the name, a node of either kind is taken, and the snapshot says
+// the name is shared (Snapshot.SharedNames): none of its pods is let go.
+func GatherFreshFor(ctx context.Context, r client.Reader, namespace, name, kind string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (*rollout.Snapshot, error) {
 	read, err := freshReads(ctx, r, namespace)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(read.Nodes, func(n v2alpha1.Node) bool { return n.GetName() == name })
+	i := slices.IndexFunc(read.Nodes, func(n v2alpha1.Node) bool {
+		return n.GetName() == name && (kind == "" || n.NodeKind() == kind)
+	})
 	if i < 0 {
 		return nil, nil
 	}
@@ -156,11 +161,11 @@ type ModeAndTenant struct {
 func (m ModeAndTenant) Audit() bool { return m.ModeErr == nil && m.Mode == v2alpha1.ModeAudit }
 
 // ReadModeAndTenant reads namespace's mode (ReadMode, def for a namespace
-// without the label) and the tenant of node name (GatherFreshFor) at the
+// without the label) and the tenant of node name of kind (GatherFreshFor) at the
 // same time: an admission's wait is one round trip of reads, not two.
 // Unless the tenant is wanted in audit too (inAudit), its read is cut short
 // once the mode is read audit, and its error is then that.
-func ReadModeAndTenant(ctx context.Context, r client.Reader, namespace, name, def string, inAudit bool, orders defaults.Orders, now time.Time, grouping rollout.Grouping) ModeAndTenant {
+func ReadModeAndTenant(ctx context.Context, r client.Reader, namespace, name, kind, def string, inAudit bool, orders defaults.Orders, now time.Time, grouping rollout.Grouping) ModeAndTenant {
 	var out ModeAndTenant
 	tenantCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -171,7 +176,7 @@ func ReadModeAndTenant(ctx context.Context, r client.Reader, namespace, name, de
 			cancel()
 		}
 	})
-	out.Tenant, out.TenantErr = GatherFreshFor(tenantCtx, r, namespace, name, orders, now, grouping)
+	out.Tenant, out.TenantErr = GatherFreshFor(tenantCtx, r, namespace, name, kind, orders, now, grouping)
 	wg.Wait()
 	return out
 }

@@ -81,7 +81,7 @@ func (g *PodGateGuard) sequencerRelease(ctx context.Context, req admission.Reque
 		}
 		return admission.Allowed("")
 	}
-	why, err := g.Releases.stands(ctx, req.Namespace, node, pod.Name)
+	why, err := g.Releases.stands(ctx, req.Namespace, node, "", pod.Name)
 	var status apierrors.APIStatus
 	switch {
 	case errors.As(err, &status):

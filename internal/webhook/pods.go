@@ -94,7 +94,7 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	defer cancel()
 	started := time.Now()
 	// In audit too: a pod enforcing would hold is noted (wouldHold).
-	got := sequencer.ReadModeAndTenant(read, g.Reader, req.Namespace, name, g.DefaultMode, true, g.Orders, g.Clock.Now(), g.Grouping)
+	got := sequencer.ReadModeAndTenant(read, g.Reader, req.Namespace, name, "", g.DefaultMode, true, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("pods", "fresh_read", time.Since(started))
 	snap, err := got.Tenant, got.TenantErr
 	if got.Audit() {

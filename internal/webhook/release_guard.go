@@ -50,7 +50,7 @@ type ReleaseGuard struct {
 // nodeRelease refuses the removal of node n's gate unless it stands.
 func (g *ReleaseGuard) nodeRelease(ctx context.Context, n v2alpha1.Node) error {
 	gr := schema.GroupResource{Group: v2alpha1.GroupVersion.Group, Resource: resourceOf(n)}
-	why, err := g.stands(ctx, n.GetNamespace(), n.GetName(), "")
+	why, err := g.stands(ctx, n.GetNamespace(), n.GetName(), n.NodeKind(), "")
 	switch {
 	case err != nil:
 		return err
@@ -79,7 +79,7 @@ func (g *ReleaseGuard) recordWithoutGate(ctx context.Context, n v2alpha1.Node, t
 	if mode == v2alpha1.ModeAudit {
 		return nil
 	}
-	snap, err := sequencer.GatherFreshFor(read, g.Reader, n.GetNamespace(), n.GetName(), g.Orders, g.Clock.Now(), g.Grouping)
+	snap, err := sequencer.GatherFreshFor(read, g.Reader, n.GetNamespace(), n.GetName(), n.NodeKind(), g.Orders, g.Clock.Now(), g.Grouping)
 	if err != nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("reading %s's tenant to judge its release record: %v", n.GetName(), err))
 	}
@@ -92,13 +92,14 @@ func (g *ReleaseGuard) recordWithoutGate(ctx context.Context, n v2alpha1.Node, t
 		v2alpha1.AnnotationReleasedTarget, n.GetName(), target))
 }
 
-// stands reads the tenant of node name and returns why its release (of pod,
-// when set) does not stand now, or "" when it does.
-func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, pod string) (string, error) {
+// stands reads the tenant of node name of kind (either kind for a pod) and
+// returns why its release (of pod, when set) does not stand now, or "" when
+// it does.
+func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, kind, pod string) (string, error) {
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
 	defer cancel()
 	started := time.Now()
-	got := sequencer.ReadModeAndTenant(read, g.Reader, namespace, name, g.DefaultMode, false, g.Orders, g.Clock.Now(), g.Grouping)
+	got := sequencer.ReadModeAndTenant(read, g.Reader, namespace, name, kind, g.DefaultMode, false, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("release-guard", "fresh_read", time.Since(started))
 	if got.Audit() {
 		return "", nil // audit holds nothing: the sequencer lifts what enforce left
