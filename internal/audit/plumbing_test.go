@@ -17,19 +17,28 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
-// handFedAuditor is an auditor whose streams were each listed once (at 1),
-// fed by hand, the namespace in mode.
-func handFedAuditor(mode string) *Auditor {
+// fedAuditor is an auditor fed by hand through informers fe, pods and
+// sets (Frontends, pods, StatefulSets), the namespaces' store empty, each
+// stream but the namespaces' listed once (at 1).
+func fedAuditor(fe, pods, sets toolscache.SharedIndexInformer) *Auditor {
 	a := &Auditor{judge: NewJudge(), handled: map[string]uint64{}, listedOnce: map[string]bool{}, listRV: map[string]uint64{},
 		kinds: map[NodeKey]string{}, setRVs: map[NodeKey]map[string]uint64{}, confirmedNode: map[NodeKey]uint64{}, confirmSet: map[NodeKey]uint64{},
 		DefaultMode:   v2alpha1.ModeEnforce,
-		nodeInformers: map[string]toolscache.SharedIndexInformer{v2alpha1.KindFrontend: &fakeInf{}},
-		podInformer:   &fakeInf{}, setInformer: &fakeInf{},
+		nodeInformers: map[string]toolscache.SharedIndexInformer{v2alpha1.KindFrontend: fe},
+		podInformer:   pods, setInformer: sets,
 		nsInformer: &fakeInf{store: toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)}}
-	_ = a.nsInformer.GetStore().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Labels: map[string]string{v2alpha1.LabelSequencing: mode}}})
-	for _, s := range []string{v2alpha1.KindFrontend, v2alpha1.KindBackend, streamPods, streamSets, streamNamespaces} {
+	for _, s := range []string{v2alpha1.KindFrontend, v2alpha1.KindBackend, streamPods, streamSets} {
 		a.relisted(s, 0, 1)
 	}
+	return a
+}
+
+// handFedAuditor is fedAuditor, its namespaces listed too, namespace acme
+// in mode.
+func handFedAuditor(mode string) *Auditor {
+	a := fedAuditor(&fakeInf{}, &fakeInf{}, &fakeInf{})
+	_ = a.nsInformer.GetStore().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Labels: map[string]string{v2alpha1.LabelSequencing: mode}}})
+	a.relisted(streamNamespaces, 0, 1)
 	a.handled[v2alpha1.KindBackend] = 1 << 40
 	return a
 }
@@ -76,13 +85,33 @@ var labelsOf = map[string]func(version string) map[string]string{
 
 func labelled(o metav1.Object, labels map[string]string) { o.SetLabels(labels) }
 
+// rollsTo has fe1's StatefulSet take a template for version at rv, deletes
+// pod old (when given) and adds pod (its name and creation time the
+// caller's) made for version at rv+1: template and pod labelled as labels
+// says.
+func rollsTo(a *Auditor, labels func(version string) map[string]string, version string, rv uint64, old, pod *corev1.Pod) {
+	s := setObj("s1", strconv.FormatUint(rv, 10), "")
+	labelled(&s.Spec.Template, labels(version))
+	a.onSet(s, false, false)
+	if old != nil {
+		a.onPodDeleted(old, a.podInformer)
+	}
+	pod.UID, pod.ResourceVersion = types.UID("p-"+strconv.FormatUint(rv, 10)), strconv.FormatUint(rv+1, 10)
+	labelled(pod, labels(version))
+	a.onPodAdded(pod, false)
+}
+
+// named is a pod of fe1 called name.
+func named(name string) *corev1.Pod {
+	p := podObj("", "", "")
+	p.Name = name
+	return p
+}
+
 // rollsTo2 has fe1's StatefulSet roll to version 2 at rv, its pod
 // acme-fe1-1 made for it at rv+1, and settles: what the auditor finds.
 func rollsTo2(a *Auditor, rv uint64) []Finding {
-	a.onSet(setObj("s1", strconv.FormatUint(rv, 10), "h2"), false, false)
-	p := podObj("p-"+strconv.FormatUint(rv, 10), strconv.FormatUint(rv+1, 10), "h2")
-	p.Name = "acme-fe1-1"
-	a.onPodAdded(p, false)
+	rollsTo(a, labelsOf["target-hash labels"], "2", rv, nil, named("acme-fe1-1"))
 	return a.settleThrough(rv + 2)
 }
 
@@ -123,18 +152,9 @@ func TestATargetReleasedBeforeTheGateCountsAsRunOnTheFallbackLabelsToo(t *testin
 			a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, true, "2", "1"), false)
 			a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 21, false, "2", "2"), false)
 			a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 22, true, "3", "2"), false)
-			s2 := setObj("s1", "23", "")
-			labelled(&s2.Spec.Template, labels("2"))
-			a.onSet(s2, false, false)
-			a.onPodDeleted(p1, a.podInformer)
-			p2 := podObj("p2", "25", "")
-			labelled(p2, labels("2"))
-			a.onPodAdded(p2, false)
+			rollsTo(a, labels, "2", 23, p1, named("acme-fe1-0"))
 			assert.Empty(t, a.settleThrough(30), "the pod carries out 2, released before the gate of 22")
-			p3 := podObj("p3", "31", "")
-			labelled(p3, labels("3"))
-			p3.Name = "acme-fe1-1"
-			a.onPodAdded(p3, false)
+			rollsTo(a, labels, "3", 31, nil, named("acme-fe1-1"))
 			assert.Len(t, a.settleThrough(32), 1, "a pod of 3, gated, is a violation")
 		})
 	}
@@ -151,14 +171,9 @@ func TestARolloutLetGoWithinTheGraceIsNotReportedOnTheFallbackLabelsToo(t *testi
 			a.judge.Grace = 5 * time.Second
 			p1 := runs1(a, labels)
 			a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, false, "2", "1"), false) // the plan holds 2
-			s2 := setObj("s1", "21", "")
-			labelled(&s2.Spec.Template, labels("2"))
-			a.onSet(s2, false, false)
-			a.onPodDeleted(p1, a.podInformer)
-			p2 := podObj("p2", "23", "")
-			labelled(p2, labels("2"))
+			p2 := named("acme-fe1-0")
 			p2.CreationTimestamp = metav1.NewTime(at(0))
-			a.onPodAdded(p2, false)
+			rollsTo(a, labels, "2", 21, p1, p2)
 			assert.Empty(t, a.settleThrough(24), "open until the plan lets it go")
 			rel := versionedNode("acme-fe1", "u1", 25, false, "2", "2")
 			ann := rel.GetAnnotations()

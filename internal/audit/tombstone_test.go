@@ -64,15 +64,7 @@ func TestATombstoneOfAListDatesTheDeletionBeforeTheListNotWhenItIsHandled(t *tes
 	feInf := &fakeInf{rv: "10"}
 	podInf := &fakeInf{rv: "10"}
 	setInf := &fakeInf{rv: "10"}
-	a := &Auditor{judge: NewJudge(), handled: map[string]uint64{}, listedOnce: map[string]bool{}, listRV: map[string]uint64{},
-		kinds: map[NodeKey]string{}, setRVs: map[NodeKey]map[string]uint64{}, confirmedNode: map[NodeKey]uint64{}, confirmSet: map[NodeKey]uint64{},
-		DefaultMode:   v2alpha1.ModeEnforce,
-		nodeInformers: map[string]toolscache.SharedIndexInformer{v2alpha1.KindFrontend: feInf},
-		podInformer:   podInf, setInformer: setInf,
-		nsInformer: &fakeInf{store: toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)}}
-	for _, s := range []string{v2alpha1.KindFrontend, v2alpha1.KindBackend, streamPods, streamSets} {
-		a.relisted(s, 0, 1)
-	}
+	a := fedAuditor(feInf, podInf, setInf)
 	a.handled[v2alpha1.KindBackend] = 1 << 40
 	// As at the start: fe1 gated at 10 for v2, running v1.
 	a.onSet(setObj("s1", "5", "v1"), true, false)
