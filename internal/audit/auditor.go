@@ -328,7 +328,7 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 	seen := PodSeen{Node: NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, Name: p.Name, UID: string(p.UID),
 		Target: TargetKey(p.Labels), Created: p.CreationTimestamp.Time, WouldHold: p.Annotations[v2alpha1.AnnotationWouldHoldPod]}
 	if c := metav1.GetControllerOf(p); c != nil && c.Kind == "StatefulSet" {
-		seen.FromSet = true
+		seen.FromSet, seen.Set, seen.Revision = true, c.Name, p.Labels[appsv1.ControllerRevisionHashLabelKey]
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -447,7 +447,8 @@ func (a *Auditor) onSet(o any, initial, deleted bool) {
 	if initial {
 		at = 0
 	}
-	a.judge.Set(at, SetSeen{Node: k, Name: s.Name, Target: TargetKey(s.Spec.Template.Labels), Gone: deleted})
+	a.judge.Set(at, SetSeen{Node: k, Name: s.Name, Target: TargetKey(s.Spec.Template.Labels),
+		Current: s.Status.CurrentRevision, Update: s.Status.UpdateRevision, Gone: deleted})
 }
 
 // nodeOfSet names the Express node a StatefulSet belongs to: its
@@ -633,7 +634,7 @@ func stripPod(o any) (any, error) {
 		return o, nil
 	}
 	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		Labels: auditedLabels(p.Labels), OwnerReferences: controllerOnly(p.OwnerReferences), CreationTimestamp: p.CreationTimestamp,
+		Labels: withRevision(p.Labels), OwnerReferences: controllerOnly(p.OwnerReferences), CreationTimestamp: p.CreationTimestamp,
 		Annotations: pick(p.Annotations, v2alpha1.AnnotationWouldHoldPod, v2alpha1.AnnotationWouldReleaseAt)}}
 	out.Status.Phase, out.Status.StartTime = p.Status.Phase, p.Status.StartTime
 	for _, c := range p.Status.Conditions {
@@ -650,7 +651,21 @@ func stripSet(o any) (any, error) {
 	out := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
 		OwnerReferences: controllerOnly(s.OwnerReferences)}}
 	out.Spec.Template.Labels = auditedLabels(s.Spec.Template.Labels)
+	out.Status.CurrentRevision, out.Status.UpdateRevision = s.Status.CurrentRevision, s.Status.UpdateRevision
 	return out, nil
+}
+
+// withRevision is a pod's auditedLabels and the StatefulSet revision it
+// was made from.
+func withRevision(labels map[string]string) map[string]string {
+	out := auditedLabels(labels)
+	if r, ok := labels[appsv1.ControllerRevisionHashLabelKey]; ok {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[appsv1.ControllerRevisionHashLabelKey] = r
+	}
+	return out
 }
 
 // auditedLabels keeps, of a pod's (or pod template's) labels, those the

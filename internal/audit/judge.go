@@ -50,8 +50,12 @@ type PodSeen struct {
 	// Target is what the pod was made for: its target-hash label, or its
 	// version and revision labels (TargetKey).
 	Target string
-	// FromSet: the pod's controller is a StatefulSet.
+	// FromSet: the pod's controller is a StatefulSet, called Set.
 	FromSet bool
+	Set     string
+	// Revision is the StatefulSet revision the pod was made from (its
+	// controller-revision-hash label).
+	Revision string
 	// WouldHold is, in audit mode, what the pod webhook said the pod would
 	// have waited for, scheduling-gated, had the namespace enforced (its
 	// would-hold annotation); empty when it would have started at once.
@@ -67,7 +71,12 @@ type SetSeen struct {
 	Name string
 	// Target is what its pod template makes pods for (TargetKey).
 	Target string
-	Gone   bool
+	// Current and Update are its status's currentRevision and
+	// updateRevision: mid-roll (they differ), a pod its controller makes
+	// up at the current revision is one of what the node ran before the
+	// roll, whatever its template says now.
+	Current, Update string
+	Gone            bool
 }
 
 // Finding kinds: the kind label of express_sequencer_order_violations_total,
@@ -213,9 +222,10 @@ type podLife struct {
 }
 
 type setRev struct {
-	rv     uint64
-	target string
-	gone   bool
+	rv              uint64
+	target          string
+	current, update string
+	gone            bool
 }
 
 type pendingPod struct {
@@ -348,12 +358,38 @@ func (j *Judge) Set(rv uint64, s SetSeen) {
 		j.sets[s.Node] = bySet
 	}
 	revs := bySet[s.Name]
-	if n := len(revs); n > 0 && (rv <= revs[n-1].rv && rv != 0 || revs[n-1].target == s.Target && revs[n-1].gone == s.Gone) {
+	kept := setRev{rv: rv, target: s.Target, current: s.Current, update: s.Update, gone: s.Gone}
+	if n := len(revs); n > 0 && (rv <= revs[n-1].rv && rv != 0 || sameMaking(revs[n-1], kept)) {
 		// An older version, or one that makes the same pods (a status
-		// write): the last one kept says what it ran from then on.
+		// write but a new revision's): the last one kept says what it ran
+		// from then on.
 		return
 	}
-	bySet[s.Name] = append(revs, setRev{rv: rv, target: s.Target, gone: s.Gone})
+	bySet[s.Name] = append(revs, kept)
+}
+
+// sameMaking reports whether two versions of a StatefulSet make the same
+// pods from the same revisions.
+func sameMaking(a, b setRev) bool {
+	return a.target == b.target && a.gone == b.gone && a.current == b.current && a.update == b.update
+}
+
+// madeUpAtCurrent reports whether pod p, made at revision rv, was made by
+// its StatefulSet mid-roll from the roll's current revision: a pod lost and
+// made up as it ran before the roll (the StatefulSet controller makes an
+// ordinal not rolled yet from the current revision), not a new target,
+// whatever pods ran when the hold began.
+func (j *Judge) madeUpAtCurrent(p pendingPod) bool {
+	if !p.pod.FromSet || p.pod.Revision == "" {
+		return false
+	}
+	var at *setRev
+	for i, r := range j.sets[p.pod.Node][p.pod.Set] {
+		if r.rv <= p.rv {
+			at = &j.sets[p.pod.Node][p.pod.Set][i]
+		}
+	}
+	return at != nil && !at.gone && at.current == p.pod.Revision && at.current != at.update
 }
 
 // Blind records that revisions (from, to] of stream may be missing from
@@ -479,7 +515,7 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 			sort.Strings(ran)
 		}
 	}
-	if slices.Contains(ran, p.pod.Target) {
+	if slices.Contains(ran, p.pod.Target) || j.madeUpAtCurrent(p) {
 		return Finding{}, false // what the node already ran: a StatefulSet making up a lost pod
 	}
 	f := Finding{Node: p.pod.Node, NodeKind: at.seen.Kind, Pod: p.pod.Name, Target: p.pod.Target, Ran: ran,

@@ -49,6 +49,21 @@ func set(rv uint64, target string) step {
 	return func(j *Judge) { j.Set(rv, SetSeen{Node: fe1, Name: "acme-fe1", Target: target}) }
 }
 
+// rolling is the StatefulSet at rv, its template on target, its status's
+// current and update revisions as given.
+func rolling(rv uint64, target, current, update string) step {
+	return func(j *Judge) {
+		j.Set(rv, SetSeen{Node: fe1, Name: "acme-fe1", Target: target, Current: current, Update: update})
+	}
+}
+
+// podAt is pod name made by the StatefulSet from revision.
+func podAt(rv uint64, name, target, revision string) step {
+	return func(j *Judge) {
+		j.PodCreated(rv, PodSeen{Node: fe1, Name: name, Target: target, FromSet: true, Set: "acme-fe1", Revision: revision, Created: at(0)})
+	}
+}
+
 func at(s int) time.Time { return time.Date(2026, 11, 28, 10, 0, s, 0, time.UTC) }
 
 func everything(NodeKey) uint64 { return math.MaxUint64 }
@@ -71,6 +86,21 @@ func TestTheJudge(t *testing.T) {
 			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),
 				node(20, true, "v2"), pod(21, "by-hand", "v2", false)},
 			want: []string{KindPodWhileGated},
+		},
+		"a pod lost mid-roll just before the gate and made up just after at the roll's current revision is no violation": {
+			steps: []step{node(10, false, "v1"), rolling(11, "v1", "r1", "r1"), podAt(12, "acme-fe1-0", "v1", "r1"), podAt(13, "acme-fe1-1", "v1", "r1"),
+				node(20, false, "v2"), rolling(21, "v2", "r1", "r2"), podGone(22, "acme-fe1-1"), podAt(23, "acme-fe1-1", "v2", "r2"),
+				podGone(24, "acme-fe1-0"), node(25, true, "v3"), podAt(26, "acme-fe1-0", "v1", "r1")},
+		},
+		"mid-roll, a pod made at the update revision of a template rolled while gated is a violation": {
+			steps: []step{node(10, false, "v1"), rolling(11, "v1", "r1", "r1"), podAt(12, "acme-fe1-0", "v1", "r1"), podAt(13, "acme-fe1-1", "v1", "r1"),
+				node(20, false, "v2"), rolling(21, "v2", "r1", "r2"), podGone(22, "acme-fe1-1"), podAt(23, "acme-fe1-1", "v2", "r2"),
+				node(25, true, "v3"), rolling(26, "v3", "r1", "r3"), podGone(27, "acme-fe1-1"), podAt(28, "acme-fe1-1", "v3", "r3")},
+			want: []string{KindRolledWhileGated},
+		},
+		"a StatefulSet made for a gated node, its current revision its only one, rolls it out of order": {
+			steps: []step{node(10, true, "v1"), rolling(11, "v1", "r1", "r1"), podAt(12, "acme-fe1-0", "v1", "r1")},
+			want:  []string{KindRolledWhileGated},
 		},
 		"a StatefulSet making up a lost pod of what the node ran is no violation": {
 			steps: []step{node(10, false, "v1"), set(11, "v1"), pod(12, "acme-fe1-0", "v1", true),

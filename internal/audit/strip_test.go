@@ -65,7 +65,8 @@ func TestTheAuditorKeepsOfPodsAndStatefulSetsWhatItReads(t *testing.T) {
 	require.NoError(t, err)
 	pod := out.(*corev1.Pod)
 	want := map[string]string{v2alpha1.LabelNode: "acme-fe1", v2alpha1.LabelTargetHash: "v2", v2alpha1.LabelExpressVersion: "express-e689.154"}
-	assert.Equal(t, want, pod.Labels)
+	assert.Equal(t, map[string]string{v2alpha1.LabelNode: "acme-fe1", v2alpha1.LabelTargetHash: "v2", v2alpha1.LabelExpressVersion: "express-e689.154",
+		"controller-revision-hash": "acme-fe1-5d8"}, pod.Labels, "a pod keeps the StatefulSet revision it was made from")
 	assert.Equal(t, "v2", TargetKey(pod.Labels))
 	assert.Equal(t, map[string]string{v2alpha1.AnnotationWouldHoldPod: "waiting for acme-be"}, pod.Annotations)
 	if c := metav1.GetControllerOf(pod); assert.NotNil(t, c) {
@@ -75,9 +76,11 @@ func TestTheAuditorKeepsOfPodsAndStatefulSetsWhatItReads(t *testing.T) {
 
 	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Namespace: "acme", OwnerReferences: owners}}
 	s.Spec.Template.Labels = labels
+	s.Status = appsv1.StatefulSetStatus{CurrentRevision: "acme-fe1-5d8", UpdateRevision: "acme-fe1-6c9", Replicas: 2, ReadyReplicas: 1}
 	out, err = stripSet(s)
 	require.NoError(t, err)
 	set := out.(*appsv1.StatefulSet)
 	assert.Equal(t, want, set.Spec.Template.Labels)
+	assert.Equal(t, appsv1.StatefulSetStatus{CurrentRevision: "acme-fe1-5d8", UpdateRevision: "acme-fe1-6c9"}, set.Status, "of its status, the revisions only")
 	assert.Equal(t, "acme-fe1", nodeOfSet(set))
 }
