@@ -64,7 +64,16 @@ func setCountsFor(sts *appsv1.StatefulSet, n v2alpha1.Node) bool {
 // owner references name n, or its controller is a StatefulSet that counts
 // for n (setCountsFor; sets are the StatefulSets read, by UID); without an
 // owner that can be followed, when it was created no earlier than n.
-func podCountsFor(pod Pod, n v2alpha1.Node, sets map[types.UID]*appsv1.StatefulSet) bool {
+//
+// Where every StatefulSet the pods could belong to was read (setsRead: a
+// fresh read), a pod whose controller StatefulSet is not among them
+// belongs to none: its StatefulSet is gone, deleted before the garbage
+// collector reached the pod (background deletion, kubectl replace --force
+// of its node, a node of the other kind of the name deleted). Judged by
+// its creation time, such a pod, made up by the old StatefulSet after a
+// node of its name was made again, would make the new node Ready with not
+// one pod of its own, and its dependents' pods start.
+func podCountsFor(pod Pod, n v2alpha1.Node, sets map[types.UID]*appsv1.StatefulSet, setsRead bool) bool {
 	if belongs, said := nodeOwnerVerdict(pod.Owners, n); said {
 		return belongs
 	}
@@ -72,6 +81,9 @@ func podCountsFor(pod Pod, n v2alpha1.Node, sets map[types.UID]*appsv1.StatefulS
 		if ref.Controller != nil && *ref.Controller && ref.Kind == "StatefulSet" {
 			if sts, ok := sets[ref.UID]; ok {
 				return setCountsFor(sts, n)
+			}
+			if setsRead {
+				return false // an orphan the garbage collector has yet to remove
 			}
 			if sets == nil {
 				// A snapshot of the cache, which holds no StatefulSets: the
@@ -113,7 +125,7 @@ func CurrentPods(pods map[string][]Pod, nodes map[string]v2alpha1.Node, sets []a
 	for name, ps := range pods {
 		n := nodes[name]
 		for _, p := range ps {
-			if n != nil && podCountsFor(p, n, bySet) {
+			if n != nil && podCountsFor(p, n, bySet, false) {
 				out[name] = append(out[name], p)
 			}
 		}

@@ -233,8 +233,12 @@ type Objects struct {
 	// namespace; those of other tenants' nodes are left out.
 	Pods []corev1.Pod
 	// StatefulSets are the namespace's StatefulSets, none when they may
-	// not be read: pods are then taken as they are.
+	// not be read (StatefulSetsUnread): pods are then taken as they are.
 	StatefulSets []appsv1.StatefulSet
+	// StatefulSetsUnread: the StatefulSets could not be read (RBAC), not
+	// that there are none: a pod of a StatefulSet not among them is judged
+	// by its creation time, not taken for an orphan (podCountsFor).
+	StatefulSetsUnread bool
 	// LostMachines are the Nodes (machines) Ready pods are bound to that
 	// no longer exist or are not Ready: their pods are not Ready, whatever
 	// their stale status says (no kubelet is left to say otherwise).
@@ -265,7 +269,7 @@ func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Ti
 			continue
 		}
 		pod := PodOf(&read.Pods[i])
-		if !podCountsFor(pod, n, all) {
+		if !podCountsFor(pod, n, all, !read.StatefulSetsUnread) {
 			continue
 		}
 		if read.LostMachines[read.Pods[i].Spec.NodeName] {

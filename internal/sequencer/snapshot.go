@@ -265,7 +265,7 @@ func freshReads(ctx context.Context, r client.Reader, namespace string) (rollout
 	if err != nil {
 		return rollout.Objects{}, err
 	}
-	return rollout.Objects{Nodes: nodesOf(bes.Items, fes.Items), Pods: pods.Items, StatefulSets: sets.Items, LostMachines: lost}, nil
+	return rollout.Objects{Nodes: nodesOf(bes.Items, fes.Items), Pods: pods.Items, StatefulSets: sets.Items, StatefulSetsUnread: !setsListed, LostMachines: lost}, nil
 }
 
 // statefulSetsForbidden logs once per process that StatefulSets may not be

@@ -1,0 +1,145 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+)
+
+// orphanTestNode is node name of tenant acme, released for its target and
+// recorded converged (RolloutComplete), created at created.
+func orphanTestNode(kind, name string, created time.Time) v2alpha1.Node {
+	n := v2alpha1.NewNode(kind)
+	n.SetName(name)
+	n.SetNamespace("tenant")
+	n.SetUID(types.UID(kind + "-" + name))
+	n.SetGeneration(2)
+	n.SetCreationTimestamp(metav1.NewTime(created))
+	n.NodeSpec().ClusterConfig.ClusterName = "acme"
+	n.NodeSpec().ExpressVersion = "express-1"
+	defaults.Builtin().Apply(n)
+	setAnnotation(n, v2alpha1.AnnotationTargetHash, "hash-"+name)
+	setAnnotation(n, v2alpha1.AnnotationReleasedTarget, "hash-"+name)
+	setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, "2")
+	n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionTrue,
+		Reason: v2alpha1.ReasonRolloutComplete, ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(created)}}
+	return n
+}
+
+func orphanTestPod(name, node, hash string, created time.Time, ready bool, owner *metav1.OwnerReference) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID("pod-" + name),
+		CreationTimestamp: metav1.NewTime(created), Labels: map[string]string{v2alpha1.LabelNode: node, v2alpha1.LabelTargetHash: hash}}}
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+	if owner != nil {
+		p.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	return p
+}
+
+// A Frontend "acme-be" (another tenant's, a typo'd kind, created after the
+// Backend acme-be) ran a pod labelled acme-be; the Frontend is deleted, its
+// StatefulSet already gone, its pod not yet collected (or the StatefulSet
+// was orphan-deleted). The Backend acme-be is up, recovering, with no pod
+// of its own (its StatefulSet deleted while it was down, or not made yet).
+// By DESIGN §2/§4 the Backend is not Ready (only the node's own workload
+// counts), so fe1's recovering pod must stay gated.
+func TestAPodOfAnotherKindsStatefulSetLeftToTheGarbageCollectorIsNotTheBackendsReadiness(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	be := orphanTestNode(v2alpha1.KindBackend, "acme-be", now.Add(-2*time.Hour))
+	// The Frontend's pod, made an hour after the Backend, its controller a
+	// StatefulSet the fresh read no longer finds (collected first).
+	stray := orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", now.Add(-time.Hour), true,
+		&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "acme-be", UID: "sts-of-frontend-acme-be", Controller: ptr.To(true)})
+	s := fe1RecoveringBeside(now, be, stray, false)
+
+	// Oracle (DESIGN): the Backend's own pods are those its own
+	// StatefulSet made; it has none.
+	if ok, _ := PodsMayStart(s, "acme-fe1"); ok {
+		t.Errorf("fe1's recovering pod may start while the Backend has no pod of its own (counted: %v)", s.Pods["acme-be"])
+	}
+	for _, d := range Plan(s) {
+		if d.Node == "acme-fe1" && len(d.PodsToRelease) > 0 {
+			t.Errorf("Plan releases %v of fe1 while acme-be runs no pod of its own: %s", d.PodsToRelease, d.Condition.Message)
+		}
+	}
+	if ok, _ := ReleaseStands(s, "acme-fe1", "acme-fe1-0"); ok {
+		t.Errorf("the release guard lets fe1's held pod go")
+	}
+}
+
+// fe1RecoveringBeside is the snapshot of tenant acme at now: be and pod
+// stray of be's name, and fe1, converged, crashed, its StatefulSet's new
+// pod held by the pod webhook; its StatefulSet the only one read, or, with
+// setsUnread, none may be read (RBAC).
+func fe1RecoveringBeside(now time.Time, be v2alpha1.Node, stray corev1.Pod, setsUnread bool) *Snapshot {
+	fe1 := orphanTestNode(v2alpha1.KindFrontend, "acme-fe1", now.Add(-2*time.Hour))
+	fe1sts := orphanTestSet("acme-fe1", fe1)
+	held := orphanTestPod("acme-fe1-0", "acme-fe1", "hash-acme-fe1", now, false,
+		&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "acme-fe1", UID: fe1sts.UID, Controller: ptr.To(true)})
+	held.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v2alpha1.GateSequencer}}
+	read := Objects{Nodes: []v2alpha1.Node{be, fe1}, Pods: []corev1.Pod{stray, held}, StatefulSets: []appsv1.StatefulSet{fe1sts}}
+	if setsUnread {
+		read.StatefulSets, read.StatefulSetsUnread = nil, true
+	}
+	return SnapshotOf(read, Tenant{Namespace: "tenant", ClusterName: "acme"}, defaults.Builtin(), now)
+}
+
+// orphanTestSet is node n's StatefulSet, named after it, owned by it, one replica,
+// its controller caught up, converged on n's target.
+func orphanTestSet(name string, n v2alpha1.Node) appsv1.StatefulSet {
+	sts := appsv1.StatefulSet{}
+	sts.Name, sts.Namespace, sts.UID = name, "tenant", types.UID("sts-"+string(n.GetUID()))
+	sts.CreationTimestamp = n.GetCreationTimestamp()
+	sts.OwnerReferences = []metav1.OwnerReference{{APIVersion: v2alpha1.GroupVersion.String(), Kind: n.NodeKind(), Name: name, UID: n.GetUID(), Controller: ptr.To(true)}}
+	sts.Generation, sts.Status.ObservedGeneration = 1, 1
+	sts.Spec.Replicas = ptr.To[int32](1)
+	h := StampedTarget(n)
+	sts.Spec.Template.Labels = map[string]string{v2alpha1.LabelNode: name, v2alpha1.LabelTargetHash: h}
+	sts.Status.CurrentRevision, sts.Status.UpdateRevision = h, h
+	return sts
+}
+
+// The same path, one kind: Backend acme-be deleted and created again
+// (kubectl replace --force) at T. Its old StatefulSet, not yet collected,
+// made up a lost pod at T+1s (Ready: the kubelet runs it); then the
+// garbage collector deleted the old StatefulSet and has not reached the
+// pod yet. The new Backend is gated, never released, with no StatefulSet
+// yet: it runs nothing. fe1 crashed and its new pod is held. Where the
+// StatefulSets may not be read (RBAC), the pod is judged by its creation
+// time, as before the fresh read could tell it an orphan.
+func TestAPodAnEarlierNodesStatefulSetMadeUpAfterTheNewNodeIsNotItsReadiness(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	made := now.Add(-time.Minute)
+	be := orphanTestNode(v2alpha1.KindBackend, "acme-be", made)
+	be.SetUID("Backend-acme-be-2")
+	be.SetGeneration(1)
+	for _, k := range SequencerOnly {
+		delete(be.GetAnnotations(), k)
+	}
+	be.NodeStatus().Conditions = nil
+	be.NodeSpec().AddGate(v2alpha1.GateSequencer)
+	stray := orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", made.Add(time.Second), true,
+		&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "acme-be", UID: "sts-Backend-acme-be-1", Controller: ptr.To(true)})
+	s := fe1RecoveringBeside(now, be, stray, false)
+	if ok, _ := PodsMayStart(s, "acme-fe1"); ok {
+		t.Errorf("fe1's recovering pod may start while the new Backend, gated for its first rollout, runs nothing (counted: %d pods)", len(s.Pods["acme-be"]))
+	}
+	if ok, _ := ReleaseStands(s, "acme-fe1", "acme-fe1-0"); ok {
+		t.Errorf("the release guard lets fe1's held pod go")
+	}
+	unread := fe1RecoveringBeside(now, be, stray, true)
+	assert.Len(t, unread.Pods["acme-be"], 1, "with the StatefulSets unread, a pod made after the node counts for it, by its creation time")
+}
