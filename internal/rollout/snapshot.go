@@ -192,7 +192,7 @@ type Snapshot struct {
 	// no pod of such a name can be told to be the node's. None counts for
 	// it, and none is let go (sharedName). Read from the namespace's nodes
 	// (SnapshotOf on a fresh read); the validating webhook refuses the
-	// second of such a pair, but reads its cache to find the first.
+	// second of such a pair, but two created at one instant both pass.
 	SharedNames map[string]bool
 }
 

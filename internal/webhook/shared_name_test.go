@@ -138,3 +138,22 @@ func recoveringFe1(clash bool) []client.Object {
 	}
 	return objs
 }
+
+// A Backend whose name a Frontend took an instant before — created, not yet
+// in the validating webhook's cache — is refused on a read by name from the
+// API server, naming the field and the Frontend.
+func TestANodeIsRefusedANameTheOtherKindTookBeforeTheCacheSawIt(t *testing.T) {
+	cache := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	fe := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: "tenant"}}
+	fe.Spec.ClusterConfig.ClusterName = "acme"
+	fresh := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(fe).Build()
+	be := &v2alpha1.Backend{ObjectMeta: metav1.ObjectMeta{Name: "acme-be", Namespace: "tenant"}}
+	be.Spec.ClusterConfig.ClusterName = "acme"
+	v := &webhook.Validator[*v2alpha1.Backend]{Reader: cache, Orders: defaults.Builtin()}
+	_, err := v.ValidateCreate(context.Background(), be)
+	require.NoError(t, err, "the cache has not seen the Frontend")
+	v.Fresh = fresh
+	_, err = v.ValidateCreate(context.Background(), be)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `metadata.name: Invalid value: "acme-be": a Frontend named acme-be already exists in namespace tenant`)
+}

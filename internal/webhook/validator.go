@@ -38,6 +38,10 @@ var conditionStatuses = []string{
 type Validator[T v2alpha1.Node] struct {
 	// Reader lists the tenant's nodes; the manager's cache in production.
 	Reader client.Reader
+	// Fresh, when set, reads straight from the API server whether a node of
+	// the other kind has a new node's name: the cache may not have seen one
+	// created an instant before.
+	Fresh client.Reader
 	// Orders are the installation's default orders, which defaulted lists
 	// follow when the validator looks for a cycle.
 	Orders defaults.Orders
@@ -51,7 +55,39 @@ type Validator[T v2alpha1.Node] struct {
 
 // ValidateCreate checks a new node.
 func (v *Validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
-	return v.validate(ctx, obj, true)
+	warnings, err := v.validate(ctx, obj, true)
+	if err != nil {
+		return warnings, err
+	}
+	return warnings, v.nameTakenNow(ctx, obj)
+}
+
+// nameTakenNow refuses obj where a node of the other kind has its name now,
+// read by name from the API server: Check finds only those the cache has
+// seen. Two created at the same instant can still both pass; the sequencer
+// then holds the pods of the name (NameShared). A read that fails leaves
+// the cache's answer standing.
+func (v *Validator[T]) nameTakenNow(ctx context.Context, obj T) error {
+	if v.Fresh == nil {
+		return nil
+	}
+	otherKind := v2alpha1.KindFrontend
+	if obj.NodeKind() == v2alpha1.KindFrontend {
+		otherKind = v2alpha1.KindBackend
+	}
+	other := v2alpha1.NewNode(otherKind)
+	if err := v.Fresh.Get(ctx, client.ObjectKeyFromObject(obj), other); err != nil || other.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	gk := schema.GroupKind{Group: v2alpha1.GroupVersion.Group, Kind: obj.NodeKind()}
+	return apierrors.NewInvalid(gk, obj.GetName(), field.ErrorList{nameTaken(obj, otherKind)})
+}
+
+// nameTaken is the error of node obj, whose name a node of kind has.
+func nameTaken(obj v2alpha1.Node, kind string) *field.Error {
+	return field.Invalid(field.NewPath("metadata", "name"), obj.GetName(), fmt.Sprintf(
+		"a %s named %s already exists in namespace %s: a Backend and a Frontend cannot share a name, since pods name their node by name alone (label %s)",
+		kind, obj.GetName(), obj.GetNamespace(), v2alpha1.LabelNode))
 }
 
 // ValidateUpdate checks a changed node. An update that leaves the node's
@@ -191,9 +227,7 @@ func Check(obj v2alpha1.Node, namespaceNodes []v2alpha1.Node, orders defaults.Or
 			// and so do the sequencer's snapshots: a Backend and a Frontend
 			// of one name would hide each other. (A node being deleted is
 			// never checked: ValidateUpdate admits its every update.)
-			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), obj.GetName(), fmt.Sprintf(
-				"a %s named %s already exists in namespace %s: a Backend and a Frontend cannot share a name, since pods name their node by name alone (label %s)",
-				n.NodeKind(), n.GetName(), obj.GetNamespace(), v2alpha1.LabelNode)))
+			errs = append(errs, nameTaken(obj, n.NodeKind()))
 			continue
 		}
 		byName[n.GetName()] = n
