@@ -78,7 +78,9 @@ func podCountsFor(pod Pod, n v2alpha1.Node, sets map[types.UID]*appsv1.StatefulS
 		return belongs
 	}
 	for _, ref := range pod.Owners {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "StatefulSet" {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "StatefulSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String() {
+			// Only apps/v1's are read: a pod of another group's
+			// StatefulSet (OpenKruise's) is judged by its creation time.
 			if sts, ok := sets[ref.UID]; ok {
 				return setCountsFor(sts, n)
 			}

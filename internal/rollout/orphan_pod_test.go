@@ -143,3 +143,43 @@ func TestAPodAnEarlierNodesStatefulSetMadeUpAfterTheNewNodeIsNotItsReadiness(t *
 	unread := fe1RecoveringBeside(now, be, stray, true)
 	assert.Len(t, unread.Pods["acme-be"], 1, "with the StatefulSets unread, a pod made after the node counts for it, by its creation time")
 }
+
+// The Backend's pod is made by a controller of kind StatefulSet that is not
+// apps/v1's (OpenKruise's Advanced StatefulSet): another controller, whose
+// pods are taken as they are. Only apps/v1 StatefulSets are read, so not
+// finding it among them says nothing of it being gone: the Backend, Ready,
+// lets fe1's recovering pod start.
+func TestAPodOfAnotherGroupsStatefulSetCountsForItsNode(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	be := orphanTestNode(v2alpha1.KindBackend, "acme-be", now.Add(-2*time.Hour))
+	own := orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", now.Add(-time.Hour), true,
+		&metav1.OwnerReference{APIVersion: "apps.kruise.io/v1beta1", Kind: "StatefulSet", Name: "acme-be", UID: "kruise-sts-acme-be", Controller: ptr.To(true)})
+	s := fe1RecoveringBeside(now, be, own, false)
+	if len(s.Pods["acme-be"]) != 1 || !s.isReady("acme-be") {
+		t.Errorf("acme-be runs its one pod Ready (an apps.kruise.io StatefulSet's: another controller), read with %d pods, Ready=%v",
+			len(s.Pods["acme-be"]), s.isReady("acme-be"))
+	}
+	if ok, why := PodsMayStart(s, "acme-fe1"); !ok {
+		t.Errorf("fe1's recovering pod is held though its predecessor is Ready: %s", why)
+	}
+}
+
+// The fleet view (kubectl express status) run by a user who may not list
+// StatefulSets regroups the objects by namespace and keeps that they were
+// not read: a pod of a StatefulSet is not taken for an orphan, and a tenant
+// that is done shows its node on target.
+func TestTheFleetViewKeepsThatStatefulSetsWereNotRead(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	be := orphanTestNode(v2alpha1.KindBackend, "acme-be", now.Add(-2*time.Hour))
+	pod := orphanTestPod("acme-be-0", "acme-be", StampedTarget(be), now.Add(-time.Hour), true,
+		&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "acme-be", UID: "sts-acme-be", Controller: ptr.To(true)})
+	read := Objects{Nodes: []v2alpha1.Node{be}, Pods: []corev1.Pod{pod}, StatefulSetsUnread: true}
+	direct := SnapshotOf(read, Tenant{Namespace: "tenant", ClusterName: "acme"}, defaults.Builtin(), now)
+	if !direct.converged("acme-be") {
+		t.Fatalf("control: SnapshotOf counts the pod with StatefulSets unread")
+	}
+	fleet := FleetOf(read, defaults.Builtin(), now, DefaultProgressDeadline, DefaultGrouping)
+	if len(fleet) != 1 || fleet[0].OnTarget != 1 {
+		t.Errorf("fleet view: %+v; want acme-be on target (1 of 1), as SnapshotOf reads the same objects", fleet)
+	}
+}

@@ -195,7 +195,7 @@ func FleetOf(read Objects, orders defaults.Orders, now time.Time, deadline time.
 	for _, n := range read.Nodes {
 		o, ok := byNamespace[n.GetNamespace()]
 		if !ok {
-			o = &Objects{LostMachines: read.LostMachines}
+			o = &Objects{LostMachines: read.LostMachines, StatefulSetsUnread: read.StatefulSetsUnread}
 			byNamespace[n.GetNamespace()] = o
 			namespaces = append(namespaces, n.GetNamespace())
 		}
