@@ -1,11 +1,13 @@
 package rollout
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -117,4 +119,50 @@ func TestANameSharedAcrossTenantsHoldsItsPodsInBoth(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A node rolling out (released, not yet Ready on its target) whose name is
+// shared says so in its condition once: planned again on the condition it
+// wrote, its decision does not change (no status write each pass).
+func TestARollingNodesSharedNameIsSaidOnce(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	fe1 := clashNode(v2alpha1.KindFrontend, "acme-fe1", now)
+	fe1.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+	setAnnotation(fe1, v2alpha1.AnnotationReleasedTarget, "hash-acme-fe1")
+	setAnnotation(fe1, v2alpha1.AnnotationReleasedGeneration, "1")
+	fe1.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionTrue,
+		Reason: v2alpha1.ReasonReleased, Message: "rolling out express-1 (released)", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(now)}}
+	other := clashNode(v2alpha1.KindBackend, "acme-fe1", now)
+	other.NodeSpec().ClusterConfig.ClusterName = "zzz"
+	read := Objects{Nodes: []v2alpha1.Node{clashNode(v2alpha1.KindBackend, "acme-be", now), fe1, other}}
+	var first Decision
+	for pass := range 2 {
+		s := SnapshotOf(read, Tenant{Namespace: "tenant", ClusterName: "acme"}, defaults.Builtin(), now)
+		for _, d := range Plan(s) {
+			if d.Node != "acme-fe1" {
+				continue
+			}
+			assert.Equal(t, 1, strings.Count(d.Condition.Message, "are both called acme-fe1"), "pass %d: %s", pass, d.Condition.Message)
+			if pass == 0 {
+				first = d
+				meta.SetStatusCondition(&fe1.NodeStatus().Conditions, d.Condition)
+			} else {
+				assert.Equal(t, first.Condition.Message, d.Condition.Message)
+				assert.False(t, d.Changed(fe1), "planned again on what it wrote, nothing changes")
+			}
+		}
+	}
+}
+
+// A scoped read builds its snapshot from the tenant's nodes alone, where a
+// shared name's pods look the node's: overlaid on a snapshot that knows the
+// name is shared, none of them counts.
+func TestAScopedReadOverlaidCountsNoPodOfASharedName(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	fe1 := clashNode(v2alpha1.KindFrontend, "acme-fe1", now)
+	cached := &Snapshot{Nodes: map[string]v2alpha1.Node{"acme-fe1": fe1}, SharedNames: map[string]bool{"acme-fe1": true}}
+	read := &Snapshot{Pods: map[string][]Pod{"acme-fe1": {{Name: "acme-fe1-0", Conditions: map[string]string{"Ready": "True"}}}}}
+	out := cached.WithWorkloadOf(read, []string{"acme-fe1"})
+	assert.Empty(t, out.Pods["acme-fe1"])
+	assert.True(t, out.SharedNames["acme-fe1"])
 }

@@ -51,8 +51,7 @@ func orphanTestPod(name, node, hash string, created time.Time, ready bool, owner
 
 // A Frontend "acme-be" (another tenant's, a typo'd kind, created after the
 // Backend acme-be) ran a pod labelled acme-be; the Frontend is deleted, its
-// StatefulSet already gone, its pod not yet collected (or the StatefulSet
-// was orphan-deleted). The Backend acme-be is up, recovering, with no pod
+// StatefulSet already gone, its pod not yet collected. The Backend acme-be is up, recovering, with no pod
 // of its own (its StatefulSet deleted while it was down, or not made yet).
 // By DESIGN §2/§4 the Backend is not Ready (only the node's own workload
 // counts), so fe1's recovering pod must stay gated.

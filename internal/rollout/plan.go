@@ -566,8 +566,8 @@ func (p *planner) decide(name string) Decision {
 			describeTarget(n), nearest(podBlockers).message)
 	case p.inFlight(name):
 		p.inProgress(n, &d)
-		if p.SharedNames[name] {
-			d.Condition.Message += "; " + sharedNameBlocker(name).message
+		if note := "; " + sharedNameBlocker(name).message; p.SharedNames[name] && !strings.HasSuffix(d.Condition.Message, note) {
+			d.Condition.Message += note // once: inProgress keeps the message it finds
 		}
 	case p.cycles[name] != nil:
 		d.WaitingFor = blockerNodes(podBlockers)

@@ -79,7 +79,7 @@ func PodScope(s *Snapshot, name string) ([]string, bool) {
 func PodsMayStartByName(s *Snapshot, name string) bool {
 	n, ok := s.Nodes[name]
 	if s.SharedNames[name] {
-		return false
+		return false // the read by name sends a shared name to the whole tenant first (fallbackPodBoth): kept for any other caller
 	}
 	if !ok || !Live(n) || annotated(n, v2alpha1.AnnotationIgnorePrerequisites) {
 		return ok

@@ -88,7 +88,11 @@ func (s *Snapshot) WithWorkloadOf(read *Snapshot, scope []string) *Snapshot {
 	out.SetRevisions = maps.Clone(s.SetRevisions)
 	out.SetTemplates = maps.Clone(s.SetTemplates)
 	for _, name := range scope {
-		out.Pods = setOrDelete(out.Pods, name, read.Pods[name], len(read.Pods[name]) > 0)
+		pods := read.Pods[name]
+		if s.SharedNames[name] {
+			pods = nil // read by the tenant's nodes alone, a shared name's pods looked the node's
+		}
+		out.Pods = setOrDelete(out.Pods, name, pods, len(pods) > 0)
 		out.MissingPods = setOrDelete(out.MissingPods, name, read.MissingPods[name], read.MissingPods[name] > 0)
 		out.SetsConverged = setOrDelete(out.SetsConverged, name, true, read.SetsConverged[name])
 		rev, ok := read.SetRevisions[name]

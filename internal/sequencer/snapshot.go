@@ -33,11 +33,18 @@ func Gather(ctx context.Context, r client.Reader, tenant rollout.Tenant, orders 
 	if err != nil {
 		return nil, err
 	}
+	shared, err := sharedNames(ctx, r, tenant, nodes)
+	if err != nil {
+		return nil, err
+	}
 	s := &rollout.Snapshot{
 		Tenant: tenant, Orders: orders, Now: now, ProgressDeadline: deadline, Grouping: grouping,
-		Nodes: nodes, Pods: map[string][]rollout.Pod{},
+		Nodes: nodes, Pods: map[string][]rollout.Pod{}, SharedNames: shared,
 	}
 	for name := range s.Nodes {
+		if shared[name] {
+			continue // none of its pods counts (rollout.Snapshot.SharedNames)
+		}
 		var pods corev1.PodList
 		if err := r.List(ctx, &pods, client.InNamespace(tenant.Namespace), client.MatchingFields{IndexPodNode: name}); err != nil {
 			return nil, fmt.Errorf("listing pods of %s/%s: %w", tenant.Namespace, name, err)
@@ -73,6 +80,34 @@ func tenantNodes(ctx context.Context, r client.Reader, tenant rollout.Tenant) (m
 		nodes[fes.Items[i].Name] = &fes.Items[i]
 	}
 	return nodes, nil
+}
+
+// sharedNames returns, of the tenant's nodes (by name, as tenantNodes
+// keeps them: a Frontend over a Backend of its name), the names a Backend
+// and a Frontend of the namespace share, read from r (the cache), in the
+// tenant or across two: what SnapshotOf finds on a fresh read of the
+// namespace, so that the cache's plan holds what the fresh one does and
+// says why.
+func sharedNames(ctx context.Context, r client.Reader, tenant rollout.Tenant, nodes map[string]v2alpha1.Node) (map[string]bool, error) {
+	var out map[string]bool
+	for name, n := range nodes {
+		other := v2alpha1.NewNode(v2alpha1.KindBackend)
+		if n.NodeKind() == v2alpha1.KindBackend {
+			other = v2alpha1.NewNode(v2alpha1.KindFrontend)
+		}
+		err := r.Get(ctx, client.ObjectKey{Namespace: tenant.Namespace, Name: name}, other)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading whether another kind of node is called %s/%s: %w", tenant.Namespace, name, err)
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[name] = true
+	}
+	return out, nil
 }
 
 // NamespaceNodes lists every Backend and Frontend of a namespace, whatever
