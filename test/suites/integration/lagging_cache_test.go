@@ -2,17 +2,22 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
@@ -40,16 +45,35 @@ func (c laggingCache) List(ctx context.Context, list client.ObjectList, opts ...
 }
 
 // copyOf builds the cache's view from objects read from the API server,
-// with the sequencer's field indexes.
+// with the sequencer's field indexes. The sequencer's cache holds no
+// StatefulSets: read through this view, as a stale replica's fresh reads
+// are, they are refused as unreadable (a replica without the RBAC to read
+// them), not found to be none — which would make every pod of one an
+// orphan of a StatefulSet gone, and no node Ready.
 func copyOf(t *testing.T, objs ...client.Object) client.Reader {
 	t.Helper()
 	byTenant := func(o client.Object) []string {
 		return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
 	}
+	unreadable := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "", errors.New("the cache holds no StatefulSets"))
 	return fake.NewClientBuilder().WithScheme(harness.Client.Scheme()).WithObjects(objs...).
 		WithIndex(&v2alpha1.Backend{}, sequencer.IndexTenant, byTenant).
 		WithIndex(&v2alpha1.Frontend{}, sequencer.IndexTenant, byTenant).
 		WithIndex(&corev1.Pod{}, sequencer.IndexPodNode, func(o client.Object) []string { return []string{o.GetLabels()[v2alpha1.LabelNode]} }).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*appsv1.StatefulSet); ok {
+					return unreadable
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if _, ok := list.(*appsv1.StatefulSetList); ok {
+					return unreadable
+				}
+				return c.List(ctx, list, opts...)
+			},
+		}).
 		Build()
 }
 

@@ -51,9 +51,9 @@ func guardAndNamespace(t *testing.T, ns string) []client.Object {
 // the backend Ready on its one pod. The scoped read of the backend's
 // StatefulSet by name finds it wanting a pod it does not have: fe1 waits,
 // and nothing is written for the guard to refuse. With the StatefulSet
-// read from the cache instead — none there: the tenant is then read whole,
-// from the same cache — fe1 is released, and only the release guard
-// refuses it: what this test catches.
+// read from the cache instead — which holds none: the tenant is then read
+// whole, from the same cache, its pods taken as they are — fe1 is released,
+// and only the release guard refuses it: what this test catches.
 func TestAScopedReadHoldsTheNextNodeOnAPodTheCacheHasNeverSeen(t *testing.T) {
 	ns, before := backendShortOfAPod(t)
 	ctx := context.Background()
