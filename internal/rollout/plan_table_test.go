@@ -14,7 +14,9 @@ import (
 // Plan's decision for one node, at one moment of a small tenant: each case
 // is a sentence, a setup stepped in the simulated world, and the decision the
 // node gets — gated or not, the reason constant, words its message must
-// hold, and the nodes it waits for. Every reason constant appears.
+// hold, and the nodes it waits for. Every reason constant appears but
+// NameShared, whose cases are in name_clash_test.go: the simulated world
+// holds one tenant's nodes, and a shared name needs a node of another.
 func TestPlanDecidesOneNode(t *testing.T) {
 	type want struct {
 		gated      bool
