@@ -39,6 +39,15 @@ func (f *Frontend) NodeStatus() *NodeStatus { return &f.Status }
 // NodeKind returns KindFrontend.
 func (f *Frontend) NodeKind() string { return KindFrontend }
 
+// OtherKind is the node kind that is not kind: a Backend's name taken by a
+// Frontend, or the reverse.
+func OtherKind(kind string) string {
+	if kind == KindBackend {
+		return KindFrontend
+	}
+	return KindBackend
+}
+
 // NewNode returns an empty node of the given kind, or nil for any other kind.
 func NewNode(kind string) Node {
 	switch kind {

@@ -383,12 +383,7 @@ func (j *Judge) madeUpAtCurrent(p pendingPod) bool {
 	if !p.pod.FromSet || p.pod.Revision == "" {
 		return false
 	}
-	var at *setRev
-	for i, r := range j.sets[p.pod.Node][p.pod.Set] {
-		if r.rv <= p.rv {
-			at = &j.sets[p.pod.Node][p.pod.Set][i]
-		}
-	}
+	at := setAt(j.sets[p.pod.Node][p.pod.Set], p.rv)
 	return at != nil && !at.gone && at.current == p.pod.Revision && at.current != at.update
 }
 
@@ -651,13 +646,7 @@ func (j *Judge) ranAt(k NodeKey, rv, born uint64) []string {
 		}
 	}
 	for _, revs := range j.sets[k] {
-		var at *setRev
-		for i := range revs {
-			if revs[i].rv <= rv {
-				at = &revs[i]
-			}
-		}
-		if at != nil && !at.gone && (born == 0 || at.rv >= born) {
+		if at := setAt(revs, rv); at != nil && !at.gone && (born == 0 || at.rv >= born) {
 			seen[at.target] = true
 		}
 	}
@@ -667,6 +656,18 @@ func (j *Judge) ranAt(k NodeKey, rv, born uint64) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// setAt is the version of a StatefulSet (revs, in order) stored last at or
+// before revision rv; nil when none was.
+func setAt(revs []setRev, rv uint64) *setRev {
+	var at *setRev
+	for i := range revs {
+		if revs[i].rv <= rv {
+			at = &revs[i]
+		}
+	}
+	return at
 }
 
 // prune forgets, per node, what no pending judgement and no later one can

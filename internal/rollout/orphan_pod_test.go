@@ -18,16 +18,9 @@ import (
 // orphanTestNode is node name of tenant acme, released for its target and
 // recorded converged (RolloutComplete), created at created.
 func orphanTestNode(kind, name string, created time.Time) v2alpha1.Node {
-	n := v2alpha1.NewNode(kind)
-	n.SetName(name)
-	n.SetNamespace("tenant")
-	n.SetUID(types.UID(kind + "-" + name))
+	n := clashNode(kind, name, created.Add(time.Hour))
+	n.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
 	n.SetGeneration(2)
-	n.SetCreationTimestamp(metav1.NewTime(created))
-	n.NodeSpec().ClusterConfig.ClusterName = "acme"
-	n.NodeSpec().ExpressVersion = "express-1"
-	defaults.Builtin().Apply(n)
-	setAnnotation(n, v2alpha1.AnnotationTargetHash, "hash-"+name)
 	setAnnotation(n, v2alpha1.AnnotationReleasedTarget, "hash-"+name)
 	setAnnotation(n, v2alpha1.AnnotationReleasedGeneration, "2")
 	n.NodeStatus().Conditions = []metav1.Condition{{Type: v2alpha1.ConditionPrerequisitesReady, Status: metav1.ConditionTrue,

@@ -91,10 +91,7 @@ func tenantNodes(ctx context.Context, r client.Reader, tenant rollout.Tenant) (m
 func sharedNames(ctx context.Context, r client.Reader, tenant rollout.Tenant, nodes map[string]v2alpha1.Node) (map[string]bool, error) {
 	var out map[string]bool
 	for name, n := range nodes {
-		other := v2alpha1.NewNode(v2alpha1.KindBackend)
-		if n.NodeKind() == v2alpha1.KindBackend {
-			other = v2alpha1.NewNode(v2alpha1.KindFrontend)
-		}
+		other := v2alpha1.NewNode(v2alpha1.OtherKind(n.NodeKind()))
 		err := r.Get(ctx, client.ObjectKey{Namespace: tenant.Namespace, Name: name}, other)
 		switch {
 		case apierrors.IsNotFound(err):

@@ -71,10 +71,7 @@ func (v *Validator[T]) nameTakenNow(ctx context.Context, obj T) error {
 	if v.Fresh == nil {
 		return nil
 	}
-	otherKind := v2alpha1.KindFrontend
-	if obj.NodeKind() == v2alpha1.KindFrontend {
-		otherKind = v2alpha1.KindBackend
-	}
+	otherKind := v2alpha1.OtherKind(obj.NodeKind())
 	other := v2alpha1.NewNode(otherKind)
 	if err := v.Fresh.Get(ctx, client.ObjectKeyFromObject(obj), other); err != nil || other.GetDeletionTimestamp() != nil {
 		return nil
