@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
@@ -165,4 +166,42 @@ func TestAScopedReadOverlaidCountsNoPodOfASharedName(t *testing.T) {
 	out := cached.WithWorkloadOf(read, []string{"acme-fe1"})
 	assert.Empty(t, out.Pods["acme-fe1"])
 	assert.True(t, out.SharedNames["acme-fe1"])
+}
+
+// A change to all nodes goes FE1, FE2, BE: be may not be released while
+// its live upgrade predecessor fe2 is not Ready on its target.
+// A Frontend "acme-be" (tenant acme, up:false, ungated) created at the same
+// instant as the Backend (both pass nameTaken) hides the Backend in the
+// snapshot; the release guard, asked with kind Backend, judges the
+// Frontend's decision (ungated → "stands").
+func TestTheGuardDoesNotJudgeANodesReleaseOnTheOtherKindOfItsName(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	made := now.Add(-2 * time.Hour)
+	mk := func(kind, name, target, released string, ready bool, podHash string) (v2alpha1.Node, corev1.Pod) {
+		n := orphanTestNode(kind, name, made)
+		setAnnotation(n, v2alpha1.AnnotationTargetHash, target)
+		setAnnotation(n, v2alpha1.AnnotationReleasedTarget, released)
+		if target != released {
+			n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+		}
+		return n, orphanTestPod(name+"-0", name, podHash, now.Add(-time.Minute), ready, nil)
+	}
+	be, bePod := mk(v2alpha1.KindBackend, "acme-be", "be-2", "be-1", true, "be-1")        // gated, new target
+	fe1, fe1Pod := mk(v2alpha1.KindFrontend, "acme-fe1", "fe1-2", "fe1-2", true, "fe1-2") // done
+	fe2, fe2Pod := mk(v2alpha1.KindFrontend, "acme-fe2", "fe2-2", "fe2-1", true, "fe2-1") // gated, not on target
+	tenant := Tenant{Namespace: "tenant", ClusterName: "acme"}
+
+	// Control: without the stray Frontend the guard refuses be's release.
+	read := Objects{Nodes: []v2alpha1.Node{be, fe1, fe2}, Pods: []corev1.Pod{bePod, fe1Pod, fe2Pod}}
+	if ok, _ := ReleaseStands(SnapshotOf(read, tenant, defaults.Builtin(), now), "acme-be", ""); ok {
+		t.Fatalf("control: be's release stands while fe2 is not on target")
+	}
+
+	stray := orphanTestNode(v2alpha1.KindFrontend, "acme-be", made)
+	stray.NodeSpec().Up = ptr.To(false)
+	read.Nodes = append(read.Nodes, stray)
+	s := SnapshotOf(read, tenant, defaults.Builtin(), now)
+	if ok, _ := ReleaseStands(s, "acme-be", ""); ok {
+		t.Errorf("the guard lets the Backend acme-be's (stale) release stand while its upgrade-predecessor fe2 is not on target; s.Nodes[acme-be] is a %s", s.Nodes["acme-be"].NodeKind())
+	}
 }

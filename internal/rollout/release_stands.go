@@ -22,7 +22,10 @@ func ReleaseStands(s *Snapshot, name, pod string) (bool, string) {
 	if _, ok := s.Nodes[name]; !ok {
 		return true, "" // no such node: nothing orders it
 	}
-	if pod != "" && s.SharedNames[name] {
+	if s.SharedNames[name] {
+		// The snapshot holds one node per name, perhaps the other kind's:
+		// its decision is not this node's. Plan holds a gated node of a
+		// shared name, and every pod of one.
 		return false, sharedNameBlocker(name).message
 	}
 	if pod != "" && !slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Name == pod && p.HeldBySequencer() }) {
