@@ -77,28 +77,26 @@ func podCountsFor(pod Pod, n v2alpha1.Node, sets map[types.UID]*appsv1.StatefulS
 	if belongs, said := nodeOwnerVerdict(pod.Owners, n); said {
 		return belongs
 	}
-	for _, ref := range pod.Owners {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "StatefulSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String() {
-			// Only apps/v1's are read: a pod of another group's
-			// StatefulSet (OpenKruise's) is judged by its creation time.
-			if sts, ok := sets[ref.UID]; ok {
-				return setCountsFor(sts, n)
-			}
-			if setsRead {
-				return false // an orphan the garbage collector has yet to remove
-			}
-			if sets == nil {
-				// A snapshot of the cache, which holds no StatefulSets: the
-				// chain cannot be followed, and the pod counts, as a fresh
-				// read that found its StatefulSet adopted by n would count
-				// it. Judged by its creation time instead, a pod of a
-				// StatefulSet the new node adopted would be dropped, the
-				// node never Ready on the cache, and a plan that releases
-				// nothing never read fresh. Counting it can only make the
-				// cache's plan release more, and every release is planned
-				// again on the fresh read.
-				return true
-			}
+	// Only apps/v1's StatefulSets are read: a pod of another group's
+	// StatefulSet (OpenKruise's) is judged by its creation time.
+	if uid, ok := controllerSet(pod); ok {
+		if sts, ok := sets[uid]; ok {
+			return setCountsFor(sts, n)
+		}
+		if setsRead {
+			return false // an orphan the garbage collector has yet to remove
+		}
+		if sets == nil {
+			// A snapshot of the cache, which holds no StatefulSets: the
+			// chain cannot be followed, and the pod counts, as a fresh
+			// read that found its StatefulSet adopted by n would count
+			// it. Judged by its creation time instead, a pod of a
+			// StatefulSet the new node adopted would be dropped, the
+			// node never Ready on the cache, and a plan that releases
+			// nothing never read fresh. Counting it can only make the
+			// cache's plan release more, and every release is planned
+			// again on the fresh read.
+			return true
 		}
 	}
 	return createdNoEarlierThan(pod.Created, n)
@@ -115,9 +113,9 @@ func setsByUID(sets []appsv1.StatefulSet) map[types.UID]*appsv1.StatefulSet {
 
 // CurrentPods returns, of each node's pods, those that belong to the node
 // as it is now (podCountsFor), given the StatefulSets read (nil for a
-// snapshot of the cache: a pod of a StatefulSet then counts, and any other
-// is judged by its own owner references and creation time). SnapshotOf
-// applies the same rule as it reads.
+// snapshot of the cache: a pod of a StatefulSet then counts unless it is
+// supplanted, and any other is judged by its own owner references and
+// creation time). SnapshotOf applies the same rule as it reads.
 func CurrentPods(pods map[string][]Pod, nodes map[string]v2alpha1.Node, sets []appsv1.StatefulSet) map[string][]Pod {
 	var bySet map[types.UID]*appsv1.StatefulSet // nil: the StatefulSets are not known
 	if sets != nil {
@@ -126,13 +124,64 @@ func CurrentPods(pods map[string][]Pod, nodes map[string]v2alpha1.Node, sets []a
 	out := make(map[string][]Pod, len(pods))
 	for name, ps := range pods {
 		n := nodes[name]
+		var live map[types.UID]bool
+		if sets == nil {
+			live = liveSets(ps)
+		}
 		for _, p := range ps {
-			if n != nil && podCountsFor(p, n, bySet, false) {
-				out[name] = append(out[name], p)
+			if n == nil || !podCountsFor(p, n, bySet, false) || supplanted(p, live) {
+				continue
 			}
+			out[name] = append(out[name], p)
 		}
 	}
 	return out
+}
+
+// controllerSet returns the UID of pod p's controller, if it is an apps/v1
+// StatefulSet.
+func controllerSet(p Pod) (types.UID, bool) {
+	for _, ref := range p.Owners {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "StatefulSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String() {
+			return ref.UID, true
+		}
+	}
+	return "", false
+}
+
+// liveSets returns the apps/v1 StatefulSets (by UID) that control a pod
+// of pods not being deleted.
+func liveSets(pods []Pod) map[types.UID]bool {
+	var out map[types.UID]bool
+	for _, p := range pods {
+		if uid, ok := controllerSet(p); ok && !p.Deleting {
+			if out == nil {
+				out = map[types.UID]bool{}
+			}
+			out[uid] = true
+		}
+	}
+	return out
+}
+
+// supplanted reports, in a snapshot of the cache (which holds no
+// StatefulSets), whether pod p is being deleted while none of the node's
+// live pods (of StatefulSets live) shares its StatefulSet, and some do
+// not: the pod of a StatefulSet the node no longer runs on, gone or going
+// (its node made again, kubectl replace --force), left Terminating — on a
+// lost machine no kubelet confirms it, for as long as the machine is not
+// removed. A fresh read finds its StatefulSet gone and counts it for no
+// node (podCountsFor); counted here, not Ready, it would hold the cache's
+// plan, and a plan that releases nothing is never read fresh. Dropping it
+// can only make the cache's plan release more, and every release is
+// planned again on a fresh read. A pod being deleted of the StatefulSet the
+// node runs on (a roll, a pod deleted) still counts, not Ready, as before.
+func supplanted(p Pod, live map[types.UID]bool) bool {
+	if !p.Deleting || len(live) == 0 {
+		return false
+	}
+	uid, ok := controllerSet(p)
+	return ok && !live[uid]
 }
 
 // currentSets returns the StatefulSets that make some node's pods, as

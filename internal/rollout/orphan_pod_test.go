@@ -1,10 +1,12 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,16 +79,84 @@ func TestAPodOfAnotherKindsStatefulSetLeftToTheGarbageCollectorIsNotTheBackendsR
 // pod held by the pod webhook; its StatefulSet the only one read, or, with
 // setsUnread, none may be read (RBAC).
 func fe1RecoveringBeside(now time.Time, be v2alpha1.Node, stray corev1.Pod, setsUnread bool) *Snapshot {
-	fe1 := orphanTestNode(v2alpha1.KindFrontend, "acme-fe1", now.Add(-2*time.Hour))
-	fe1sts := orphanTestSet("acme-fe1", fe1)
-	held := orphanTestPod("acme-fe1-0", "acme-fe1", "hash-acme-fe1", now, false,
-		&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "acme-fe1", UID: fe1sts.UID, Controller: ptr.To(true)})
-	held.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v2alpha1.GateSequencer}}
-	read := Objects{Nodes: []v2alpha1.Node{be, fe1}, Pods: []corev1.Pod{stray, held}, StatefulSets: []appsv1.StatefulSet{fe1sts}}
+	read := fe1RecoveringRead(now, be, stray)
 	if setsUnread {
 		read.StatefulSets, read.StatefulSetsUnread = nil, true
 	}
-	return SnapshotOf(read, Tenant{Namespace: "tenant", ClusterName: "acme"}, defaults.Builtin(), now)
+	return SnapshotOf(read, orphanTenant, defaults.Builtin(), now)
+}
+
+var orphanTenant = Tenant{Namespace: "tenant", ClusterName: "acme"}
+
+// fe1RecoveringRead is what a fresh read of fe1RecoveringBeside's tenant
+// returns, with pods (be's) and sets beside fe1's.
+func fe1RecoveringRead(now time.Time, be v2alpha1.Node, pods ...corev1.Pod) Objects {
+	fe1 := orphanTestNode(v2alpha1.KindFrontend, "acme-fe1", now.Add(-2*time.Hour))
+	fe1sts := orphanTestSet("acme-fe1", fe1)
+	held := orphanTestPod("acme-fe1-0", "acme-fe1", "hash-acme-fe1", now, false, setOwner(fe1sts.Name, fe1sts.UID))
+	held.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v2alpha1.GateSequencer}}
+	return Objects{Nodes: []v2alpha1.Node{be, fe1}, Pods: append(pods, held), StatefulSets: []appsv1.StatefulSet{fe1sts}}
+}
+
+// setOwner is a pod's controller reference to apps/v1 StatefulSet name.
+func setOwner(name string, uid types.UID) *metav1.OwnerReference {
+	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: uid, Controller: ptr.To(true)}
+}
+
+// cachedSnapshotOf is read as the sequencer's cache shows it (Gather): its
+// nodes and pods, no StatefulSet.
+func cachedSnapshotOf(read Objects, now time.Time) *Snapshot {
+	s := &Snapshot{Tenant: orphanTenant, Orders: defaults.Builtin(), Now: now, Nodes: map[string]v2alpha1.Node{}}
+	for _, n := range read.Nodes {
+		s.Nodes[n.GetName()] = n
+	}
+	all := map[string][]Pod{}
+	for i := range read.Pods {
+		name := read.Pods[i].Labels[v2alpha1.LabelNode]
+		all[name] = append(all[name], PodOf(&read.Pods[i]))
+	}
+	s.Pods = CurrentPods(all, s.Nodes, nil)
+	return s
+}
+
+// releasesPod reports whether decisions let pod go.
+func releasesPod(decisions []Decision, pod string) bool {
+	return slices.ContainsFunc(decisions, func(d Decision) bool { return slices.Contains(d.PodsToRelease, pod) })
+}
+
+// Backend acme-be was made again (kubectl replace --force) and runs on its
+// new StatefulSet, Ready; its old StatefulSet is gone, and of the old pods
+// one is left Terminating on a machine that was lost (no kubelet confirms
+// its end). fe1 crashed and its new pod is held. A fresh read counts the
+// old pod for no node and lets fe1's pod go; the cache, which holds no
+// StatefulSets, must not hold what the fresh read lets go: a plan of the
+// cache that releases nothing is never read fresh, and fe1 would wait for
+// as long as the lost machine is not removed.
+func TestAPodLeftTerminatingByAGoneStatefulSetDoesNotHoldTheCachesPlan(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	be := orphanTestNode(v2alpha1.KindBackend, "acme-be", now.Add(-2*time.Hour))
+	bests := orphanTestSet("acme-be", be)
+	own := orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", now.Add(-time.Hour), true, setOwner(bests.Name, bests.UID))
+	terminating := func(owner types.UID) corev1.Pod {
+		p := orphanTestPod("acme-be-2", "acme-be", "hash-acme-be", now.Add(-3*time.Hour), false, setOwner("acme-be", owner))
+		p.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
+		return p
+	}
+
+	read := fe1RecoveringRead(now, be, own, terminating("sts-of-the-earlier-acme-be"))
+	read.StatefulSets = append(read.StatefulSets, bests)
+	require.True(t, releasesPod(Plan(SnapshotOf(read, orphanTenant, defaults.Builtin(), now)), "acme-fe1-0"),
+		"the fresh read lets fe1's pod go: the old pod's StatefulSet is gone")
+	cached := cachedSnapshotOf(read, now)
+	assert.True(t, releasesPod(Plan(cached), "acme-fe1-0"),
+		"the cache's plan holds fe1's pod on a pod of a StatefulSet gone (counted: %v), and is never read fresh", cached.Pods["acme-be"])
+
+	// A pod being deleted of the StatefulSet the Backend runs on (a pod
+	// lost, a roll) is the Backend's, not Ready, in the cache too.
+	read = fe1RecoveringRead(now, be, own, terminating(bests.UID))
+	read.StatefulSets = append(read.StatefulSets, bests)
+	assert.False(t, releasesPod(Plan(cachedSnapshotOf(read, now)), "acme-fe1-0"),
+		"the cache's plan lets fe1's pod go while the Backend's own pod is being deleted")
 }
 
 // orphanTestSet is node n's StatefulSet, named after it, owned by it, one replica,

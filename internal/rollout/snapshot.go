@@ -51,6 +51,8 @@ type Pod struct {
 	// scheduling-gated and the plan has not yet said it would let it go
 	// (AnnotationWouldHoldPod without AnnotationWouldReleaseAt).
 	WouldHold bool
+	// Deleting: the pod is being deleted (it counts as not Ready).
+	Deleting bool
 }
 
 // failingWaits are the reasons a container waits that it does not leave by
@@ -129,6 +131,7 @@ func PodOf(p *corev1.Pod) Pod {
 		Created:    p.CreationTimestamp,
 		Failing:    FailingPod(p),
 		WouldHold:  p.Annotations[v2alpha1.AnnotationWouldHoldPod] != "" && p.Annotations[v2alpha1.AnnotationWouldReleaseAt] == "",
+		Deleting:   p.DeletionTimestamp != nil,
 	}
 	for _, g := range p.Spec.SchedulingGates {
 		out.Gates = append(out.Gates, g.Name)
