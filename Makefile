@@ -12,7 +12,7 @@ FUZZTIME ?= 10s
 # The Go modules besides api/ (checked by hack/check-api-deps.sh): the
 # binary's, the kubectl plugin's (cli-runtime), the tests' (Helm,
 # kustomize, cert-manager), and Argo CD's code the tests run (test/argocd).
-MODULES := . cmd/kubectl-express test test/argocd
+MODULES := . api cmd/kubectl-express test test/argocd
 
 .PHONY: help
 help: ## Show the targets.

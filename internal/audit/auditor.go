@@ -302,14 +302,14 @@ func (a *Auditor) nodeSeen(n v2alpha1.Node) NodeSeen {
 	return seen
 }
 
-// mode is the sequencing mode of namespace ns, as the watch has it.
+// mode is the sequencing mode of namespace ns, as the watch has it, read
+// as the webhooks and the sequencer read it (v2alpha1.SequencingMode).
 func (a *Auditor) mode(ns string) string {
+	var labels map[string]string
 	if o, ok, _ := a.nsInformer.GetStore().GetByKey(ns); ok {
-		if m := o.(*corev1.Namespace).Labels[v2alpha1.LabelSequencing]; m != "" {
-			return m
-		}
+		labels = o.(*corev1.Namespace).Labels
 	}
-	return a.DefaultMode
+	return v2alpha1.SequencingMode(labels, a.DefaultMode)
 }
 
 func (a *Auditor) onPodAdded(o any, initial bool) {

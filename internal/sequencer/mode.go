@@ -11,18 +11,10 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
-// ModeOf is the sequencing mode of a namespace (DESIGN §9): its
-// express.medallia.com/sequencing label, or def when it has none. Any value
-// but "audit" enforces: a mistyped label holds rather than lets go.
+// ModeOf is the sequencing mode of namespace ns (v2alpha1.SequencingMode),
+// def when it has no label.
 func ModeOf(ns *corev1.Namespace, def string) string {
-	m, ok := ns.Labels[v2alpha1.LabelSequencing]
-	if !ok {
-		m = def
-	}
-	if m == v2alpha1.ModeAudit {
-		return v2alpha1.ModeAudit
-	}
-	return v2alpha1.ModeEnforce
+	return v2alpha1.SequencingMode(ns.Labels, def)
 }
 
 // ReadMode reads namespace ns with r and returns its mode; a namespace
