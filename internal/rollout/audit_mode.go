@@ -100,8 +100,8 @@ func (d *Decision) wouldHold(what string) {
 // Unheld are, in enforce mode, the live nodes that carry no gate for a
 // target the sequencer has not released: what audit mode leaves behind
 // when a namespace is switched to enforce mid-rollout. Those the Express
-// operator already rolls — a pod or a StatefulSet template made for the
-// target — are adopted (their release recorded, as the webhook adopts a
+// operator already rolls — a pod made for the target, let go (RunsTarget)
+// — are adopted (their release recorded, as the webhook adopts a
 // node that predates express-sequencer); the others are gated, to be
 // released in their turn. Only a target hash label proves a rollout under
 // way; without one the node is gated.
@@ -139,12 +139,14 @@ func AdoptionRecords(s *Snapshot, name string) map[string]string {
 	return s.convergedRecords(s.Nodes[name], nil)
 }
 
-// RunsTarget reports whether node name's pods, or the pod template of one
-// of its StatefulSets (fresh snapshots only), carry target's hash: the
-// Express operator has started rolling it. Only the target hash label
-// proves it: version and revision labels (the contract's fallback) do not
-// tell a config-only change from the target before it.
+// RunsTarget reports whether a pod of node name carries target's hash and
+// is not held by the sequencer's scheduling gate: the target runs, let go
+// in audit mode, and gating the node cannot stop it. Only the target hash
+// label proves it: version and revision labels (the contract's fallback)
+// do not tell a config-only change from the target before it. A
+// StatefulSet template moved to the target does not: its pods, made in
+// enforce, are held for the node's release (AwaitsRelease), and a node
+// adopted on its template alone would have them let go out of order.
 func RunsTarget(s *Snapshot, name, target string) bool {
-	return target != "" && (slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash == target }) ||
-		slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return t.Hash == target }))
+	return target != "" && slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash == target && !p.HeldBySequencer() })
 }

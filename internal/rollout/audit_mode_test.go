@@ -26,12 +26,18 @@ func asAuditLeftIt(s *Snapshot) *Snapshot {
 	return &out
 }
 
-func TestAuditModeSaysWhatEnforcingWouldHoldAndHoldsNothing(t *testing.T) {
+// auditLeftAChangeToAll is a tenant of be, fe1 and fe2 on v1, changed to
+// v2 whole in audit mode: every node ungated for a target not released.
+func auditLeftAChangeToAll(t *testing.T) (*world, *Snapshot) {
 	w := newWorld(t, "acme")
 	w.tenant(3, v1)
 	w.run(100)
 	w.setVersion(v2, "be", "fe1", "fe2")
-	stored := asAuditLeftIt(w.snapshot())
+	return w, asAuditLeftIt(w.snapshot())
+}
+
+func TestAuditModeSaysWhatEnforcingWouldHoldAndHoldsNothing(t *testing.T) {
+	w, stored := auditLeftAChangeToAll(t)
 	view := AuditView(stored)
 	assert.Equal(t, map[string]bool{w.name("be"): true, w.name("fe1"): true, w.name("fe2"): true}, view.Virtual)
 	for name, n := range stored.Nodes {
@@ -66,11 +72,7 @@ func TestAuditModeSaysARecoveringNodesHeldPodsAsWhatItWouldHold(t *testing.T) {
 }
 
 func TestAfterAuditEnforceAdoptsWhatRollsAndGatesWhatDoesNot(t *testing.T) {
-	w := newWorld(t, "acme")
-	w.tenant(3, v1)
-	w.run(100)
-	w.setVersion(v2, "be", "fe1", "fe2")
-	s := asAuditLeftIt(w.snapshot())
+	w, s := auditLeftAChangeToAll(t)
 	// The Express operator, free in audit, already rolls fe1.
 	fe1 := w.name("fe1")
 	require.NotEmpty(t, s.Pods[fe1])
@@ -86,6 +88,53 @@ func TestAfterAuditEnforceAdoptsWhatRollsAndGatesWhatDoesNot(t *testing.T) {
 	s.Pods[fe1] = append(slices.Clone(s.Pods[fe1][:len(s.Pods[fe1])-1]), Pod{Name: fe1 + "-new", Version: v2})
 	adopt, _ = Unheld(s)
 	assert.Empty(t, adopt, "no adoption on version labels alone")
+}
+
+// A namespace switched from audit to enforce while a change to all nodes
+// was admitted ungated (as audit admits it) and not yet started: until the
+// sequencer gates fe2 (its reaction time, unbounded while no replica
+// leads), the Express operator sees fe2 ungated, moves its StatefulSet
+// template to the new target and the StatefulSet makes a pod from it. Let
+// start by the provisioning order alone (be and fe1 Ready), that pod would
+// roll fe2 before fe1 (DESIGN §4, §9: the switch releases nothing out of
+// order). It waits for fe2's own release; neither it nor the template makes
+// fe2 one to adopt; and once fe2 is released, it goes.
+func TestAfterASwitchToEnforceAPodMadeForANodesUnreleasedTargetWaitsForItsRelease(t *testing.T) {
+	w, s := auditLeftAChangeToAll(t)
+	fe2 := w.name("fe2")
+	target := StampedTarget(s.Nodes[fe2])
+	s.Pods = maps.Clone(s.Pods)
+	s.Pods[fe2] = append(slices.Clone(s.Pods[fe2][:len(s.Pods[fe2])-1]),
+		Pod{Name: fe2 + "-new", Hash: target, Conditions: map[string]string{string(corev1.PodReady): "False"}})
+	s.SetTemplates = map[string][]Template{fe2: {{Hash: target}}}
+	ok, why := PodsMayStart(s, fe2)
+	require.True(t, ok, "the pod rule alone lets fe2's pod start: %s", why)
+	assert.True(t, s.AwaitsRelease(fe2, target), "the pod webhook holds fe2's pod made for the target fe2 was not released for")
+	assert.False(t, s.AwaitsRelease(fe2, ReleasedTarget(s.Nodes[fe2])), "a pod of the target fe2 was released for is judged by the pod rule")
+	assert.False(t, s.AwaitsRelease(fe2, ""), "a pod without a target-hash label is judged by the pod rule")
+
+	s.Pods[fe2][len(s.Pods[fe2])-1].Gates = []string{v2alpha1.GateSequencer}
+	adopt, gate := Unheld(s)
+	assert.Empty(t, adopt, "neither a held pod nor a template moved to the target makes fe2 one to adopt")
+	assert.Contains(t, gate, fe2)
+
+	s.Nodes = maps.Clone(s.Nodes)
+	gated := s.Nodes[fe2].DeepCopyObject().(v2alpha1.Node)
+	gated.NodeSpec().AddGate(v2alpha1.GateSequencer)
+	s.Nodes[fe2] = gated
+	d := decisionOf(t, Plan(s), fe2)
+	assert.True(t, d.Gated, "fe2 waits for fe1: %s", d.Condition.Message)
+	assert.Empty(t, d.PodsToRelease, "fe2's pod made for its target goes before fe2's release")
+	if ok, _ := ReleaseStands(s, fe2, fe2+"-new"); ok {
+		t.Errorf("the release guard lets fe2's pod go before fe2's release")
+	}
+
+	released := gated.DeepCopyObject().(v2alpha1.Node)
+	released.NodeSpec().RemoveGate(v2alpha1.GateSequencer)
+	setAnnotation(released, v2alpha1.AnnotationReleasedTarget, target)
+	s.Nodes[fe2] = released
+	assert.False(t, s.AwaitsRelease(fe2, target), "released for its target, fe2's pods are judged by the pod rule")
+	assert.Contains(t, decisionOf(t, Plan(s), fe2).PodsToRelease, fe2+"-new", "released, fe2's held pod goes")
 }
 
 // In audit mode a crashed node's new pods start at once. A pod the pod

@@ -363,16 +363,19 @@ func (p *planner) waitEdges(releasing map[string]bool, letGo, rollingPods bool) 
 
 // needsRelease reports whether a gated node's readiness waits for its
 // release: it has no pod and its pods' controller wants none (nothing starts
-// it until the operator provisions it), or a pod of it is failing (crash
+// it until the operator provisions it), a pod of it is failing (crash
 // looping, its image not pulling: what its new target may mend, and the
-// operator re-provisions only once it is released). A node whose pods exist
-// or are being recreated, none failing, becomes Ready by itself.
+// operator re-provisions only once it is released), or a pod of it is held
+// for its release (AwaitsRelease). A node whose pods exist or are being
+// recreated, none failing, becomes Ready by itself.
 func (s *Snapshot) needsRelease(name string) bool {
 	pods := s.Pods[name]
 	if len(pods) == 0 && s.MissingPods[name] == 0 {
 		return true
 	}
-	return slices.ContainsFunc(pods, func(p Pod) bool { return p.Failing })
+	return slices.ContainsFunc(pods, func(p Pod) bool {
+		return p.Failing || p.HeldBySequencer() && s.AwaitsRelease(name, p.Hash)
+	})
 }
 
 // newPodsComing reports whether the node's readiness waits for pods the pod

@@ -535,7 +535,7 @@ func (p *planner) decide(name string) Decision {
 	podsOK, podBlockers := p.podsMayStart(name, p.releasing)
 	if podsOK {
 		for _, pod := range p.Pods[name] {
-			if pod.HeldBySequencer() {
+			if pod.HeldBySequencer() && !p.AwaitsRelease(name, pod.Hash) {
 				d.PodsToRelease = append(d.PodsToRelease, pod.Name)
 			}
 		}

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,6 +122,29 @@ func (s *Snapshot) hasPendingWork(name string) bool {
 // newTarget reports whether the node's target is one the sequencer has not
 // released: first rollouts and changes.
 func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget(n) }
+
+// AwaitsRelease reports whether a new pod of node name whose target-hash
+// label is hash waits for the node's own release, whatever its
+// prerequisites: it is made for the node's target, which the node was not
+// released for (DESIGN §4: a new target waits for the node's release).
+// Starting it would roll the node out. Such a pod is made only where the
+// node's StatefulSet template was moved to the target without a release: a
+// node audit mode left ungated, rolled by the operator before the
+// sequencer gated it at the switch to enforce (an unbounded window while
+// no sequencer leads), or an operator that rolls a gated node. A pod with
+// no target-hash label (the contract's fallback labels) is judged by the
+// pod rule alone: its labels cannot tell a config-only change from the
+// target before it.
+func (s *Snapshot) AwaitsRelease(name, hash string) bool {
+	n := s.Nodes[name]
+	return n != nil && hash != "" && Live(n) && hash == StampedTarget(n) && newTarget(n)
+}
+
+// AwaitsReleaseMessage says why a pod of node name waits for its release
+// (AwaitsRelease).
+func (s *Snapshot) AwaitsReleaseMessage(name string) string {
+	return fmt.Sprintf("its pods made for %s wait for %s's own release: it was not released for that target", describeTarget(s.Nodes[name]), name)
+}
 
 // mode returns how a gated node is rolled: a node released before is
 // upgraded when its target is not the one released, or its workload was

@@ -106,7 +106,7 @@ func TestAPodIsLetStartByNameOnlyWhereItsPredecessorsWereReadyAtOneRevision(t *t
 		store.between = randomWrites(rnd, false, 2+int(seed%8))
 		store.after = staleReads(rand.New(rand.NewPCG(seed, 13)), 2+int(seed%5))
 		start := store.now()
-		ok, why, err := sequencer.MayStartByName(context.Background(), cache, store, "tenant", "acme-fe2", defaults.Builtin(), time.Now(), rollout.Grouping{})
+		ok, why, err := sequencer.MayStartByName(context.Background(), cache, store, "tenant", "acme-fe2", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 		require.NoError(t, err)
 		end := store.now()
 		if !ok {
@@ -544,7 +544,7 @@ func TestAPodAboveItsStatefulSetsReplicasNotFoundAtBothReadsHasTheTenantReadWhol
 func requireReadWhole(t *testing.T, cache client.Reader, store *versionedStore, what string) {
 	t.Helper()
 	start := store.now()
-	ok, why, err := sequencer.MayStartByName(context.Background(), cache, store, "tenant", "acme-fe2", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	ok, why, err := sequencer.MayStartByName(context.Background(), cache, store, "tenant", "acme-fe2", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 	require.NoError(t, err)
 	assert.False(t, ok, "fe2's pod let start on %s:\n%s", what, store.written())
 	assert.Equal(t, rollout.FallbackMoved, why.Label, why.Why)

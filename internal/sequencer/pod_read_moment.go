@@ -62,7 +62,10 @@ var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the n
 // every object is, on its resourceVersion: Ready at both reads, it may
 // have been lost in between, so a heartbeat between the two reads has the
 // tenant read whole. Otherwise the tenant is read whole (fallback moved).
-func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
+//
+// hash is the new pod's target-hash label: a pod that waits for its node's
+// own release (rollout.Snapshot.AwaitsRelease) is held on the first read.
+func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name, hash string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
 	first := &recordedReads{Reader: fresh, got: map[readKey]readAnswer{}}
 	snap, why, err := GatherForPod(ctx, cache, first, namespace, name, orders, now, grouping)
 	if err != nil || !why.None() {
@@ -71,7 +74,7 @@ func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, 
 	if _, ok := snap.Nodes[name]; !ok {
 		return false, fallbackPodGone, nil
 	}
-	if !rollout.PodsMayStartByName(snap, name) {
+	if !rollout.PodsMayStartByName(snap, name) || snap.AwaitsRelease(name, hash) {
 		return false, rollout.Fallback{}, nil
 	}
 	if missed := first.mayHaveMissed(snap, "what the pod's start rests on was read"); missed != "" {

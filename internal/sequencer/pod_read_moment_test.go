@@ -100,7 +100,7 @@ func TestAPodIsLetStartByNameOnlyOnWhatHeldAtOneMoment(t *testing.T) {
 					}).Build()
 			}
 
-			ok, why, err := sequencer.MayStartByName(ctx, cache, fresh(), "tenant", "acme-fe1", defaults.Builtin(), time.Now(), rollout.Grouping{})
+			ok, why, err := sequencer.MayStartByName(ctx, cache, fresh(), "tenant", "acme-fe1", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 			require.NoError(t, err)
 			assert.Equal(t, c.mayStart, ok, why.Why)
 			assert.Equal(t, c.fallback, why.Label, why.Why)
@@ -144,7 +144,7 @@ func TestAPodOfANodeNotAsTheCacheHasItIsAnsweredOnTheWholeTenant(t *testing.T) {
 			}
 			fresh := indexed(fake.NewClientBuilder()).WithObjects(objects...).Build()
 
-			ok, why, err := sequencer.MayStartByName(context.Background(), cache, fresh, "tenant", "acme-fe1", defaults.Builtin(), time.Now(), rollout.Grouping{})
+			ok, why, err := sequencer.MayStartByName(context.Background(), cache, fresh, "tenant", "acme-fe1", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 			require.NoError(t, err)
 			assert.False(t, ok)
 			assert.Equal(t, rollout.FallbackCache, why.Label, "not held on the read by name: %s", why.Why)

@@ -84,7 +84,7 @@ func TestANodeThatCameAndWentBetweenTwoReadsOfItsNameHoldsThePod(t *testing.T) {
 		},
 	})
 
-	ok, why, err := sequencer.MayStartByName(ctx, cache, fresh, ns, "acme-fe2", defaults.Builtin(), time.Now(), rollout.Grouping{})
+	ok, why, err := sequencer.MayStartByName(ctx, cache, fresh, ns, "acme-fe2", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 	require.NoError(t, err)
 	require.Equal(t, int32(1), fe1Reads.Load(), "fe1's name is read by a GET once, absent; nodes are read again only through their list")
 	assert.False(t, ok, "fe2's pod is not let start on the read by name")

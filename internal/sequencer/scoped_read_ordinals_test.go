@@ -47,7 +47,7 @@ func TestAScopedReadReadsAStatefulSetsPodsFromItsFirstOrdinal(t *testing.T) {
 	assert.Zero(t, snap.MissingPods["acme-be"], "no pod is missing")
 
 	ok, why, err := sequencer.MayStartByName(context.Background(), indexed(fake.NewClientBuilder()).WithObjects(objects[0], objects[1]).Build(),
-		r, "tenant", "acme-fe1", defaults.Builtin(), time.Now(), rollout.Grouping{})
+		r, "tenant", "acme-fe1", "", defaults.Builtin(), time.Now(), rollout.Grouping{})
 	require.NoError(t, err)
 	assert.True(t, ok, "fe1's pod starts on be's two pods read by name: %s", why.Why)
 }

@@ -78,7 +78,7 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	deadline := time.Now().Add(freshReadTimeout)
 	if g.Cache != nil {
-		mayStart, held := g.readByName(ctx, req.Namespace, name)
+		mayStart, held := g.readByName(ctx, req.Namespace, name, pod.Labels[v2alpha1.LabelTargetHash])
 		switch {
 		case mayStart:
 			sequencer.CountPodAdmissionRead(true, false, rollout.Fallback{}, nil)
@@ -116,6 +116,9 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	started = time.Now()
 	ok, why := rollout.PodsMayStart(snap, name)
+	if ok && snap.AwaitsRelease(name, pod.Labels[v2alpha1.LabelTargetHash]) {
+		ok, why = false, snap.AwaitsReleaseMessage(name)
+	}
 	sequencer.ObserveAdmissionStep("pods", "decide", time.Since(started))
 	if ok {
 		return admission.Allowed("")
@@ -160,11 +163,11 @@ func hold(pod corev1.Pod) admission.Response {
 // where the read by name cannot be made or was not one moment: the tenant
 // is read whole, and the read's fallback counted. It is given half the
 // fresh read's time; the read of the whole tenant has what is left.
-func (g *PodGate) readByName(ctx context.Context, namespace, name string) (mayStart, held bool) {
+func (g *PodGate) readByName(ctx context.Context, namespace, name, hash string) (mayStart, held bool) {
 	read, cancel := context.WithTimeout(ctx, freshReadTimeout/2)
 	defer cancel()
 	started := time.Now()
-	ok, why, err := sequencer.MayStartByName(read, g.Cache, g.Reader, namespace, name, g.Orders, g.Clock.Now(), g.Grouping)
+	ok, why, err := sequencer.MayStartByName(read, g.Cache, g.Reader, namespace, name, hash, g.Orders, g.Clock.Now(), g.Grouping)
 	sequencer.ObserveAdmissionStep("pods", "scoped_read", time.Since(started))
 	if !ok && (err != nil || !why.None()) {
 		sequencer.CountPodAdmissionRead(false, false, why, err)

@@ -209,3 +209,41 @@ func TestTheReleaseGuardsPodSelectionIsWhatItsMarkerRegisters(t *testing.T) {
 	assert.Equal(t, webhook.ReleaseGuardPods.ObjectSelector, cfg.Webhooks[i].ObjectSelector)
 	assert.Equal(t, webhook.ReleaseGuardPods.MatchConditions, cfg.Webhooks[i].MatchConditions)
 }
+
+// A namespace switched from audit to enforce while a node audit admitted
+// ungated has a target it was never released for: until the sequencer
+// gates it, the Express operator may roll it, and the pod its StatefulSet
+// makes for that target is held for the node's own release — the Backend
+// has no provisioning predecessor, so the pod rule alone would let it
+// start. A pod of another target (or without the target-hash label) is
+// judged by the pod rule, as before.
+func TestAfterASwitchToEnforceAPodMadeForATargetItsNodeWasNotReleasedForIsHeld(t *testing.T) {
+	ctx := context.Background()
+	c := env(t).Client
+	ns := namespace(t)
+	mode := func(m string) {
+		labelled := &corev1.Namespace{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: ns}, labelled))
+		labelled.Labels = map[string]string{v2alpha1.LabelSequencing: m}
+		require.NoError(t, c.Update(ctx, labelled))
+	}
+	mode(v2alpha1.ModeAudit)
+	be := seedTenant(ns)[0]
+	require.NoError(t, c.Create(ctx, be))
+	require.Empty(t, be.NodeSpec().RolloutGates, "audit adds no gate")
+	target := be.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+	require.NotEmpty(t, target)
+	require.NotEqual(t, target, be.GetAnnotations()[v2alpha1.AnnotationReleasedTarget], "audit recorded no release")
+	mode(v2alpha1.ModeEnforce)
+
+	made := pod(ns, "acme-be-0", map[string]string{v2alpha1.LabelNode: "acme-be", v2alpha1.LabelTargetHash: target})
+	require.NoError(t, c.Create(ctx, made))
+	assert.Equal(t, []string{v2alpha1.GateSequencer}, gates(made), "a pod made for a target acme-be was not released for waits for its release")
+
+	other := pod(ns, "acme-be-1", map[string]string{v2alpha1.LabelNode: "acme-be", v2alpha1.LabelTargetHash: "another-target"})
+	require.NoError(t, c.Create(ctx, other))
+	assert.Empty(t, gates(other), "a pod of another target is judged by the pod rule: the backend has no provisioning predecessor")
+	bare := pod(ns, "acme-be-2", map[string]string{v2alpha1.LabelNode: "acme-be"})
+	require.NoError(t, c.Create(ctx, bare))
+	assert.Empty(t, gates(bare), "a pod without the target-hash label is judged by the pod rule")
+}
