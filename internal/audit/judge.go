@@ -170,6 +170,12 @@ type Judge struct {
 	openPods map[NodeKey]*Finding
 	// reported are the hold runs a would-have-held was found in, per node.
 	reported map[NodeKey]uint64
+	// tombs are the nodes forgotten gone whose pods or StatefulSets the
+	// judge still keeps (their objects not yet seen deleted: the garbage
+	// collector has yet to reach them, or they were orphaned): a node of
+	// the name seen next is another object, born then (nodeRev.bornAt),
+	// however the settles fell between its predecessor's deletion and it.
+	tombs map[NodeKey]bool
 	// Blinded counts the pods created while their node was held, in a span
 	// a broken watch may have hidden: not judged, for the node's state then
 	// is not known.
@@ -215,7 +221,10 @@ type nodeLog struct{ revs []nodeRev }
 
 type podLife struct {
 	name, uid, target string
-	created, deleted  uint64 // 0: before the auditor's view / not deleted
+	// set and revision: the StatefulSet that made it and the revision it
+	// was made from (FromSet only).
+	set, revision    string
+	created, deleted uint64 // 0: before the auditor's view / not deleted
 	// letGo is, for a pod enforcing would have held, when the plan would
 	// have let it go (zero while it has not).
 	letGo time.Time
@@ -225,7 +234,10 @@ type setRev struct {
 	rv              uint64
 	target          string
 	current, update string
-	gone            bool
+	// currentTarget is what the current revision's template made pods
+	// for, where the judge saw it (currentTargetOf); "" where it did not.
+	currentTarget string
+	gone          bool
 }
 
 type pendingPod struct {
@@ -236,18 +248,22 @@ type pendingPod struct {
 // NewJudge returns a judge that has seen nothing.
 func NewJudge() *Judge {
 	return &Judge{nodes: map[NodeKey]*nodeLog{}, pods: map[NodeKey][]podLife{}, sets: map[NodeKey]map[string][]setRev{},
-		open: map[NodeKey]*Finding{}, openPods: map[NodeKey]*Finding{}, reported: map[NodeKey]uint64{}}
+		open: map[NodeKey]*Finding{}, openPods: map[NodeKey]*Finding{}, reported: map[NodeKey]uint64{}, tombs: map[NodeKey]bool{}}
 }
 
 // Node records node k as stored at revision rv. Revisions of one node come
 // in order; an older one than the last is ignored.
 func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
+	var since, born uint64
 	l := j.nodes[k]
 	if l == nil {
 		l = &nodeLog{}
 		j.nodes[k] = l
+		if j.tombs[k] {
+			born = rv // made again after a node of its name was forgotten gone
+			delete(j.tombs, k)
+		}
 	}
-	var since, born uint64
 	var released []string
 	var releasedKey [2]string
 	if n := len(l.revs); n > 0 {
@@ -313,10 +329,27 @@ func (j *Judge) PodCreated(rv uint64, p PodSeen) {
 	if slices.ContainsFunc(lives, func(l podLife) bool { return l.name == p.Name && l.deleted == 0 }) {
 		return
 	}
-	j.pods[p.Node] = append(lives, podLife{name: p.Name, uid: p.UID, target: p.Target, created: rv})
+	j.pods[p.Node] = append(lives, lifeOf(rv, p))
 	if rv > 0 {
 		j.pending = append(j.pending, pendingPod{rv: rv, pod: p})
+		return
 	}
+	// Made before the auditor's view: what its revision made, for the
+	// versions of its StatefulSet that did not say (currentTargetOf).
+	for i, r := range j.sets[p.Node][p.Set] {
+		if p.FromSet && p.Revision != "" && r.current == p.Revision && r.currentTarget == "" {
+			j.sets[p.Node][p.Set][i].currentTarget = p.Target
+		}
+	}
+}
+
+// lifeOf is the life of pod p, created at rv.
+func lifeOf(rv uint64, p PodSeen) podLife {
+	l := podLife{name: p.Name, uid: p.UID, target: p.Target, created: rv}
+	if p.FromSet {
+		l.set, l.revision = p.Set, p.Revision
+	}
+	return l
 }
 
 // PodMoved records pod p, relabelled to its node at revision rv: it runs
@@ -327,7 +360,7 @@ func (j *Judge) PodMoved(rv uint64, p PodSeen) {
 	if slices.ContainsFunc(lives, func(l podLife) bool { return l.name == p.Name && l.deleted == 0 }) {
 		return
 	}
-	j.pods[p.Node] = append(lives, podLife{name: p.Name, uid: p.UID, target: p.Target, created: rv})
+	j.pods[p.Node] = append(lives, lifeOf(rv, p))
 }
 
 // PodLetGo records that the plan would have let pod name (uid) of node k
@@ -365,26 +398,43 @@ func (j *Judge) Set(rv uint64, s SetSeen) {
 		// from then on.
 		return
 	}
+	kept.currentTarget = j.currentTargetOf(s, revs)
 	bySet[s.Name] = append(revs, kept)
+}
+
+// currentTargetOf is what StatefulSet s's current revision makes pods for,
+// as the judge saw it before s (revs, its versions kept): its own template
+// where the two revisions are one; the template of a version whose update
+// revision it was; what an earlier version with that current revision
+// said; or what a pod made from it carries. "" where none says: a pod made
+// up from that revision is then judged as any other.
+func (j *Judge) currentTargetOf(s SetSeen, revs []setRev) string {
+	if s.Current == "" {
+		return ""
+	}
+	if s.Current == s.Update {
+		return s.Target
+	}
+	for i := len(revs) - 1; i >= 0; i-- {
+		switch {
+		case revs[i].update == s.Current:
+			return revs[i].target
+		case revs[i].current == s.Current && revs[i].currentTarget != "":
+			return revs[i].currentTarget
+		}
+	}
+	for _, l := range j.pods[s.Node] {
+		if l.set == s.Name && l.revision == s.Current {
+			return l.target
+		}
+	}
+	return ""
 }
 
 // sameMaking reports whether two versions of a StatefulSet make the same
 // pods from the same revisions.
 func sameMaking(a, b setRev) bool {
 	return a.target == b.target && a.gone == b.gone && a.current == b.current && a.update == b.update
-}
-
-// madeUpAtCurrent reports whether pod p, made at revision rv, was made by
-// its StatefulSet mid-roll from the roll's current revision: a pod lost and
-// made up as it ran before the roll (the StatefulSet controller makes an
-// ordinal not rolled yet from the current revision), not a new target,
-// whatever pods ran when the hold began.
-func (j *Judge) madeUpAtCurrent(p pendingPod) bool {
-	if !p.pod.FromSet || p.pod.Revision == "" {
-		return false
-	}
-	at := setAt(j.sets[p.pod.Node][p.pod.Set], p.rv)
-	return at != nil && !at.gone && at.current == p.pod.Revision && at.current != at.update
 }
 
 // Blind records that revisions (from, to] of stream may be missing from
@@ -510,7 +560,7 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 			sort.Strings(ran)
 		}
 	}
-	if slices.Contains(ran, p.pod.Target) || j.madeUpAtCurrent(p) {
+	if slices.Contains(ran, p.pod.Target) {
 		return Finding{}, false // what the node already ran: a StatefulSet making up a lost pod
 	}
 	f := Finding{Node: p.pod.Node, NodeKind: at.seen.Kind, Pod: p.pod.Name, Target: p.pod.Target, Ran: ran,
@@ -634,7 +684,9 @@ func (j *Judge) nodeAt(k NodeKey, rv uint64) (nodeRev, bool) {
 }
 
 // ranAt are the targets node k's pods and StatefulSet templates ran at
-// revision rv, sorted; only pods made, and StatefulSet versions stored, at
+// revision rv — a StatefulSet mid-roll also what its current revision
+// makes (currentTargetOf), judged by the revisions it reported, not by a
+// pod's own revision label, which a pod made by hand copies — sorted; only pods made, and StatefulSet versions stored, at
 // or after born (the node's object first seen then, an earlier one of its
 // name deleted): a pod or StatefulSet of the earlier object, still there
 // until the garbage collector removes it, is not what this one ran.
@@ -648,6 +700,12 @@ func (j *Judge) ranAt(k NodeKey, rv, born uint64) []string {
 	for _, revs := range j.sets[k] {
 		if at := setAt(revs, rv); at != nil && !at.gone && (born == 0 || at.rv >= born) {
 			seen[at.target] = true
+			// Mid-roll, the StatefulSet makes a pod it has not rolled yet
+			// (one lost and made up) from its current revision: what the
+			// node ran before the roll, whatever its template says.
+			if at.currentTarget != "" {
+				seen[at.currentTarget] = true
+			}
 		}
 	}
 	out := make([]string, 0, len(seen))
@@ -711,10 +769,11 @@ func (j *Judge) prune() {
 			continue
 		}
 		if o, ok := oldest[k]; (!ok || o > l.revs[0].rv) && len(l.revs) == 1 && l.revs[0].seen.Gone {
+			// Its pods and StatefulSets are forgotten as they go
+			// (pruneNodeless); until then a node of the name is born anew.
 			delete(j.nodes, k)
-			delete(j.pods, k)
-			delete(j.sets, k)
 			delete(j.reported, k)
+			j.tombs[k] = true
 			continue
 		}
 		floor := l.revs[0].rv
@@ -789,6 +848,11 @@ func (j *Judge) pruneNodeless() {
 			delete(j.pods, k)
 		} else {
 			j.pods[k] = lives
+		}
+	}
+	for k := range j.tombs {
+		if j.pods[k] == nil && j.sets[k] == nil {
+			delete(j.tombs, k)
 		}
 	}
 }

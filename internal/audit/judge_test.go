@@ -273,6 +273,13 @@ func TestTheJudgeForgetsWhatNoJudgementNeeds(t *testing.T) {
 	j.Node(2000, fe1, NodeSeen{UID: "u1", Gone: true})
 	j.Settle(everything)
 	assert.Empty(t, j.nodes, "a node gone is forgotten")
+	assert.True(t, j.tombs[fe1], "while its pod is there, a node of its name would be another")
+	podGone(2001, "acme-fe1-0")(j)
+	j.Set(2002, SetSeen{Node: fe1, Name: "acme-fe1", Gone: true})
+	j.Settle(everything)
+	assert.Empty(t, j.pods, "its pods are forgotten once deleted")
+	assert.Empty(t, j.sets, "its StatefulSets are forgotten once deleted")
+	assert.Empty(t, j.tombs, "and so is its tomb")
 }
 
 func TestAPodCreatedWhereABrokenWatchMayHaveHiddenTheReleaseIsNotJudged(t *testing.T) {
