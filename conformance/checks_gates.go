@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -95,7 +96,10 @@ func templateChange(a, b corev1.PodTemplateSpec) string {
 // and makes three kinds of change, each watched for the hold window; then
 // lifts the gate, and the node must roll out its latest target.
 func checkGatesHold(ctx context.Context, p *probe) error {
-	if _, err := p.create(ctx, p.cfg.Versions[0], nil); err != nil {
+	if err := p.reactsAfter(ctx, "the node's creation", func() error {
+		_, err := p.create(ctx, p.cfg.Versions[0], nil)
+		return err
+	}); err != nil {
 		return err
 	}
 	if err := p.waitRolled(ctx, "the node's first rollout"); err != nil {
@@ -109,13 +113,22 @@ func checkGatesHold(ctx context.Context, p *probe) error {
 			return err
 		}
 	}
-	if _, err := p.update(ctx, removeGate); err != nil {
+	if err := p.lifts(ctx, "the gate lifted after three changes"); err != nil {
 		return err
 	}
 	if err := p.waitRolled(ctx, "once the gate was lifted"); err != nil {
 		return err
 	}
 	return p.provisionsNothingGated(ctx)
+}
+
+// lifts removes the kit's gate from the node, which the operator must then
+// act on promptly (reactsAfter).
+func (p *probe) lifts(ctx context.Context, what string) error {
+	return p.reactsAfter(ctx, what, func() error {
+		_, err := p.update(ctx, removeGate)
+		return err
+	})
 }
 
 // provisionsNothingGated checks the other half of the rule: a gated node is
@@ -141,7 +154,7 @@ func (p *probe) provisionsNothingGated(ctx context.Context) error {
 	if err := p.holds(ctx, up); err != nil {
 		return err
 	}
-	if _, err := p.update(ctx, removeGate); err != nil {
+	if err := p.lifts(ctx, "the gate lifted from the node brought back up"); err != nil {
 		return err
 	}
 	if err := p.waitRolled(ctx, "brought back up, once the gate was lifted"); err != nil {
@@ -158,7 +171,7 @@ func (p *probe) provisionsNothingGated(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := fe.update(ctx, removeGate); err != nil {
+	if err := fe.lifts(ctx, "the gate lifted from the node created with it"); err != nil {
 		return err
 	}
 	return fe.waitRolled(ctx, "created with a gate, once the gate was lifted")
@@ -188,78 +201,126 @@ func (p *probe) holds(ctx context.Context, c change) error {
 	})
 }
 
-// holdsAfter makes write (what says what it is) to the gated node and
-// watches it for the hold window: no pod may be created, deleted or
-// restarted, no pod template changed, and no StatefulSet made that wants
-// pods.
-func (p *probe) holdsAfter(ctx context.Context, what string, write func() error) error {
-	c := change{what: what}
+// workload is what the kit remembers of a node's pods and StatefulSets, to
+// tell whether the operator acted on it since.
+type workload struct {
+	pods map[string]podState
+	sets map[string]setTemplate
+}
+
+// workload reads the node's pods and StatefulSets.
+func (p *probe) workload(ctx context.Context) (workload, error) {
 	pods, err := p.pods(ctx)
 	if err != nil {
-		return err
+		return workload{}, err
 	}
 	sets, err := p.sets(ctx)
 	if err != nil {
-		return err
+		return workload{}, err
 	}
-	before, tmpl := podStates(pods), templates(sets)
+	return workload{podStates(pods), templates(sets)}, nil
+}
+
+// movedSince says what was done to the node's workload since before was
+// read — a pod created, restarted, deleted or gone, a pod template
+// changed, a StatefulSet made that wants pods — or "" where nothing was.
+func (p *probe) movedSince(ctx context.Context, before workload) (string, error) {
+	pods, err := p.pods(ctx)
+	if err != nil {
+		return "", err
+	}
+	now := podStates(pods)
+	for uid, st := range now {
+		was, ok := before.pods[uid]
+		switch {
+		case !ok:
+			return fmt.Sprintf("pod %s (uid %s) created", st.name, uid), nil
+		case st.restarts > was.restarts:
+			return fmt.Sprintf("pod %s restarted", st.name), nil
+		}
+	}
+	for _, pod := range pods {
+		if pod.DeletionTimestamp != nil && before.pods[string(pod.UID)].name != "" {
+			return fmt.Sprintf("pod %s deleted", pod.Name), nil
+		}
+	}
+	for uid, st := range before.pods {
+		if _, ok := now[uid]; !ok {
+			return fmt.Sprintf("pod %s (uid %s) gone", st.name, uid), nil
+		}
+	}
+	sets, err := p.sets(ctx)
+	if err != nil {
+		return "", err
+	}
+	for name, t := range templates(sets) {
+		was, existed := before.sets[name]
+		switch {
+		case !existed && t.replicas > 0:
+			return fmt.Sprintf("StatefulSet %s, wanting %d pods, created", name, t.replicas), nil
+		case existed && !sameTemplate(was.template, t.template):
+			return fmt.Sprintf("the pod template of StatefulSet %s changed (%s)", name, templateChange(was.template, t.template)), nil
+		case existed && was.replicas == 0 && t.replicas > 0:
+			return fmt.Sprintf("StatefulSet %s scaled to %d", name, t.replicas), nil
+		}
+	}
+	return "", nil
+}
+
+// holdsAfter makes write (what says what it is) to the gated node and
+// watches it for the hold window: no pod may be created, deleted or
+// restarted, no pod template changed, and no StatefulSet made or scaled up
+// that wants pods.
+func (p *probe) holdsAfter(ctx context.Context, what string, write func() error) error {
+	moved, took, err := p.movesAfter(ctx, write, p.cfg.HoldWindow)
+	switch {
+	case moved != "":
+		return fmt.Errorf("%s at %s, %s after %s to %s, which carried rollout gate %s",
+			moved, at(time.Now()), took.Round(time.Millisecond), what, p.name, holdGate)
+	case errors.Is(err, errTimedOut):
+		return nil // the window passed with nothing made: what the clause asks
+	case err != nil:
+		return fmt.Errorf("watching %s over the hold window after %s: %w", p.name, what, err)
+	}
+	return nil
+}
+
+// movesAfter makes write to the node and watches it, at most for timeout,
+// until its workload moves (movedSince): it returns what moved and when,
+// after write; errTimedOut where nothing did.
+func (p *probe) movesAfter(ctx context.Context, write func() error, timeout time.Duration) (string, time.Duration, error) {
+	before, err := p.workload(ctx)
+	if err != nil {
+		return "", 0, err
+	}
 	if err := write(); err != nil {
-		return err
+		return "", 0, err
 	}
 	since := time.Now()
-	var broke error
-	err = poll(ctx, p.cfg.HoldWindow, func() (bool, error) {
-		pods, err := p.pods(ctx)
-		if err != nil {
-			return false, err
-		}
-		now := podStates(pods)
-		for uid, st := range now {
-			was, ok := before[uid]
-			switch {
-			case !ok:
-				broke = fmt.Errorf("pod %s (uid %s) created at %s, %s after %s to %s, which carried rollout gate %s",
-					st.name, uid, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate)
-			case st.restarts > was.restarts:
-				broke = fmt.Errorf("pod %s restarted at %s, %s after %s to %s, which carried rollout gate %s",
-					st.name, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate)
-			}
-		}
-		for _, pod := range pods {
-			if pod.DeletionTimestamp != nil && before[string(pod.UID)].name != "" {
-				broke = fmt.Errorf("pod %s deleted at %s, %s after %s to %s, which carried rollout gate %s",
-					pod.Name, at(pod.DeletionTimestamp.Time), pod.DeletionTimestamp.Sub(since).Round(time.Millisecond), c.what, p.name, holdGate)
-			}
-		}
-		for uid, st := range before {
-			if _, ok := now[uid]; !ok && broke == nil {
-				broke = fmt.Errorf("pod %s (uid %s) gone at %s, %s after %s to %s, which carried rollout gate %s",
-					st.name, uid, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate)
-			}
-		}
-		sets, err := p.sets(ctx)
-		if err != nil {
-			return false, err
-		}
-		for name, t := range templates(sets) {
-			was, existed := tmpl[name]
-			switch {
-			case !existed && t.replicas > 0:
-				broke = fmt.Errorf("StatefulSet %s, wanting %d pods, created at %s, %s after %s to %s, which carried rollout gate %s",
-					name, t.replicas, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate)
-			case existed && !sameTemplate(was.template, t.template):
-				broke = fmt.Errorf("the pod template of StatefulSet %s changed at %s, %s after %s to %s, which carried rollout gate %s: %s",
-					name, at(time.Now()), time.Since(since).Round(time.Millisecond), c.what, p.name, holdGate, templateChange(was.template, t.template))
-			}
-		}
-		return broke != nil, nil
+	var moved string
+	err = poll(ctx, timeout, func() (bool, error) {
+		var err error
+		moved, err = p.movedSince(ctx, before)
+		return moved != "", err
 	})
-	if broke != nil {
-		return broke
+	return moved, time.Since(since), err
+}
+
+// reactsAfter makes write (what says what it is) to the node, which lets
+// the operator act on it, and waits, at most the rollout timeout, for it
+// to act (movedSince). A hold watched for a window shows only that the
+// operator did not act within it: one that acts on a node later than half
+// the window after it may — a settle time of its own — would pass a hold
+// it does not keep. So the clause fails where the operator took longer:
+// its holds are not proven.
+func (p *probe) reactsAfter(ctx context.Context, what string, write func() error) error {
+	moved, took, err := p.movesAfter(ctx, write, p.cfg.RolloutTimeout)
+	if err != nil {
+		return fmt.Errorf("%s: the operator did not act on %s within %s: %w", what, p.name, p.cfg.RolloutTimeout, err)
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if 2*took > p.cfg.HoldWindow {
+		return fmt.Errorf("%s: the operator first acted on %s %s after it (%s), more than half the hold window (%s): a hold watched for one window cannot show that it honours the gate rather than acts late; run with a hold window of at least %s",
+			what, p.name, took.Round(time.Millisecond), moved, p.cfg.HoldWindow, (2*took).Round(time.Second)+time.Second)
 	}
-	_ = err // the window passed with nothing made: what the clause asks
 	return nil
 }

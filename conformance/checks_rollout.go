@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -160,7 +161,8 @@ func (p *probe) ownedBy(ctx context.Context, s appsv1.StatefulSet) error {
 	return nil
 }
 
-// checkUpFalse takes the node down and brings it back up.
+// checkUpFalse takes the node down, with a version change held by a gate,
+// and brings it back up.
 func checkUpFalse(ctx context.Context, p *probe) error {
 	if _, err := p.provisioned(ctx); err != nil {
 		return err
@@ -176,6 +178,16 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 	}
 	if len(uids) == 0 {
 		return fmt.Errorf("no StatefulSet makes the pods of %s (template label %s=%s): nothing is there to scale to zero and keep", p.name, v2alpha1.LabelNode, p.name)
+	}
+	// A change the node has not been let go for is no part of what it
+	// ran: taken down, its template stays the record of what it ran, not
+	// of the change (an operator that rebuilt it from the spec would have
+	// it come back up on the change, ahead of its turn).
+	if _, err := p.update(ctx, addGate); err != nil {
+		return err
+	}
+	if err := p.holds(ctx, change{"a version change", func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") }}); err != nil {
+		return err
 	}
 	if _, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, false, "up") }); err != nil {
 		return err
@@ -198,7 +210,7 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 				return false, fmt.Errorf("StatefulSet %s deleted or replaced by %s, %s after %s was set up: false: the contract scales it to 0, its template the record of what the node ran",
 					name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name)
 			case !sameTemplate(before[name].template, sets[i].Spec.Template):
-				return false, fmt.Errorf("the pod template of StatefulSet %s changed by %s, %s after %s was set up: false (%s): taking a node down is not a rollout",
+				return false, fmt.Errorf("the pod template of StatefulSet %s changed by %s, %s after %s, gated with a version change, was set up: false (%s): taking a node down is not a rollout",
 					name, at(time.Now()), time.Since(since).Round(time.Millisecond), p.name, templateChange(before[name].template, sets[i].Spec.Template))
 			case ptr.Deref(sets[i].Spec.Replicas, 1) != 0:
 				why = fmt.Sprintf("StatefulSet %s still wants %d replicas", name, ptr.Deref(sets[i].Spec.Replicas, 1))
@@ -227,13 +239,16 @@ func checkUpFalse(ctx context.Context, p *probe) error {
 		err = broke
 	}
 	if err != nil {
-		if why != "" && ctx.Err() == nil && err.Error() == fmt.Sprintf("timed out after %s", p.cfg.RolloutTimeout) {
+		if why != "" && ctx.Err() == nil && errors.Is(err, errTimedOut) {
 			return fmt.Errorf("%s not scaled to zero within %s of up: false: %s", p.name, p.cfg.RolloutTimeout, why)
 		}
 		return err
 	}
-	if _, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, true, "up") }); err != nil {
+	if _, err := p.update(ctx, func(u *unstructured.Unstructured) {
+		setField(u, true, "up")
+		removeGate(u)
+	}); err != nil {
 		return err
 	}
-	return p.waitRolled(ctx, "up: true again")
+	return p.waitRolled(ctx, "up: true again, its gate lifted")
 }

@@ -67,7 +67,7 @@ func checkConditions(ctx context.Context, p *probe) error {
 	// after the rollout to do so.
 	var writer string
 	var last *unstructured.Unstructured
-	_ = poll(ctx, p.cfg.HoldWindow, func() (bool, error) {
+	err = poll(ctx, p.cfg.HoldWindow, func() (bool, error) {
 		n, err := p.get(ctx)
 		if err != nil {
 			return false, err
@@ -80,8 +80,15 @@ func checkConditions(ctx context.Context, p *probe) error {
 		}
 		return writer != "" && !maps.Equal(conditionFields(n, probeCondition), applied), nil
 	})
+	if err != nil && !errors.Is(err, errTimedOut) {
+		return fmt.Errorf("reading %s's status after the rollout: %w", p.name, err)
+	}
 	if writer == "" {
 		return fmt.Errorf("%w: the operator wrote no status of %s while rolling a change out", errNothingToJudge, p.name)
+	}
+	if forger, typ := foreignWriter(last); forger != "" {
+		return fmt.Errorf("condition %s of %s is written by field manager %s: %s and %s are express-sequencer's (its release record and the order auditor's verdict), and an operator leaves them alone; one it writes makes the sequencer read a rollout complete that it never released",
+			typ, p.name, forger, v2alpha1.ConditionPrerequisitesReady, v2alpha1.ConditionOrderKept)
 	}
 	now := conditionFields(last, probeCondition)
 	switch {
@@ -93,6 +100,30 @@ func checkConditions(ctx context.Context, p *probe) error {
 			probeCondition, p.name, kitManager, writer, at(time.Now()), changedFields(applied, now))
 	}
 	return nil
+}
+
+// foreignWriter returns a field manager, other than express-sequencer's
+// and the kit's, that owns a field of node u's PrerequisitesReady or
+// OrderKept condition, and that condition's type; "" when none does.
+func foreignWriter(u *unstructured.Unstructured) (string, string) {
+	ours := []string{v2alpha1.FieldManager, v2alpha1.FieldManagerGuardedRelease, v2alpha1.FieldManagerAuditor, kitManager}
+	for _, m := range u.GetManagedFields() {
+		if slices.Contains(ours, m.Manager) || m.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(m.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		status, _ := fields["f:status"].(map[string]any)
+		conds, _ := status["f:conditions"].(map[string]any)
+		for _, typ := range []string{v2alpha1.ConditionPrerequisitesReady, v2alpha1.ConditionOrderKept} {
+			if _, ok := conds[fmt.Sprintf(`k:{"type":%q}`, typ)]; ok {
+				return m.Manager, typ
+			}
+		}
+	}
+	return "", ""
 }
 
 // conditionFields returns the fields of node u's condition of type typ, as

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -317,8 +318,11 @@ func (p *probe) delete(ctx context.Context) {
 	_ = p.c.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 
+// errTimedOut is poll's error when its timeout passed.
+var errTimedOut = errors.New("timed out")
+
 // poll calls f every 100 ms until it returns true or an error, or timeout
-// passes (an error then).
+// passes (errTimedOut then).
 func poll(ctx context.Context, timeout time.Duration, f func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -330,7 +334,7 @@ func poll(ctx context.Context, timeout time.Duration, f func() (bool, error)) er
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s", timeout)
+			return fmt.Errorf("%w after %s", errTimedOut, timeout)
 		}
 		select {
 		case <-ctx.Done():

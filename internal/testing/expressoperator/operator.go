@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -80,6 +81,23 @@ type Operator struct {
 	Broken func(v2alpha1.Node) Breakage
 
 	downSince sync.Map // StatefulSet UID → when a DeletesWhenDownLater operator saw it down
+	specSince sync.Map // node UID → specSeen: when a Debounce operator first saw the node's generation
+	active    sync.Map // namespace → *atomic.Int64: reconciles of its nodes under way
+}
+
+// Quiet reports whether no reconcile of a node of namespace ns is under
+// way: one that starts after a Breakage set before Quiet returned true
+// reads that Breakage (a test that pauses the operator waits for it, so
+// that no write of a reconcile that began before the pause lands after).
+func (o *Operator) Quiet(ns string) bool {
+	n, ok := o.active.Load(ns)
+	return !ok || n.(*atomic.Int64).Load() == 0
+}
+
+// specSeen is a generation of a node and when the operator first saw it.
+type specSeen struct {
+	generation int64
+	at         time.Time
 }
 
 // Breakage is how an operator broken on purpose departs from
@@ -111,12 +129,24 @@ type Breakage struct {
 	// node's generation (§3): an old completion then reads as the current
 	// one's.
 	RewritesConditions bool
+	// ForgesCompletion writes, with its own condition, the sequencer's
+	// PrerequisitesReady — reason RolloutComplete, observed at the node's
+	// generation — once its pods are Ready, as an operator that kept its
+	// own ordering might (§3: leave it alone): the sequencer's release
+	// record then says a rollout completed that it never released.
+	ForgesCompletion bool
 	// Partition rolls the StatefulSet with a partition as large as its
 	// replicas (§2): its controller never completes a rollout.
 	Partition bool
 	// DeletesWhenDown deletes the StatefulSet of a node set up: false,
 	// instead of scaling it to 0 (§1).
 	DeletesWhenDown bool
+	// RebuildsWhenDown scales the StatefulSet of a node set up: false to
+	// 0, its pod template rebuilt from the node's spec as it is now, gated
+	// changes and all (§1: the template is the record of what the node
+	// last ran): brought back up, the node comes back on a change it was
+	// never let go for.
+	RebuildsWhenDown bool
 	// DeletesWhenDownLater scales the StatefulSet of a node set up: false
 	// to 0, as the contract asks, then deletes it a second after its last
 	// pod went (§1: it keeps it while the node is down).
@@ -136,6 +166,12 @@ type Breakage struct {
 	// NamesSetsOtherwise names the node's StatefulSet "<node>-set", not
 	// after the node (§2): a decision cannot read it by name.
 	NamesSetsOtherwise bool
+	// Debounce has the operator act on a node only once its spec has not
+	// changed for this long (a settle time: every change, a gate's removal
+	// too, starts it again). With IgnoresGates it holds a gated node for
+	// as long as a hold window shorter than the debounce watches, and rolls
+	// it after (§1: the gate is what holds it, not the operator's pace).
+	Debounce time.Duration
 	// Paused: the operator does nothing for the node for now (a test
 	// holds it still while it changes what it is testing).
 	Paused bool
@@ -228,12 +264,18 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result, error) {
+	active, _ := o.active.LoadOrStore(ref.Namespace, &atomic.Int64{})
+	active.(*atomic.Int64).Add(1)
+	defer active.(*atomic.Int64).Add(-1)
 	n := v2alpha1.NewNode(ref.Kind)
 	if err := o.Client.Get(ctx, ref.NamespacedName, n); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err) // its StatefulSet goes with it (garbage collector)
 	}
 	if o.broken(n).Paused {
 		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	if wait := o.unsettled(n, o.broken(n).Debounce); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: o.setName(n), Namespace: n.GetNamespace()}}
 	err := o.Client.Get(ctx, client.ObjectKeyFromObject(set), set)
@@ -265,6 +307,9 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	case !n.NodeSpec().IsUp() || n.GetDeletionTimestamp() != nil:
 		if exists && ptr.Deref(set.Spec.Replicas, 1) != 0 {
 			set.Spec.Replicas = ptr.To[int32](0)
+			if broken.RebuildsWhenDown {
+				set.Spec.Template = o.statefulSet(n).Spec.Template
+			}
 			return reconcile.Result{}, o.Client.Update(ctx, set)
 		}
 		return reconcile.Result{}, nil
@@ -539,11 +584,16 @@ func (o *Operator) reportAvailable(ctx context.Context, n v2alpha1.Node, set *ap
 		n.NodeStatus().Conditions = conds
 		return client.IgnoreNotFound(o.Client.Status().Patch(ctx, n, patch, client.FieldOwner(FieldManager)))
 	}
-	cond := metav1ac.Condition().WithType(ConditionAvailable).WithStatus(status).WithReason(reason).
-		WithMessage(message).WithObservedGeneration(n.GetGeneration()).WithLastTransitionTime(metav1.Now())
-	var apply runtime.ApplyConfiguration = acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(acv2alpha1.NodeStatus().WithConditions(cond))
+	conds := []*metav1ac.ConditionApplyConfiguration{metav1ac.Condition().WithType(ConditionAvailable).WithStatus(status).WithReason(reason).
+		WithMessage(message).WithObservedGeneration(n.GetGeneration()).WithLastTransitionTime(metav1.Now())}
+	if o.broken(n).ForgesCompletion && status == metav1.ConditionTrue {
+		conds = append(conds, metav1ac.Condition().WithType(v2alpha1.ConditionPrerequisitesReady).WithStatus(metav1.ConditionTrue).
+			WithReason(v2alpha1.ReasonRolloutComplete).WithMessage("rolled out by the operator").
+			WithObservedGeneration(n.GetGeneration()).WithLastTransitionTime(metav1.Now()))
+	}
+	var apply runtime.ApplyConfiguration = acv2alpha1.Frontend(n.GetName(), n.GetNamespace()).WithStatus(acv2alpha1.NodeStatus().WithConditions(conds...))
 	if n.NodeKind() == v2alpha1.KindBackend {
-		apply = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(acv2alpha1.NodeStatus().WithConditions(cond))
+		apply = acv2alpha1.Backend(n.GetName(), n.GetNamespace()).WithStatus(acv2alpha1.NodeStatus().WithConditions(conds...))
 	}
 	return client.IgnoreNotFound(o.Client.Status().Apply(ctx, apply, client.FieldOwner(FieldManager), client.ForceOwnership))
 }
@@ -605,4 +655,20 @@ func (o *Operator) statefulSet(n v2alpha1.Node) *appsv1.StatefulSet {
 			},
 		},
 	}
+}
+
+// unsettled is how long a Debounce operator still waits before it acts on
+// node n: the debounce from when it first saw n's generation; 0 when it
+// acts now.
+func (o *Operator) unsettled(n v2alpha1.Node, debounce time.Duration) time.Duration {
+	if debounce <= 0 {
+		return 0
+	}
+	seen := specSeen{generation: n.GetGeneration(), at: time.Now()}
+	if was, ok := o.specSince.Load(n.GetUID()); ok && was.(specSeen).generation == seen.generation {
+		seen = was.(specSeen)
+	} else {
+		o.specSince.Store(n.GetUID(), seen)
+	}
+	return debounce - time.Since(seen.at)
 }

@@ -39,6 +39,8 @@ var (
 	// default).
 	broken     expressoperator.PerNamespace
 	readyAfter sync.Map
+	// operator is the simulated Express operator.
+	operator *expressoperator.Operator
 )
 
 // wouldHoldGrace is the suite's: a would-have-held the sequencer's plan
@@ -79,14 +81,14 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	tenants = tenant.Suite{Client: harness.Client, Pods: pods, Prefix: "audit-", Poll: 50 * time.Millisecond}
-	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
+	operator = &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
 		Broken: broken.Of,
 		ReadyAfterOf: func(n v2alpha1.Node) time.Duration {
 			d, _ := readyAfter.Load(n.GetNamespace())
 			out, _ := d.(time.Duration)
 			return out
 		}}
-	stop, err := harness.StartController(op.SetupWithManager)
+	stop, err := harness.StartController(operator.SetupWithManager)
 	if err != nil {
 		return 0, err
 	}

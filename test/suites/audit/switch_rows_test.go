@@ -293,6 +293,9 @@ func switchTo(t *testing.T, ns, mode string, mark time.Time) time.Time {
 	// the auditor if its write comes after the gate. The rows test the
 	// order across the switch, not that instant.
 	broken.Set(ns, expressoperator.Breakage{OrdersBy: oldLists(rowTenant), Paused: true})
+	// A reconcile that began before the pause, on an ungated read, would
+	// land its write after the gate: wait for it to end.
+	require.Eventually(t, func() bool { return operator.Quiet(ns) }, 10*time.Second, 5*time.Millisecond, "the operator's reconciles under way end")
 	setMode(t, ns, mode)
 	require.Eventually(t, func() bool {
 		for _, k := range tenant.Keys(rowTenant) {

@@ -92,6 +92,7 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		reason string // what the failure says: the check that caught it
 	}{
 		{"an operator that ignores the gates rolls a gated node", expressoperator.Breakage{IgnoresGates: true}, "gates-hold", "which carried rollout gate"},
+		{"an operator that ignores the gates but acts only once a node's spec has settled outwaits the hold window", expressoperator.Breakage{IgnoresGates: true, Debounce: 4 * time.Second}, "gates-hold", "more than half the hold window"},
 		{"an operator that honours gates only on nodes it has provisioned provisions a node created gated", expressoperator.Breakage{ProvisionsGated: true}, "gates-hold", "its creation with a rollout gate"},
 		{"an operator that honours gates only on nodes that run provisions again a gated node brought back up", expressoperator.Breakage{ReprovisionsGated: true}, "gates-hold", "the node brought back up"},
 		{"an operator that forgets the hash label leaves pods off their target", expressoperator.Breakage{NoTargetHash: true}, "rolls-labelled", `target-hash=""`},
@@ -99,8 +100,10 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		{"an operator that rolls version changes only leaves a config-only change unrolled", expressoperator.Breakage{RollsOnVersionOnly: true}, "rolls-any-field", "a config-only change"},
 		{"an operator that replaces the whole conditions list erases another writer's condition", expressoperator.Breakage{ReplacesConditions: true}, "conditions", "gone after a status write"},
 		{"an operator that rewrites another writer's condition makes an old completion read as the current one's", expressoperator.Breakage{RewritesConditions: true}, "conditions", "observedGeneration 1 →"},
+		{"an operator that writes the sequencer's PrerequisitesReady forges the record of a rollout it never released", expressoperator.Breakage{ForgesCompletion: true}, "conditions", "is written by field manager"},
 		{"an operator that partitions its StatefulSet never lets it record a rollout", expressoperator.Breakage{Partition: true}, "statefulset", "rolls with partition"},
 		{"an operator that names its StatefulSet otherwise keeps a decision from reading it by name", expressoperator.Breakage{NamesSetsOtherwise: true}, "statefulset", "is to be named after the node"},
+		{"an operator that rebuilds the template from the spec on up: false records a change it was never let go for", expressoperator.Breakage{RebuildsWhenDown: true}, "up-false", "gated with a version change, was set up: false"},
 		{"an operator that deletes the StatefulSet on up: false loses the record of what the node ran", expressoperator.Breakage{DeletesWhenDown: true}, "up-false", "deleted or replaced"},
 		{"an operator that deletes the StatefulSet a while after the node went down loses the record of what it ran", expressoperator.Breakage{DeletesWhenDownLater: true}, "up-false", "was down: StatefulSet"},
 		{"an operator that makes the StatefulSet again for a version change leaves no record of the node's rollout", expressoperator.Breakage{RecreatesSetOnChange: true}, "statefulset", "was made again for the version change"},
