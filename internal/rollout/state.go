@@ -124,26 +124,35 @@ func (s *Snapshot) hasPendingWork(name string) bool {
 func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget(n) }
 
 // AwaitsRelease reports whether a new pod of node name whose target-hash
-// label is hash waits for the node's own release, whatever its
-// prerequisites: it is made for the node's target, which the node was not
-// released for (DESIGN §4: a new target waits for the node's release).
-// Starting it would roll the node out. Such a pod is made only where the
-// node's StatefulSet template was moved to the target without a release: a
-// node audit mode left ungated, rolled by the operator before the
-// sequencer gated it at the switch to enforce (an unbounded window while
-// no sequencer leads), or an operator that rolls a gated node. A pod with
-// no target-hash label (the contract's fallback labels) is judged by the
-// pod rule alone: its labels cannot tell a config-only change from the
-// target before it.
+// label is hash waits for the node's release for its current target,
+// whatever the node's prerequisites: it is made for a target the node was
+// never released for — neither its released target nor one its rollout
+// history records (DESIGN §4: a new target waits for the node's release).
+// Starting it would roll the node out of order: to its target, or to one a
+// later change superseded before its release. Such a pod is made only where
+// the node's StatefulSet template was moved without a release: a node
+// audit mode left ungated, rolled by the operator before the sequencer
+// gated it at the switch to enforce (an unbounded window while no
+// sequencer leads), or an operator that rolls a gated node. Once the node
+// is released for its current target, every pod of it is judged by the pod
+// rule (a pod of a superseded target then starts, and is replaced as the
+// operator rolls the release). A pod of a target the node was released
+// for (an ordinal a rolling update has not reached yet, made up) is judged
+// by the pod rule, as is a pod with no target-hash label (the contract's
+// fallback): its labels cannot tell a config-only change from the target
+// before it.
 func (s *Snapshot) AwaitsRelease(name, hash string) bool {
 	n := s.Nodes[name]
-	return n != nil && hash != "" && Live(n) && hash == StampedTarget(n) && newTarget(n)
+	if n == nil || hash == "" || !Live(n) || released(n) || hash == ReleasedTarget(n) {
+		return false
+	}
+	return !slices.ContainsFunc(HistoryIn(n), func(r RolloutRecord) bool { return r.Target == hash })
 }
 
 // AwaitsReleaseMessage says why a pod of node name waits for its release
 // (AwaitsRelease).
 func (s *Snapshot) AwaitsReleaseMessage(name string) string {
-	return fmt.Sprintf("its pods made for %s wait for %s's own release: it was not released for that target", describeTarget(s.Nodes[name]), name)
+	return fmt.Sprintf("its pods made for a target it was never released for wait for %s's release for %s", name, describeTarget(s.Nodes[name]))
 }
 
 // mode returns how a gated node is rolled: a node released before is

@@ -213,10 +213,10 @@ func TestTheReleaseGuardsPodSelectionIsWhatItsMarkerRegisters(t *testing.T) {
 // A namespace switched from audit to enforce while a node audit admitted
 // ungated has a target it was never released for: until the sequencer
 // gates it, the Express operator may roll it, and the pod its StatefulSet
-// makes for that target is held for the node's own release — the Backend
-// has no provisioning predecessor, so the pod rule alone would let it
-// start. A pod of another target (or without the target-hash label) is
-// judged by the pod rule, as before.
+// makes for that target — or any target the node was never released for
+// — is held for the node's release — the Backend has no provisioning
+// predecessor, so the pod rule alone would let it start. A pod without the
+// target-hash label is judged by the pod rule, as before.
 func TestAfterASwitchToEnforceAPodMadeForATargetItsNodeWasNotReleasedForIsHeld(t *testing.T) {
 	ctx := context.Background()
 	c := env(t).Client
@@ -242,7 +242,7 @@ func TestAfterASwitchToEnforceAPodMadeForATargetItsNodeWasNotReleasedForIsHeld(t
 
 	other := pod(ns, "acme-be-1", map[string]string{v2alpha1.LabelNode: "acme-be", v2alpha1.LabelTargetHash: "another-target"})
 	require.NoError(t, c.Create(ctx, other))
-	assert.Empty(t, gates(other), "a pod of another target is judged by the pod rule: the backend has no provisioning predecessor")
+	assert.Equal(t, []string{v2alpha1.GateSequencer}, gates(other), "a pod of another target acme-be was never released for waits too")
 	bare := pod(ns, "acme-be-2", map[string]string{v2alpha1.LabelNode: "acme-be"})
 	require.NoError(t, c.Create(ctx, bare))
 	assert.Empty(t, gates(bare), "a pod without the target-hash label is judged by the pod rule")

@@ -1,0 +1,128 @@
+package rollout
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+)
+
+// changedAgain is s with every node changed to version, through the
+// webhook in enforce: stamped anew and gated.
+func changedAgain(s *Snapshot, version string) *Snapshot {
+	out := *s
+	out.Nodes = map[string]v2alpha1.Node{}
+	for name, n := range s.Nodes {
+		c := n.DeepCopyObject().(v2alpha1.Node)
+		c.NodeSpec().ExpressVersion = version
+		setAnnotation(c, v2alpha1.AnnotationTargetHash, TargetHashOf(c.NodeSpec()))
+		c.NodeSpec().AddGate(v2alpha1.GateSequencer)
+		out.Nodes[name] = c
+	}
+	return &out
+}
+
+// Audit left a change to all (v1 → v2) ungated; the operator moved be's
+// StatefulSet template to v2 but no pod of v2 ran yet. At the switch be is
+// gated (nothing of v2 runs). The chart then applies v3 to all (enforce:
+// stamped v3, gated). The operator honours the gate and leaves the
+// template at v2, so be's StatefulSet keeps making pods of v2 — a target
+// be was never released for. DESIGN §4: a node with a new target waits
+// for its upgrade predecessors Ready and on target; §9: the switch
+// releases nothing out of order. AwaitsRelease matched only the
+// stamped hash, so a v2 pod of be went by the pod rule alone (be has no
+// provisioning predecessor) while fe1 and fe2 were not on target.
+func TestAPodMadeForATargetItsNodeWasNeverReleasedForStillWaitsOnceTheNodeIsChangedAgain(t *testing.T) {
+	w, s := auditLeftAChangeToAll(t)
+	be, fe1, fe2 := w.name("be"), w.name("fe1"), w.name("fe2")
+	v1hash := ReleasedTarget(s.Nodes[be])
+	v2hash := StampedTarget(s.Nodes[be])
+	s.SetTemplates = map[string][]Template{be: {{Hash: v2hash}}}
+	adopt, gate := Unheld(s)
+	if len(adopt) != 0 || !slices.Contains(gate, be) {
+		t.Fatalf("switch: adopt %v gate %v", adopt, gate)
+	}
+	s = changedAgain(s, "v3")
+	s.Pods = maps.Clone(s.Pods)
+	// be's StatefulSet, its template at v2, makes a pod of v2 (replacing be-0).
+	made := Pod{Name: be + "-v2", Hash: v2hash, Conditions: map[string]string{string(corev1.PodReady): "False"}}
+	s.Pods[be] = []Pod{made}
+
+	// Own oracle: be was released for v1 only; a pod of any other target
+	// rolls it; it may start only once fe1 and fe2 (its upgrade
+	// predecessors) are Ready on their target.
+	if v2hash == v1hash || v2hash == StampedTarget(s.Nodes[be]) {
+		t.Fatal("bad setup")
+	}
+	if s.converged(fe1) && s.converged(fe2) {
+		t.Fatal("bad setup: fe1/fe2 on target")
+	}
+
+	// The pod webhook (whole-tenant path, pods.go:118-121).
+	ok, _ := PodsMayStart(s, be)
+	admitted := ok && !s.AwaitsRelease(be, made.Hash)
+	if admitted {
+		t.Errorf("the pod webhook admits %s (target v2, never released for be) schedulable while fe1 and fe2 are not on target", made.Name)
+	}
+	// The pod webhook's read by name (pod_read_moment.go:77).
+	scope, ok := PodScope(s.withNodes(nil), be)
+	if !ok {
+		t.Fatal("no scope")
+	}
+	names := map[string]bool{}
+	for _, r := range scope {
+		names[r] = true
+	}
+	read := s.withNodes(names).WithWorkloadOf(s, PodWorkloadScope(scope, be))
+	if PodsMayStartByName(read, be) && !read.AwaitsRelease(be, made.Hash) {
+		t.Errorf("the read by name (scope %v) admits %s schedulable", scope, made.Name)
+	}
+	// The plan and the release guard, for the same pod created held.
+	s.Pods[be] = []Pod{{Name: made.Name, Hash: v2hash, Conditions: made.Conditions, Gates: []string{v2alpha1.GateSequencer}}}
+	if d := decisionOf(t, Plan(s), be); slices.Contains(d.PodsToRelease, made.Name) {
+		t.Errorf("Plan lets %s (v2, never released) go while be is gated for v3 and fe1, fe2 are not on target: %s", made.Name, d.Condition.Message)
+	}
+	if ok, _ := ReleaseStands(s, be, made.Name); ok {
+		t.Errorf("the release guard lets %s go", made.Name)
+	}
+}
+
+// The same hole, reverted: be gated for v2 (never released), its
+// StatefulSet template moved to v2 (the switch, or an operator rolling a
+// gated node) and its v2 pod held for be's release. The user reverts be
+// to v1 (stamped v1 = released v1; the webhook gates it for the change).
+// The held v2 pod is no longer made for the node's target, yet still for
+// one it was never released for: let go, be would run v2 — a target it
+// no longer wants — before anything ordered it.
+func TestAPodHeldForItsNodesReleaseIsNotLetGoWhenTheChangeIsReverted(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(100)
+	be := w.name("be")
+	v1hash := StampedTarget(w.nodes[be])
+	w.setVersion(v2, "be", "fe1", "fe2")
+	v2hash := StampedTarget(w.nodes[be])
+	s := w.snapshot()
+	s.Pods = maps.Clone(s.Pods)
+	s.SetTemplates = map[string][]Template{be: {{Hash: v2hash}}}
+	s.Pods[be] = []Pod{{Name: be + "-v2", Hash: v2hash, Conditions: map[string]string{string(corev1.PodReady): "False"}, Gates: []string{v2alpha1.GateSequencer}}}
+	if !s.AwaitsRelease(be, v2hash) {
+		t.Fatal("bad setup: the v2 pod should await be's release")
+	}
+	// Reverted to v1 through the webhook: gated, stamped v1.
+	s.Nodes = maps.Clone(s.Nodes)
+	n := s.Nodes[be].DeepCopyObject().(v2alpha1.Node)
+	n.NodeSpec().ExpressVersion = v1
+	setAnnotation(n, v2alpha1.AnnotationTargetHash, v1hash)
+	n.NodeSpec().AddGate(v2alpha1.GateSequencer)
+	s.Nodes[be] = n
+	if ReleasedTarget(n) != v1hash {
+		t.Fatalf("bad setup: released %s", ReleasedTarget(n))
+	}
+	if d := decisionOf(t, Plan(s), be); slices.Contains(d.PodsToRelease, be+"-v2") {
+		t.Errorf("Plan lets be's v2 pod go although be was never released for v2 (released %s, stamped %s): %s", v1hash, v1hash, d.Condition.Message)
+	}
+}
