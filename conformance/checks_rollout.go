@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -33,11 +36,24 @@ func checkRollsLabelled(ctx context.Context, p *probe) error {
 	if _, err := p.provisioned(ctx); err != nil {
 		return err
 	}
-	u, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") })
+	pods, err := p.pods(ctx)
 	if err != nil {
 		return err
 	}
-	if err := p.waitRolled(ctx, "a version change"); err != nil {
+	relabelled, err := p.watchRelabelled(ctx, podStates(pods), p.cfg.Versions[1], "a version change")
+	if err != nil {
+		return err
+	}
+	u, err := p.update(ctx, func(u *unstructured.Unstructured) { setField(u, p.cfg.Versions[1], "expressVersion") })
+	if err != nil {
+		relabelled()
+		return err
+	}
+	err = p.waitRolled(ctx, "a version change")
+	if found := relabelled(); found != "" {
+		return errors.New(found)
+	}
+	if err != nil {
 		return err
 	}
 	sets, err := p.sets(ctx)
@@ -61,6 +77,53 @@ func checkRollsLabelled(ctx context.Context, p *probe) error {
 		return fmt.Errorf("no StatefulSet with replicas makes the pods of %s (template label %s=%s)", p.name, v2alpha1.LabelNode, p.name)
 	}
 	return nil
+}
+
+// watchRelabelled watches the node's pods, from now, for one of before
+// (by UID) relabelled with express-version version: a change that needs
+// its pods replaced (a version change) is rolled by replacing them. The
+// sequencer reads a pod's labels as the target it was made for: an old pod
+// relabelled reads Ready on the new target, and the node's dependents would
+// be released while it still runs the old version. Every change to a pod is
+// seen, however soon the pod is replaced. The returned func stops the
+// watch and says what it saw ("" when nothing).
+func (p *probe) watchRelabelled(ctx context.Context, before map[string]podState, version, what string) (func() string, error) {
+	wc, err := client.NewWithWatch(p.cfg.RESTConfig, client.Options{Scheme: p.c.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(p.ns), client.MatchingLabels{v2alpha1.LabelNode: p.name})
+	if err != nil {
+		return nil, fmt.Errorf("watching the pods of %s (RBAC watch on pods): %w", p.name, err)
+	}
+	var mu sync.Mutex
+	var found string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range w.ResultChan() {
+			pod, ok := e.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			if _, old := before[string(pod.UID)]; !old || pod.Labels[v2alpha1.LabelExpressVersion] != version {
+				continue
+			}
+			mu.Lock()
+			if found == "" {
+				found = fmt.Sprintf("pod %s (uid %s), made before %s to %s, was relabelled express-version=%s (target-hash %q) at %s: relabelled, not replaced; a pod's labels are the target it was made for, and the sequencer would read it Ready on a version it does not run",
+					pod.Name, pod.UID, what, p.name, version, pod.Labels[v2alpha1.LabelTargetHash], at(time.Now()))
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() string {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return found
+	}, nil
 }
 
 // checkRollsAnyField makes a config-only change, then a change to a field

@@ -34,12 +34,22 @@ type ClauseResult struct {
 	Duration string `json:"duration"`
 }
 
-// Summary counts the clauses by result.
+// Summary counts the clauses by result, and says the run's, in Gateway
+// API's words: success (every clause passed), partial (none failed, some
+// skipped: what they check was not shown) or failure.
 type Summary struct {
-	Passed  int `json:"passed"`
-	Failed  int `json:"failed"`
-	Skipped int `json:"skipped"`
+	Result  string `json:"result"`
+	Passed  int    `json:"passed"`
+	Failed  int    `json:"failed"`
+	Skipped int    `json:"skipped"`
 }
+
+// The results of a run.
+const (
+	RunSuccess = "success"
+	RunPartial = "partial"
+	RunFailure = "failure"
+)
 
 // Report is a run of the kit, in the shape of Gateway API's conformance
 // reports: who was checked, against which version of the contract, and
@@ -84,6 +94,14 @@ func (r *Report) add(c ClauseResult) {
 		r.Summary.Failed++
 	default:
 		r.Summary.Skipped++
+	}
+	switch {
+	case r.Summary.Failed > 0:
+		r.Summary.Result = RunFailure
+	case r.Summary.Skipped > 0:
+		r.Summary.Result = RunPartial
+	default:
+		r.Summary.Result = RunSuccess
 	}
 }
 

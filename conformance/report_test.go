@@ -22,13 +22,24 @@ func sampleReport() Report {
 
 func TestAReportCountsEachResultAndFailsWhenAClauseFailed(t *testing.T) {
 	r := sampleReport()
-	assert.Equal(t, Summary{Passed: 1, Failed: 1, Skipped: 1}, r.Summary)
+	assert.Equal(t, Summary{Result: RunFailure, Passed: 1, Failed: 1, Skipped: 1}, r.Summary)
 	assert.True(t, r.Failed())
 	c, ok := r.Clause("up-false")
 	require.True(t, ok)
 	assert.Equal(t, Passed, c.Result)
 	_, ok = r.Clause("no-such-clause")
 	assert.False(t, ok)
+}
+
+func TestARunWithASkippedClauseAndNoFailureIsPartial(t *testing.T) {
+	r := newReport(Config{}, time.Now())
+	r.add(ClauseResult{ID: "up-false", Result: Passed})
+	assert.Equal(t, RunSuccess, r.Summary.Result, "every clause passed")
+	r.add(ClauseResult{ID: "failing-pods", Result: Skipped})
+	assert.Equal(t, RunPartial, r.Summary.Result, "a clause skipped: not shown")
+	assert.False(t, r.Failed())
+	r.add(ClauseResult{ID: "gates-hold", Result: Failed})
+	assert.Equal(t, RunFailure, r.Summary.Result)
 }
 
 func TestTheYAMLReportHasTheShapeOfGatewayAPIsConformanceReports(t *testing.T) {

@@ -15,10 +15,15 @@ import (
 // the report having said which.
 var errConformanceFailed = errors.New("the operator failed the contract: see the report")
 
+// errConformancePartial ends, with --require-all, a run in which a clause
+// was skipped: exit code 1.
+var errConformancePartial = errors.New("some clauses were skipped (--require-all): the run shows only part of the contract; see the report for why")
+
 func newConformanceCommand(e *env) *cobra.Command {
 	cfg := conformance.Config{}
 	var output string
 	var clauses []string
+	var requireAll bool
 	cmd := &cobra.Command{
 		Use:   "conformance --namespace SCRATCH",
 		Short: "Check the cluster's Express operator against the operator contract, clause by clause",
@@ -39,8 +44,10 @@ Clauses:
 ` + clauseHelp() + `
 The report lists every clause passed, failed (with what broke the rule: the
 object and the moment) or skipped (with why): a table, or -o yaml (the
-shape of Gateway API's conformance reports) or -o junit (for CI). The exit
-code is 1 when a clause failed.`,
+shape of Gateway API's conformance reports, its summary's result success,
+partial — a clause skipped, what it checks not shown — or failure) or -o
+junit (for CI). The exit code is 1 when a clause failed, or, with
+--require-all, was skipped.`,
 		Example: `  kubectl create namespace express-conformance
   kubectl express conformance -n express-conformance
   kubectl express conformance -n express-conformance --clause gates-hold --clause up-false --keep
@@ -98,15 +105,13 @@ code is 1 when a clause failed.`,
 					return err
 				}
 			}
-			if report.Failed() {
-				return errConformanceFailed
-			}
-			return nil
+			return conformanceExit(report, requireAll)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&output, "output", "o", "table", "The report's format: table, yaml (Gateway API's conformance report shape) or junit (JUnit XML).")
 	f.StringSliceVar(&clauses, "clause", nil, "Run only this clause (repeat, or comma-separated): "+strings.Join(conformance.Clauses(), ", ")+".")
+	f.BoolVar(&requireAll, "require-all", false, "Fail (exit code 1) when a clause was skipped too (without express-sequencer installed, or without --failing-version): a partial run shows less than the contract.")
 	f.BoolVar(&cfg.Keep, "keep", false, "Leave the kit's nodes (and so their pods) in the namespace, for a look after a failure.")
 	versions := f.StringSlice("versions", []string{"conformance-1", "conformance-2"}, "Two expressVersion values the operator can run; the second is what changes roll out.")
 	f.StringVar(&cfg.FailingVersion, "failing-version", "", "An expressVersion whose containers cannot start (an image that does not exist): runs the failing-pods clause, skipped without it.")
@@ -124,6 +129,18 @@ code is 1 when a clause failed.`,
 		return nil
 	}
 	return cmd
+}
+
+// conformanceExit is how a run ends: errConformanceFailed when a clause
+// failed; with requireAll, errConformancePartial when one was skipped.
+func conformanceExit(report conformance.Report, requireAll bool) error {
+	switch {
+	case report.Failed():
+		return errConformanceFailed
+	case requireAll && report.Summary.Skipped > 0:
+		return errConformancePartial
+	}
+	return nil
 }
 
 // clauseHelp lists every clause for --help: its id, its section, what it

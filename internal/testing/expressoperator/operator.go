@@ -117,6 +117,11 @@ type Breakage struct {
 	// NoTargetHash leaves the target-hash label off the pod template
 	// (§2).
 	NoTargetHash bool
+	// RelabelsPods, as it rolls a node to a new version, first relabels
+	// the node's running pods with the new target's labels (§2: a
+	// pod's target-hash is the target it was made for): until each is
+	// replaced, a pod of the old version reads as one of the new.
+	RelabelsPods bool
 	// RollsOnVersionOnly keeps the pod template as it is while the
 	// node's version and revision stay the same: a config-only change,
 	// or one to a field it does not act on, is not rolled (§2).
@@ -354,10 +359,32 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 	if err := controllerutil.SetControllerReference(n, set, o.Client.Scheme()); err != nil {
 		return reconcile.Result{}, err
 	}
+	if broken.RelabelsPods && set.Spec.Template.Labels[v2alpha1.LabelExpressVersion] != want.Spec.Template.Labels[v2alpha1.LabelExpressVersion] {
+		if err := o.relabelPods(ctx, n, want.Spec.Template.Labels); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	set.Spec.Replicas = want.Spec.Replicas
 	set.Spec.Template = want.Spec.Template // a new target rolls the pods (the StatefulSet's rolling update)
 	set.Spec.UpdateStrategy = want.Spec.UpdateStrategy
 	return reconcile.Result{RequeueAfter: warmUp}, o.Client.Update(ctx, set)
+}
+
+// relabelPods gives node n's pods labels, as a RelabelsPods operator does.
+func (o *Operator) relabelPods(ctx context.Context, n v2alpha1.Node, labels map[string]string) error {
+	var pods corev1.PodList
+	if err := o.Client.List(ctx, &pods, client.InNamespace(n.GetNamespace()), client.MatchingLabels{v2alpha1.LabelNode: n.GetName()}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		patch := client.MergeFrom(p.DeepCopy())
+		maps.Copy(p.Labels, labels)
+		if err := o.Client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // annotations are node n's pod template's: KWOK's delays, the

@@ -32,6 +32,7 @@ func TestTheKitPassesAgainstAnOperatorThatHonoursTheContract(t *testing.T) {
 	})
 	t.Logf("the whole kit took %s", time.Since(start).Round(time.Second))
 	assert.Equal(t, conformance.ModeWithSequencer, report.Mode)
+	assert.Equal(t, conformance.RunSuccess, report.Summary.Result)
 	assert.Len(t, report.Clauses, len(conformance.Clauses()))
 	for _, c := range report.Clauses {
 		assert.Equal(t, conformance.Passed, c.Result, "%s: %s", c.ID, c.Reason)
@@ -47,6 +48,7 @@ func TestTheKitRunsWithoutExpressSequencer(t *testing.T) {
 		FailingVersion: "broken", HoldWindow: 3 * time.Second, UnactedField: unacted,
 	})
 	assert.Equal(t, conformance.ModeWithoutSequencer, report.Mode)
+	assert.Equal(t, conformance.RunPartial, report.Summary.Result, "two clauses skipped, none failed")
 	for _, c := range report.Clauses {
 		want := conformance.Passed
 		if c.ID == "sequencer-release" || c.ID == "gate-only-hold" {
@@ -97,6 +99,7 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		{"an operator that honours gates only on nodes that run provisions again a gated node brought back up", expressoperator.Breakage{ReprovisionsGated: true}, "gates-hold", "the node brought back up"},
 		{"an operator that forgets the hash label leaves pods off their target", expressoperator.Breakage{NoTargetHash: true}, "rolls-labelled", `target-hash=""`},
 		{"an operator that forgets the hash label fails the sequencer's release at its first rollout", expressoperator.Breakage{NoTargetHash: true}, "sequencer-release", `target-hash=""`},
+		{"an operator that relabels its running pods for a version change has old pods read as new", expressoperator.Breakage{RelabelsPods: true}, "rolls-labelled", "relabelled, not replaced"},
 		{"an operator that rolls version changes only leaves a config-only change unrolled", expressoperator.Breakage{RollsOnVersionOnly: true}, "rolls-any-field", "a config-only change"},
 		{"an operator that replaces the whole conditions list erases another writer's condition", expressoperator.Breakage{ReplacesConditions: true}, "conditions", "gone after a status write"},
 		{"an operator that rewrites another writer's condition makes an old completion read as the current one's", expressoperator.Breakage{RewritesConditions: true}, "conditions", "observedGeneration 1 →"},
