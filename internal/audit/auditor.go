@@ -448,7 +448,7 @@ func (a *Auditor) onSet(o any, initial, deleted bool) {
 		at = 0
 	}
 	a.judge.Set(at, SetSeen{Node: k, Name: s.Name, Target: TargetKey(s.Spec.Template.Labels),
-		Current: s.Status.CurrentRevision, Update: s.Status.UpdateRevision, Gone: deleted})
+		Current: s.Status.CurrentRevision, Update: s.Status.UpdateRevision, Unobserved: s.Status.ObservedGeneration < s.Generation, Gone: deleted})
 }
 
 // nodeOfSet names the Express node a StatefulSet belongs to: its
@@ -649,9 +649,10 @@ func stripSet(o any) (any, error) {
 		return o, nil
 	}
 	out := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
-		OwnerReferences: controllerOnly(s.OwnerReferences)}}
+		Generation: s.Generation, OwnerReferences: controllerOnly(s.OwnerReferences)}}
 	out.Spec.Template.Labels = auditedLabels(s.Spec.Template.Labels)
 	out.Status.CurrentRevision, out.Status.UpdateRevision = s.Status.CurrentRevision, s.Status.UpdateRevision
+	out.Status.ObservedGeneration = s.Status.ObservedGeneration
 	return out, nil
 }
 

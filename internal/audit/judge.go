@@ -76,7 +76,11 @@ type SetSeen struct {
 	// up at the current revision is one of what the node ran before the
 	// roll, whatever its template says now.
 	Current, Update string
-	Gone            bool
+	// Unobserved: its controller has not yet acted on this version's spec
+	// (status.observedGeneration behind metadata.generation): its
+	// revisions are of an earlier template, not of this one.
+	Unobserved bool
+	Gone       bool
 }
 
 // Finding kinds: the kind label of express_sequencer_order_violations_total,
@@ -237,6 +241,7 @@ type setRev struct {
 	// currentTarget is what the current revision's template made pods
 	// for, where the judge saw it (currentTargetOf); "" where it did not.
 	currentTarget string
+	unobserved    bool
 	gone          bool
 }
 
@@ -391,7 +396,7 @@ func (j *Judge) Set(rv uint64, s SetSeen) {
 		j.sets[s.Node] = bySet
 	}
 	revs := bySet[s.Name]
-	kept := setRev{rv: rv, target: s.Target, current: s.Current, update: s.Update, gone: s.Gone}
+	kept := setRev{rv: rv, target: s.Target, current: s.Current, update: s.Update, unobserved: s.Unobserved, gone: s.Gone}
 	if n := len(revs); n > 0 && (rv <= revs[n-1].rv && rv != 0 || sameMaking(revs[n-1], kept)) {
 		// An older version, or one that makes the same pods (a status
 		// write but a new revision's): the last one kept says what it ran
@@ -406,18 +411,19 @@ func (j *Judge) Set(rv uint64, s SetSeen) {
 // as the judge saw it before s (revs, its versions kept): its own template
 // where the two revisions are one; the template of a version whose update
 // revision it was; what an earlier version with that current revision
-// said; or what a pod made from it carries. "" where none says: a pod made
-// up from that revision is then judged as any other.
+// said; or what a pod made from it carries. A version whose controller had
+// not acted on its spec yet (Unobserved: the template written, the status
+// not) pairs its template with no revision. "" where none says (judge).
 func (j *Judge) currentTargetOf(s SetSeen, revs []setRev) string {
 	if s.Current == "" {
 		return ""
 	}
-	if s.Current == s.Update {
+	if s.Current == s.Update && !s.Unobserved {
 		return s.Target
 	}
 	for i := len(revs) - 1; i >= 0; i-- {
 		switch {
-		case revs[i].update == s.Current:
+		case revs[i].update == s.Current && !revs[i].unobserved:
 			return revs[i].target
 		case revs[i].current == s.Current && revs[i].currentTarget != "":
 			return revs[i].currentTarget
@@ -434,7 +440,22 @@ func (j *Judge) currentTargetOf(s SetSeen, revs []setRev) string {
 // sameMaking reports whether two versions of a StatefulSet make the same
 // pods from the same revisions.
 func sameMaking(a, b setRev) bool {
-	return a.target == b.target && a.gone == b.gone && a.current == b.current && a.update == b.update
+	return a.target == b.target && a.gone == b.gone && a.current == b.current && a.update == b.update && a.unobserved == b.unobserved
+}
+
+// madeUpAtUnknownCurrent reports whether pod p was made by its StatefulSet,
+// mid-roll when the hold began at held, from the roll's current revision,
+// where the judge never learnt what that revision makes (currentTargetOf:
+// the auditor found the roll under way with no pod of it). Its own
+// revision label is then all there is to go by: a pod the StatefulSet
+// makes up as the node ran before the roll.
+func (j *Judge) madeUpAtUnknownCurrent(p pendingPod, held, born uint64) bool {
+	if !p.pod.FromSet || p.pod.Revision == "" {
+		return false
+	}
+	at := setAt(j.sets[p.pod.Node][p.pod.Set], held)
+	return at != nil && !at.gone && (born == 0 || at.rv >= born) && at.currentTarget == "" &&
+		at.current == p.pod.Revision && at.current != at.update
 }
 
 // Blind records that revisions (from, to] of stream may be missing from
@@ -551,7 +572,13 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 		j.Blinded++
 		return Finding{}, false
 	}
-	ran := j.ranAt(p.pod.Node, at.heldSince, at.bornAt)
+	born := at.bornAt
+	if len(at.heldReleased) > 0 {
+		// Released since it was made again: what its pods and StatefulSets
+		// run, adopted or not, is its own.
+		born = 0
+	}
+	ran := j.ranAt(p.pod.Node, at.heldSince, born)
 	for _, released := range at.heldReleased {
 		if !slices.Contains(ran, released) {
 			// Released before the hold: the operator may be carrying it out
@@ -560,7 +587,7 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 			sort.Strings(ran)
 		}
 	}
-	if slices.Contains(ran, p.pod.Target) {
+	if slices.Contains(ran, p.pod.Target) || j.madeUpAtUnknownCurrent(p, at.heldSince, born) {
 		return Finding{}, false // what the node already ran: a StatefulSet making up a lost pod
 	}
 	f := Finding{Node: p.pod.Node, NodeKind: at.seen.Kind, Pod: p.pod.Name, Target: p.pod.Target, Ran: ran,

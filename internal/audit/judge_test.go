@@ -57,6 +57,15 @@ func rolling(rv uint64, target, current, update string) step {
 	}
 }
 
+// templateWritten is the StatefulSet at rv with its template on target and
+// the status its controller wrote before: the revisions are an earlier
+// template's (observedGeneration behind).
+func templateWritten(rv uint64, target, current, update string) step {
+	return func(j *Judge) {
+		j.Set(rv, SetSeen{Node: fe1, Name: "acme-fe1", Target: target, Current: current, Update: update, Unobserved: true})
+	}
+}
+
 // podAt is pod name made by the StatefulSet from revision.
 func podAt(rv uint64, name, target, revision string) step {
 	return func(j *Judge) {
