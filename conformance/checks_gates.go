@@ -294,7 +294,7 @@ func (p *probe) movesAfter(ctx context.Context, write func() error, timeout time
 		return "", 0, err
 	}
 	if err := write(); err != nil {
-		return "", 0, err
+		return "", 0, fmt.Errorf("writing %s: %w", p.name, err)
 	}
 	since := time.Now()
 	var moved string

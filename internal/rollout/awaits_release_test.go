@@ -5,7 +5,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -61,13 +64,11 @@ func TestAPodMadeForATargetItsNodeWasNeverReleasedForStillWaitsOnceTheNodeIsChan
 		t.Fatal("bad setup: fe1/fe2 on target")
 	}
 
-	// The pod webhook (whole-tenant path, pods.go:118-121).
-	ok, _ := PodsMayStart(s, be)
-	admitted := ok && !s.AwaitsRelease(be, made.Hash)
-	if admitted {
+	// The pod webhook, on the whole tenant.
+	if ok, _ := PodMayStart(s, be, made.Hash); ok {
 		t.Errorf("the pod webhook admits %s (target v2, never released for be) schedulable while fe1 and fe2 are not on target", made.Name)
 	}
-	// The pod webhook's read by name (pod_read_moment.go:77).
+	// The pod webhook's read by name (MayStartByName).
 	scope, ok := PodScope(s.withNodes(nil), be)
 	if !ok {
 		t.Fatal("no scope")
@@ -124,5 +125,114 @@ func TestAPodHeldForItsNodesReleaseIsNotLetGoWhenTheChangeIsReverted(t *testing.
 	}
 	if d := decisionOf(t, Plan(s), be); slices.Contains(d.PodsToRelease, be+"-v2") {
 		t.Errorf("Plan lets be's v2 pod go although be was never released for v2 (released %s, stamped %s): %s", v1hash, v1hash, d.Condition.Message)
+	}
+}
+
+// Own oracle (DESIGN §4 "change to all": FE1, FE2, BE; §9: switching to
+// enforce releases nothing out of order): a pod made for the node's
+// current target, which the node is not released for, rolls the node and
+// must wait for the node's release — whether or not that target was
+// released once before. A change to all that reverts v2 to v1 (v1 in
+// be's rollout history) is left ungated by audit; at the switch the
+// operator has moved be's template to v1 and the StatefulSet makes a v1
+// pod. be has no provisioning predecessor, so the pod rule alone lets it
+// start: be runs v1 before fe1 and fe2 are on it.
+func TestAPodMadeForARevertToATargetInTheNodesHistoryWaitsForTheNodesRelease(t *testing.T) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(100)
+	w.setVersion(v2, "be", "fe1", "fe2")
+	w.run(200)
+	be, fe1, fe2 := w.name("be"), w.name("fe1"), w.name("fe2")
+	w.setVersion(v1, "be", "fe1", "fe2") // the revert, admitted in audit below
+	s := asAuditLeftIt(w.snapshot())
+	v1hash, v2hash := StampedTarget(s.Nodes[be]), ReleasedTarget(s.Nodes[be])
+	if v1hash == v2hash || !slices.ContainsFunc(HistoryIn(s.Nodes[be]), func(r RolloutRecord) bool { return r.Target == v1hash }) {
+		t.Fatalf("bad setup: stamped %s released %s history %v", v1hash, v2hash, HistoryIn(s.Nodes[be]))
+	}
+	if s.converged(fe1) || s.converged(fe2) {
+		t.Fatal("bad setup: fe1/fe2 already on the reverted target")
+	}
+	// At the switch nothing of v1 runs: be is one to gate.
+	if adopt, gate := Unheld(s); len(adopt) != 0 || !slices.Contains(gate, be) {
+		t.Fatalf("switch: adopt %v gate %v", adopt, gate)
+	}
+	// Before the gate lands, the operator moves be's template to v1 and
+	// the StatefulSet replaces be-0 with a pod of v1.
+	s.Pods = maps.Clone(s.Pods)
+	s.SetTemplates = map[string][]Template{be: {{Hash: v1hash}}}
+	made := Pod{Name: be + "-0", Hash: v1hash, Conditions: map[string]string{string(corev1.PodReady): "False"}}
+	s.Pods[be] = []Pod{made}
+	if ok, _ := PodMayStart(s, be, v1hash); ok {
+		t.Errorf("the pod webhook admits %s (be's current target, not released: released %s) schedulable before fe1 and fe2 are on it", made.Name, v2hash)
+		if adopt, _ := Unheld(s); slices.Contains(adopt, be) {
+			t.Errorf("and, let go, it makes be one to adopt: be's release recorded out of order")
+		}
+	}
+	// Gated at the switch, with the pod created held: the plan must not let it go.
+	s.Nodes = maps.Clone(s.Nodes)
+	g := s.Nodes[be].DeepCopyObject().(v2alpha1.Node)
+	g.NodeSpec().AddGate(v2alpha1.GateSequencer)
+	s.Nodes[be] = g
+	s.Pods[be] = []Pod{{Name: made.Name, Hash: v1hash, Conditions: made.Conditions, Gates: []string{v2alpha1.GateSequencer}}}
+	if d := decisionOf(t, Plan(s), be); slices.Contains(d.PodsToRelease, made.Name) && d.Gated {
+		t.Errorf("Plan lets %s go while be stays gated for %s: %s", made.Name, v1hash, d.Condition.Message)
+	}
+	if ok, _ := ReleaseStands(s, be, made.Name); ok {
+		t.Errorf("the release guard lets %s go", made.Name)
+	}
+}
+
+// revertedTenant is be, fe1 and fe2 rolled from v1 to v2, then reverted to
+// v1 in audit (ungated, v1 in their rollout history), and be's stamped and
+// released target hashes.
+func revertedTenant(t *testing.T) (*world, *Snapshot, string, string) {
+	w := newWorld(t, "acme")
+	w.tenant(3, v1)
+	w.run(100)
+	w.setVersion(v2, "be", "fe1", "fe2")
+	w.run(200)
+	w.setVersion(v1, "be", "fe1", "fe2")
+	s := asAuditLeftIt(w.snapshot())
+	be := s.Nodes[w.name("be")]
+	return w, s, StampedTarget(be), ReleasedTarget(be)
+}
+
+func TestAwaitsRelease(t *testing.T) {
+	w, s, current, released := revertedTenant(t)
+	be := w.name("be")
+	require.NotEqual(t, current, released)
+	require.True(t, slices.ContainsFunc(HistoryIn(s.Nodes[be]), func(r RolloutRecord) bool { return r.Target == current }), "v1 is in be's history")
+	withNode := func(edit func(n v2alpha1.Node)) *Snapshot {
+		out := *s
+		out.Nodes = maps.Clone(s.Nodes)
+		n := s.Nodes[be].DeepCopyObject().(v2alpha1.Node)
+		edit(n)
+		out.Nodes[be] = n
+		return &out
+	}
+	releasedForCurrent := withNode(func(n v2alpha1.Node) { setAnnotation(n, v2alpha1.AnnotationReleasedTarget, current) })
+	down := withNode(func(n v2alpha1.Node) { n.NodeSpec().Up = ptr.To(false) })
+	for _, tc := range []struct {
+		name string
+		snap *Snapshot
+		hash string
+		want bool
+	}{
+		{"a pod of the node's current target, not released, waits, though its history records it", s, current, true},
+		{"a pod of a target the node was never released for waits", s, "never-released", true},
+		{"a pod of the target the node is released for goes by the pod rule", s, released, false},
+		{"a pod without a target-hash label goes by the pod rule", s, "", false},
+		{"released for its current target, a node's pods go by the pod rule, even of a target never released", releasedForCurrent, "never-released", false},
+		{"a node taken down holds nothing of its own", down, current, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.snap.AwaitsRelease(be, tc.hash))
+			if tc.want {
+				ok, why := PodMayStart(tc.snap, be, tc.hash)
+				assert.False(t, ok)
+				assert.Contains(t, why, "never released for wait for "+be+"'s release")
+			}
+		})
 	}
 }

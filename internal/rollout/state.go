@@ -125,28 +125,47 @@ func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget
 
 // AwaitsRelease reports whether a new pod of node name whose target-hash
 // label is hash waits for the node's release for its current target,
-// whatever the node's prerequisites: it is made for a target the node was
-// never released for — neither its released target nor one its rollout
-// history records (DESIGN §4: a new target waits for the node's release).
-// Starting it would roll the node out of order: to its target, or to one a
-// later change superseded before its release. Such a pod is made only where
-// the node's StatefulSet template was moved without a release: a node
-// audit mode left ungated, rolled by the operator before the sequencer
-// gated it at the switch to enforce (an unbounded window while no
-// sequencer leads), or an operator that rolls a gated node. Once the node
-// is released for its current target, every pod of it is judged by the pod
-// rule (a pod of a superseded target then starts, and is replaced as the
-// operator rolls the release). A pod of a target the node was released
-// for (an ordinal a rolling update has not reached yet, made up) is judged
-// by the pod rule, as is a pod with no target-hash label (the contract's
-// fallback): its labels cannot tell a config-only change from the target
-// before it.
+// whatever the node's prerequisites (DESIGN §4: a new target waits for the
+// node's release): a pod of its current target, which it is not released
+// for — a revert to a target its history records too — or of a target it
+// was never released for (neither its released target nor one its rollout
+// history records: one a later change superseded before its release).
+// Starting it would roll the node out of order. Such a pod is made only
+// where the node's StatefulSet template was moved without a release: a
+// node audit mode left ungated, rolled by the operator before the
+// sequencer gated it at the switch to enforce (an unbounded window while
+// no sequencer leads), or an operator that rolls a gated node.
+//
+// Judged by the pod rule alone: a pod of the target the node is released
+// for, or of one its history records (an ordinal a rolling update has not
+// reached, made up from a revision its StatefulSet still holds); a pod with
+// no target-hash label (the contract's fallback: its labels cannot tell a
+// config-only change from the target before it); and, once the node is
+// released for its current target, every pod of it — even one of a target
+// it was never released for (a revert while such a pod was held), which,
+// held for good, would stop the StatefulSet's rolling update: it waits for
+// every pod Ready before it replaces one.
 func (s *Snapshot) AwaitsRelease(name, hash string) bool {
 	n := s.Nodes[name]
-	if n == nil || hash == "" || !Live(n) || released(n) || hash == ReleasedTarget(n) {
+	switch {
+	case n == nil || hash == "" || !Live(n) || released(n) || hash == ReleasedTarget(n):
 		return false
+	case hash == StampedTarget(n):
+		return true
 	}
 	return !slices.ContainsFunc(HistoryIn(n), func(r RolloutRecord) bool { return r.Target == hash })
+}
+
+// PodMayStart is PodsMayStart for one new pod of node name, made for the
+// target whose hash its target-hash label carries: the pod rule, and the
+// node's release where the pod awaits it (AwaitsRelease). It returns why
+// the pod waits.
+func PodMayStart(s *Snapshot, name, hash string) (bool, string) {
+	ok, why := PodsMayStart(s, name)
+	if ok && s.AwaitsRelease(name, hash) {
+		return false, s.AwaitsReleaseMessage(name)
+	}
+	return ok, why
 }
 
 // AwaitsReleaseMessage says why a pod of node name waits for its release

@@ -51,9 +51,10 @@ func (r *Reconciler) switchMode(ctx context.Context, snap *rollout.Snapshot, aud
 		}
 		if r.Fresh != nil {
 			// On the namespace and the tenant as they are now: a cache may
-			// not have seen the switch back to audit, nor a StatefulSet
-			// template the operator already moved to the target (only fresh
-			// reads carry templates), which makes a node one to adopt.
+			// not have seen the switch back to audit, nor a pod of the
+			// target let go in audit, which makes a node one to adopt; and
+			// whether an adopted node converged rests on its StatefulSets
+			// (AdoptedConverged), which only fresh reads carry.
 			if mode, err := ReadMode(ctx, r.Fresh, snap.Tenant.Namespace, r.DefaultMode); err != nil || mode != v2alpha1.ModeEnforce {
 				return true, err
 			}

@@ -115,10 +115,7 @@ func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.R
 			"label %s=%s names no Backend or Frontend in namespace %s: the pod is not held for its prerequisites", v2alpha1.LabelNode, name, req.Namespace))
 	}
 	started = time.Now()
-	ok, why := rollout.PodsMayStart(snap, name)
-	if ok && snap.AwaitsRelease(name, pod.Labels[v2alpha1.LabelTargetHash]) {
-		ok, why = false, snap.AwaitsReleaseMessage(name)
-	}
+	ok, why := rollout.PodMayStart(snap, name, pod.Labels[v2alpha1.LabelTargetHash])
 	sequencer.ObserveAdmissionStep("pods", "decide", time.Since(started))
 	if ok {
 		return admission.Allowed("")
