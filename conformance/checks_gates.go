@@ -272,7 +272,7 @@ func (p *probe) movedSince(ctx context.Context, before workload) (string, error)
 // restarted, no pod template changed, and no StatefulSet made or scaled up
 // that wants pods.
 func (p *probe) holdsAfter(ctx context.Context, what string, write func() error) error {
-	moved, took, err := p.movesAfter(ctx, write, p.cfg.HoldWindow)
+	moved, took, err := p.movesAfter(ctx, write, p.cfg.HoldWindow, nil)
 	switch {
 	case moved != "":
 		return fmt.Errorf("%s at %s, %s after %s to %s, which carried rollout gate %s",
@@ -288,7 +288,9 @@ func (p *probe) holdsAfter(ctx context.Context, what string, write func() error)
 // movesAfter makes write to the node and watches it, at most for timeout,
 // until its workload moves (movedSince): it returns what moved and when,
 // after write; errTimedOut where nothing did.
-func (p *probe) movesAfter(ctx context.Context, write func() error, timeout time.Duration) (string, time.Duration, error) {
+//
+// each, when given, is called at every read that finds nothing moved.
+func (p *probe) movesAfter(ctx context.Context, write func() error, timeout time.Duration, each func() error) (string, time.Duration, error) {
 	before, err := p.workload(ctx)
 	if err != nil {
 		return "", 0, err
@@ -300,26 +302,44 @@ func (p *probe) movesAfter(ctx context.Context, write func() error, timeout time
 	var moved string
 	err = poll(ctx, timeout, func() (bool, error) {
 		var err error
-		moved, err = p.movedSince(ctx, before)
-		return moved != "", err
+		if moved, err = p.movedSince(ctx, before); moved != "" || err != nil || each == nil {
+			return moved != "", err
+		}
+		return false, each()
 	})
 	return moved, time.Since(since), err
 }
 
 // reactsAfter makes write (what says what it is) to the node, which lets
-// the operator act on it, and waits, at most the rollout timeout, for it
-// to act (movedSince). A hold watched for a window shows only that the
-// operator did not act within it: one that acts on a node later than half
-// the window after it may — a settle time of its own — would pass a hold
-// it does not keep. So the clause fails where the operator took longer:
-// its holds are not proven.
+// the operator act on it once no gate is left (express-sequencer's may
+// outlast the kit's, for as long as its release takes), and waits, at most
+// the rollout timeout, for it to act (movedSince). A hold watched for a
+// window shows only that the operator did not act within it: one that
+// acts on a node later than half the window after it may — a settle time
+// of its own — would pass a hold it does not keep. So the clause fails
+// where the operator took longer, counted from when the kit first read the
+// node with no gate: its holds are not proven.
 func (p *probe) reactsAfter(ctx context.Context, what string, write func() error) error {
-	moved, took, err := p.movesAfter(ctx, write, p.cfg.RolloutTimeout)
+	var letGo time.Time
+	moved, _, err := p.movesAfter(ctx, write, p.cfg.RolloutTimeout, func() error {
+		if !letGo.IsZero() {
+			return nil
+		}
+		u, err := p.get(ctx)
+		if err == nil && len(gates(u)) == 0 {
+			letGo = time.Now()
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("%s: the operator did not act on %s within %s: %w", what, p.name, p.cfg.RolloutTimeout, err)
 	}
+	var took time.Duration // acted before the kit read the node ungated: at once
+	if !letGo.IsZero() {
+		took = time.Since(letGo)
+	}
 	if 2*took > p.cfg.HoldWindow {
-		return fmt.Errorf("%s: the operator first acted on %s %s after it (%s), more than half the hold window (%s): a hold watched for one window cannot show that it honours the gate rather than acts late; run with a hold window of at least %s",
+		return fmt.Errorf("%s: the operator first acted on %s %s after it carried no gate (%s), more than half the hold window (%s): a hold watched for one window cannot show that it honours the gate rather than acts late; run with a hold window of at least %s",
 			what, p.name, took.Round(time.Millisecond), moved, p.cfg.HoldWindow, (2*took).Round(time.Second)+time.Second)
 	}
 	return nil
