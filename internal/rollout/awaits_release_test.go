@@ -114,15 +114,8 @@ func TestAPodHeldForItsNodesReleaseIsNotLetGoWhenTheChangeIsReverted(t *testing.
 		t.Fatal("bad setup: the v2 pod should await be's release")
 	}
 	// Reverted to v1 through the webhook: gated, stamped v1.
-	s.Nodes = maps.Clone(s.Nodes)
-	n := s.Nodes[be].DeepCopyObject().(v2alpha1.Node)
-	n.NodeSpec().ExpressVersion = v1
-	setAnnotation(n, v2alpha1.AnnotationTargetHash, v1hash)
-	n.NodeSpec().AddGate(v2alpha1.GateSequencer)
-	s.Nodes[be] = n
-	if ReleasedTarget(n) != v1hash {
-		t.Fatalf("bad setup: released %s", ReleasedTarget(n))
-	}
+	s = regated(s, be, v1, v1hash)
+	require.Equal(t, v1hash, ReleasedTarget(s.Nodes[be]), "be was released for v1")
 	if d := decisionOf(t, Plan(s), be); slices.Contains(d.PodsToRelease, be+"-v2") {
 		t.Errorf("Plan lets be's v2 pod go although be was never released for v2 (released %s, stamped %s): %s", v1hash, v1hash, d.Condition.Message)
 	}

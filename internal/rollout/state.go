@@ -136,9 +136,14 @@ func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget
 // sequencer gated it at the switch to enforce (an unbounded window while
 // no sequencer leads), or an operator that rolls a gated node.
 //
+// A pod of a target the node's StatefulSet template was moved to waits
+// too, whatever the history says (fresh snapshots only: the cache holds no
+// template, and every release is planned again on a fresh read).
+//
 // Judged by the pod rule alone: a pod of the target the node is released
-// for, or of one its history records (an ordinal a rolling update has not
-// reached, made up from a revision its StatefulSet still holds); a pod with
+// for, or of another its history records and its template does not make
+// (an ordinal a rolling update has not reached, made up from a revision its
+// StatefulSet still holds); a pod with
 // no target-hash label (the contract's fallback: its labels cannot tell a
 // config-only change from the target before it); and, once the node is
 // released for its current target, every pod of it — even one of a target
@@ -148,12 +153,21 @@ func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget
 func (s *Snapshot) AwaitsRelease(name, hash string) bool {
 	n := s.Nodes[name]
 	switch {
-	case n == nil || hash == "" || !Live(n) || released(n) || hash == ReleasedTarget(n):
+	case !s.OfUnreleasedTarget(name, hash):
 		return false
-	case hash == StampedTarget(n):
+	case hash == StampedTarget(n), slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return t.Hash == hash }):
 		return true
 	}
 	return !slices.ContainsFunc(HistoryIn(n), func(r RolloutRecord) bool { return r.Target == hash })
+}
+
+// OfUnreleasedTarget reports whether a new pod of node name whose
+// target-hash label is hash is of a target the node is not released for,
+// while the node is not released for its current one: what AwaitsRelease
+// judges, a read that holds no StatefulSet of the node may hold.
+func (s *Snapshot) OfUnreleasedTarget(name, hash string) bool {
+	n := s.Nodes[name]
+	return n != nil && hash != "" && Live(n) && !released(n) && hash != ReleasedTarget(n)
 }
 
 // PodMayStart is PodsMayStart for one new pod of node name, made for the

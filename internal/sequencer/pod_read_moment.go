@@ -63,8 +63,11 @@ var fallbackPodGone = rollout.Fallback{Label: rollout.FallbackCache, Why: "the n
 // have been lost in between, so a heartbeat between the two reads has the
 // tenant read whole. Otherwise the tenant is read whole (fallback moved).
 //
-// hash is the new pod's target-hash label: a pod that waits for its node's
-// own release (rollout.Snapshot.AwaitsRelease) is held on the first read.
+// hash is the new pod's target-hash label: a pod of a target its node is
+// not released for (rollout.Snapshot.OfUnreleasedTarget) is held on the
+// first read, which holds no StatefulSet of the node to tell whether it
+// waits for the node's release (AwaitsRelease); the sequencer's plan, on
+// a fresh read, lets it go where it does not.
 func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, name, hash string, orders defaults.Orders, now time.Time, grouping rollout.Grouping) (bool, rollout.Fallback, error) {
 	first := &recordedReads{Reader: fresh, got: map[readKey]readAnswer{}}
 	snap, why, err := GatherForPod(ctx, cache, first, namespace, name, orders, now, grouping)
@@ -74,7 +77,7 @@ func MayStartByName(ctx context.Context, cache, fresh client.Reader, namespace, 
 	if _, ok := snap.Nodes[name]; !ok {
 		return false, fallbackPodGone, nil
 	}
-	if !rollout.PodsMayStartByName(snap, name) || snap.AwaitsRelease(name, hash) {
+	if !rollout.PodsMayStartByName(snap, name) || snap.OfUnreleasedTarget(name, hash) {
 		return false, rollout.Fallback{}, nil
 	}
 	if missed := first.mayHaveMissed(snap, "what the pod's start rests on was read"); missed != "" {
