@@ -315,10 +315,12 @@ func (p *probe) movesAfter(ctx context.Context, write func() error, timeout time
 // outlast the kit's, for as long as its release takes), and waits, at most
 // the rollout timeout, for it to act (movedSince). A hold watched for a
 // window shows only that the operator did not act within it: one that
-// acts on a node later than half the window after it may — a settle time
-// of its own — would pass a hold it does not keep. So the clause fails
-// where the operator took longer, counted from when the kit first read the
-// node with no gate: its holds are not proven.
+// acts on a node a window or more after it may — a settle time of its own
+// — would pass a hold it does not keep. So the clause fails where the
+// operator took more than three quarters of the window, counted from when
+// the kit first read the node with no gate: its holds are not proven (one
+// that acts sooner than that on a change it must hold acts within the
+// window, and the hold fails it).
 func (p *probe) reactsAfter(ctx context.Context, what string, write func() error) error {
 	var letGo time.Time
 	moved, _, err := p.movesAfter(ctx, write, p.cfg.RolloutTimeout, func() error {
@@ -338,9 +340,9 @@ func (p *probe) reactsAfter(ctx context.Context, what string, write func() error
 	if !letGo.IsZero() {
 		took = time.Since(letGo)
 	}
-	if 2*took > p.cfg.HoldWindow {
-		return fmt.Errorf("%s: the operator first acted on %s %s after it carried no gate (%s), more than half the hold window (%s): a hold watched for one window cannot show that it honours the gate rather than acts late; run with a hold window of at least %s",
-			what, p.name, took.Round(time.Millisecond), moved, p.cfg.HoldWindow, (2*took).Round(time.Second)+time.Second)
+	if 4*took > 3*p.cfg.HoldWindow {
+		return fmt.Errorf("%s: the operator first acted on %s %s after it carried no gate (%s), more than three quarters of the hold window (%s): a hold watched for one window cannot show that it honours the gate rather than acts late; run with a hold window of at least %s",
+			what, p.name, took.Round(time.Millisecond), moved, p.cfg.HoldWindow, (4*took/3).Round(time.Second)+time.Second)
 	}
 	return nil
 }

@@ -86,11 +86,8 @@ func checkConditions(ctx context.Context, p *probe) error {
 	if writer == "" {
 		return fmt.Errorf("%w: the operator wrote no status of %s while rolling a change out", errNothingToJudge, p.name)
 	}
-	if forger, typ := foreignWriter(last); forger != "" {
-		return fmt.Errorf("condition %s of %s is written by field manager %s: %s and %s are express-sequencer's (its release record and the order auditor's verdict), and an operator leaves them alone; one it writes makes the sequencer read a rollout complete that it never released",
-			typ, p.name, forger, v2alpha1.ConditionPrerequisitesReady, v2alpha1.ConditionOrderKept)
-	}
 	now := conditionFields(last, probeCondition)
+	forger, typ := foreignWriter(last)
 	switch {
 	case now == nil:
 		return fmt.Errorf("condition %s, applied to %s by field manager %s, gone after a status write of field manager %s (by %s): a write that replaces the whole conditions list erases the sequencer's PrerequisitesReady, its release record, the same way",
@@ -98,6 +95,9 @@ func checkConditions(ctx context.Context, p *probe) error {
 	case !maps.Equal(now, applied):
 		return fmt.Errorf("condition %s, applied to %s by field manager %s, rewritten after a status write of field manager %s (by %s): %s; the sequencer's PrerequisitesReady is its release record, and its observedGeneration says which release completed: another writer's condition is left as it was",
 			probeCondition, p.name, kitManager, writer, at(time.Now()), changedFields(applied, now))
+	case forger != "":
+		return fmt.Errorf("condition %s of %s is written by field manager %s: %s and %s are express-sequencer's (its release record and the order auditor's verdict), and an operator leaves them alone; one it writes makes the sequencer read a rollout complete that it never released",
+			typ, p.name, forger, v2alpha1.ConditionPrerequisitesReady, v2alpha1.ConditionOrderKept)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func TestTheKitPassesAgainstAnOperatorThatHonoursTheContract(t *testing.T) {
 	start := time.Now()
 	report := conformance.Run(t, conformance.Config{
 		RESTConfig: harness.Config, Namespace: namespace(t, expressoperator.Breakage{}),
-		FailingVersion: "broken", HoldWindow: 3 * time.Second, UnactedField: unacted,
+		FailingVersion: "broken", HoldWindow: 4 * time.Second, UnactedField: unacted,
 		Implementation: conformance.Implementation{Project: "expressoperator (express-sequencer's test operator)"},
 	})
 	t.Logf("the whole kit took %s", time.Since(start).Round(time.Second))
@@ -45,7 +45,7 @@ func TestTheKitPassesAgainstAnOperatorThatHonoursTheContract(t *testing.T) {
 func TestTheKitRunsWithoutExpressSequencer(t *testing.T) {
 	report := conformance.Run(t, conformance.Config{
 		RESTConfig: harness.Config, Namespace: namespace(t, expressoperator.Breakage{}, withoutSequencer),
-		FailingVersion: "broken", HoldWindow: 3 * time.Second, UnactedField: unacted,
+		FailingVersion: "broken", HoldWindow: 4 * time.Second, UnactedField: unacted,
 	})
 	assert.Equal(t, conformance.ModeWithoutSequencer, report.Mode)
 	assert.Equal(t, conformance.RunPartial, report.Summary.Result, "two clauses skipped, none failed")
@@ -70,7 +70,7 @@ func TestTheKitInAnAuditedNamespaceSkipsWhatNeedsEnforcing(t *testing.T) {
 	n.Labels[v2alpha1.LabelSequencing] = v2alpha1.ModeAudit
 	require.NoError(t, harness.Client.Update(context.Background(), &n))
 	report := conformance.Run(t, conformance.Config{
-		RESTConfig: harness.Config, Namespace: ns, HoldWindow: 3 * time.Second, UnactedField: unacted,
+		RESTConfig: harness.Config, Namespace: ns, HoldWindow: 4 * time.Second, UnactedField: unacted,
 		Clauses: []string{"rolls-labelled", "gate-only-hold", "sequencer-release"},
 	})
 	assert.Equal(t, conformance.ModeSequencerAudits, report.Mode)
@@ -94,7 +94,7 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		reason string // what the failure says: the check that caught it
 	}{
 		{"an operator that ignores the gates rolls a gated node", expressoperator.Breakage{IgnoresGates: true}, "gates-hold", "which carried rollout gate"},
-		{"an operator that ignores the gates but acts only once a node's spec has settled outwaits the hold window", expressoperator.Breakage{IgnoresGates: true, Debounce: 4 * time.Second}, "gates-hold", "more than half the hold window"},
+		{"an operator that ignores the gates but acts only once a node's spec has settled outwaits the hold window", expressoperator.Breakage{IgnoresGates: true, Debounce: 5 * time.Second}, "gates-hold", "more than three quarters of the hold window"},
 		{"an operator that honours gates only on nodes it has provisioned provisions a node created gated", expressoperator.Breakage{ProvisionsGated: true}, "gates-hold", "its creation with a rollout gate"},
 		{"an operator that honours gates only on nodes that run provisions again a gated node brought back up", expressoperator.Breakage{ReprovisionsGated: true}, "gates-hold", "the node brought back up"},
 		{"an operator that forgets the hash label leaves pods off their target", expressoperator.Breakage{NoTargetHash: true}, "rolls-labelled", `target-hash=""`},
@@ -120,7 +120,7 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 			t.Parallel()
 			report, err := conformance.Check(context.Background(), conformance.Config{
 				RESTConfig: harness.Config, Namespace: namespace(t, c.broken), Clauses: []string{c.clause},
-				HoldWindow: 3 * time.Second, RolloutTimeout: 20 * time.Second, RecreateWithin: 10 * time.Second, UnactedField: unacted,
+				HoldWindow: 4 * time.Second, RolloutTimeout: 20 * time.Second, RecreateWithin: 10 * time.Second, UnactedField: unacted,
 				FailingVersion: "broken",
 			})
 			require.NoError(t, err)
