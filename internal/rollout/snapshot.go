@@ -118,7 +118,8 @@ func PodReady(p *corev1.Pod) bool {
 }
 
 // PodOf reads a pod into a Pod. A pod that is being deleted counts as not
-// Ready, whatever its conditions still say.
+// Ready, and in no other state a prerequisite may name
+// (podConditionType), whatever its conditions still say (inNoState).
 func PodOf(p *corev1.Pod) Pod {
 	out := Pod{
 		Name:       p.Name,
@@ -140,9 +141,18 @@ func PodOf(p *corev1.Pod) Pod {
 		out.Conditions[string(c.Type)] = string(c.Status)
 	}
 	if p.DeletionTimestamp != nil {
-		out.Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
+		out.Conditions = inNoState()
 	}
 	return out
+}
+
+// inNoState are the conditions of a pod that is going — being deleted, or
+// on a machine that is lost, where no kubelet is left to say otherwise —
+// whatever its status still says: not Ready, and no other condition a
+// prerequisite may ask for (ContainersReady, Initialized, …) either, so
+// that no requirement is met by a pod that is not there to serve.
+func inNoState() map[string]string {
+	return map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)}
 }
 
 // Snapshot is everything Plan decides on: one tenant's nodes and their pods
@@ -276,7 +286,7 @@ func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Ti
 			continue
 		}
 		if read.LostMachines[read.Pods[i].Spec.NodeName] {
-			pod.Conditions[string(corev1.PodReady)] = string(corev1.ConditionFalse)
+			pod.Conditions = inNoState()
 		}
 		s.Pods[name] = append(s.Pods[name], pod)
 		own = append(own, &read.Pods[i])
