@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
 // change is one kind of target change the kit makes.
@@ -122,6 +125,26 @@ func checkGatesHold(ctx context.Context, p *probe) error {
 	return p.provisionsNothingGated(ctx)
 }
 
+// stillGated says, for a node the operator did not act on, that it never
+// carried no gate while the kit watched (letGo zero), naming the gates it
+// carries now and, where express-sequencer's is one, why its
+// PrerequisitesReady condition says it waits: the operator is not to
+// blame for that.
+func (p *probe) stillGated(ctx context.Context, letGo time.Time) string {
+	if !letGo.IsZero() {
+		return ""
+	}
+	u, err := p.get(context.WithoutCancel(ctx))
+	if err != nil || len(gates(u)) == 0 {
+		return ""
+	}
+	out := fmt.Sprintf(" (it never carried no gate: it carries %s", strings.Join(gates(u), ", "))
+	if c := condition(u, v2alpha1.ConditionPrerequisitesReady); c != nil && slices.Contains(gates(u), v2alpha1.GateSequencer) {
+		out += fmt.Sprintf("; express-sequencer's %s says %s: %s", v2alpha1.ConditionPrerequisitesReady, c.Reason, c.Message)
+	}
+	return out + ")"
+}
+
 // lifts removes the kit's gate from the node, which the operator must then
 // act on promptly (reactsAfter).
 func (p *probe) lifts(ctx context.Context, what string) error {
@@ -174,7 +197,29 @@ func (p *probe) provisionsNothingGated(ctx context.Context) error {
 	if err := fe.lifts(ctx, "the gate lifted from the node created with it"); err != nil {
 		return err
 	}
-	return fe.waitRolled(ctx, "created with a gate, once the gate was lifted")
+	if err := fe.waitRolled(ctx, "created with a gate, once the gate was lifted"); err != nil {
+		return err
+	}
+	// A Frontend's rollout under a gate, as the Backend's above: an
+	// operator reconciles each kind apart, and may honour the gates on one
+	// kind's rollout path and not the other's. The two nodes carry the
+	// change's rollout-id, as a chart's render would: nodes of a tenant
+	// that disagree on it hold express-sequencer's release (a change
+	// landing).
+	p.rolloutID, fe.rolloutID = "conformance-frontend-change", "conformance-frontend-change"
+	if _, err := fe.update(ctx, addGate); err != nil {
+		return err
+	}
+	if _, err := p.update(ctx, func(*unstructured.Unstructured) {}); err != nil {
+		return err
+	}
+	if err := fe.holds(ctx, fe.changes3(1)[0]); err != nil {
+		return err
+	}
+	if err := fe.lifts(ctx, "the gate lifted from the Frontend after a version change"); err != nil {
+		return err
+	}
+	return fe.waitRolled(ctx, "the Frontend, once the gate was lifted after a version change")
 }
 
 // waitScaledDown waits, at most the rollout timeout, until the node has no
@@ -334,7 +379,7 @@ func (p *probe) reactsAfter(ctx context.Context, what string, write func() error
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s: the operator did not act on %s within %s: %w", what, p.name, p.cfg.RolloutTimeout, err)
+		return fmt.Errorf("%s: the operator did not act on %s within %s%s: %w", what, p.name, p.cfg.RolloutTimeout, p.stillGated(ctx, letGo), err)
 	}
 	var took time.Duration // acted before the kit read the node ungated: at once
 	if !letGo.IsZero() {

@@ -25,8 +25,11 @@ type requirement struct {
 	missing, deleting bool
 	kind              string
 	// otherKind, for the tenant's Backend missing, is the kind of the node
-	// that has its name: a Frontend is not the Backend.
+	// that has its name: a Frontend is not the Backend. For an explicit
+	// entry (listed), the kind of the node of the name it lists, which is
+	// not the kind it names: that node is not the one listed either.
 	otherKind string
+	listed    bool
 	// via are the intentionally-down nodes this requirement was reached
 	// through, in the order walked.
 	via []string
@@ -149,6 +152,10 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 		switch {
 		case !ok:
 			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via})
+		case p.Kind != "" && dep.NodeKind() != p.Kind:
+			// A node of the name, of another kind (made since the entry
+			// was admitted): not the node listed, which does not exist.
+			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via, otherKind: dep.NodeKind(), listed: true})
 		case !Live(dep):
 			seen[p.ExpressNode] = true
 			reqs = append(reqs, s.listRequirements(p.ExpressNode, l, upToDate, append(slices.Clone(via), p.ExpressNode), seen)...)
@@ -227,6 +234,8 @@ func (s *Snapshot) blockerOf(r requirement, more string) blocker {
 		switch {
 		case r.deleting:
 			what = ": it is being deleted"
+		case r.otherKind != "" && r.listed:
+			what = fmt.Sprintf(": it does not exist, a %s has its name (the entry names a %s: correct its kind, or its name)", r.otherKind, r.kind)
 		case r.otherKind != "":
 			what = fmt.Sprintf(": it does not exist, a %s has its name (delete that %s: no %s may take the Backend's name)", r.otherKind, r.otherKind, r.otherKind)
 		}

@@ -114,6 +114,11 @@ type Breakage struct {
 	// node brought back up (its StatefulSet scaled to zero) is provisioned
 	// again whatever its gates (§1: do not reprovision it).
 	ReprovisionsGated bool
+	// RollsGatedFrontends honours gates on a Frontend only to provision
+	// it: a gated Frontend that runs is rolled out anyway (as an operator
+	// whose Frontend controller checks the gates on its provisioning path
+	// only would), while a Backend's gates hold.
+	RollsGatedFrontends bool
 	// NoTargetHash leaves the target-hash label off the pod template
 	// (§2).
 	NoTargetHash bool
@@ -319,7 +324,8 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 		}
 		return reconcile.Result{}, nil
 	case v2alpha1.IsGated(n) && !broken.IgnoresGates && !(broken.ProvisionsGated && !exists) &&
-		!(broken.ReprovisionsGated && exists && ptr.Deref(set.Spec.Replicas, 1) == 0):
+		!(broken.ReprovisionsGated && exists && ptr.Deref(set.Spec.Replicas, 1) == 0) &&
+		!(broken.RollsGatedFrontends && exists && n.NodeKind() == v2alpha1.KindFrontend):
 		return reconcile.Result{}, nil // neither rolled out nor (re)provisioned
 	}
 	want := o.statefulSet(n)

@@ -97,6 +97,7 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		{"an operator that ignores the gates but acts only once a node's spec has settled outwaits the hold window", expressoperator.Breakage{IgnoresGates: true, Debounce: 5 * time.Second}, "gates-hold", "more than three quarters of the hold window"},
 		{"an operator that honours gates only on nodes it has provisioned provisions a node created gated", expressoperator.Breakage{ProvisionsGated: true}, "gates-hold", "its creation with a rollout gate"},
 		{"an operator that honours gates only on nodes that run provisions again a gated node brought back up", expressoperator.Breakage{ReprovisionsGated: true}, "gates-hold", "the node brought back up"},
+		{"an operator that honours a Frontend's gates only to provision it rolls a gated Frontend", expressoperator.Breakage{RollsGatedFrontends: true}, "gates-hold", "-gated, which carried rollout gate"},
 		{"an operator that forgets the hash label leaves pods off their target", expressoperator.Breakage{NoTargetHash: true}, "rolls-labelled", `target-hash=""`},
 		{"an operator that forgets the hash label fails the sequencer's release at its first rollout", expressoperator.Breakage{NoTargetHash: true}, "sequencer-release", `target-hash=""`},
 		{"an operator that relabels its running pods for a version change has old pods read as new", expressoperator.Breakage{RelabelsPods: true}, "rolls-labelled", "relabelled, not replaced"},

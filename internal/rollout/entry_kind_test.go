@@ -1,0 +1,70 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
+)
+
+// fe1's explicit list names a Backend acme-web, which did not exist when
+// the entry was admitted (the webhook only warns then). A Frontend
+// acme-web was made since, Ready: it is not the node the entry lists, and
+// the entry waits, as for any node that does not exist
+// (PrerequisiteNotFound), saying which node has the name.
+func TestAnEntryNamingANodeOfAnotherKindWaitsAsForANodeThatDoesNotExist(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	entry := v2alpha1.Prerequisite{ExpressNode: "acme-web", Kind: v2alpha1.KindBackend, PodConditionType: "Ready", ConditionStatus: "True"}
+	read := func(kind string, changed bool) Objects {
+		be := orphanTestNode(v2alpha1.KindBackend, "acme-be", now.Add(-3*time.Hour))
+		web := orphanTestNode(kind, "acme-web", now.Add(-2*time.Hour))
+		webSet := orphanTestSet("acme-web", web)
+		read := fe1RecoveringRead(now, be,
+			orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", now.Add(-time.Hour), true, nil),
+			orphanTestPod("acme-web-0", "acme-web", "hash-acme-web", now.Add(-time.Hour), true, setOwner(webSet.Name, webSet.UID)))
+		read.Nodes = append(read.Nodes, web)
+		read.StatefulSets = append(read.StatefulSets, webSet)
+		fe1 := read.Nodes[1]
+		fe1.NodeSpec().DeploymentDependencies.ProvisioningPrerequisites = []v2alpha1.Prerequisite{entry}
+		fe1.NodeSpec().DeploymentDependencies.UpgradePrerequisites = []v2alpha1.Prerequisite{entry}
+		if changed {
+			// A new target, gated, its pod of the old target Ready.
+			setAnnotation(fe1, v2alpha1.AnnotationTargetHash, "hash-acme-fe1-new")
+			fe1.NodeSpec().AddGate(v2alpha1.GateSequencer)
+			read.Pods[len(read.Pods)-1].Spec.SchedulingGates = nil
+			read.Pods[len(read.Pods)-1].Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		require.False(t, defaults.IsDefaulted(fe1, defaults.ProvisioningList), "fe1's list is its own")
+		return read
+	}
+	for _, tc := range []struct {
+		name string
+		kind string
+		held bool
+	}{
+		{name: "a Frontend of the name listed as a Backend holds fe1", kind: v2alpha1.KindFrontend, held: true},
+		{name: "the Backend listed, Ready, lets fe1 go (the control)", kind: v2alpha1.KindBackend},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := SnapshotOf(read(tc.kind, false), orphanTenant, defaults.Builtin(), now)
+			ok, why := PodsMayStart(s, "acme-fe1")
+			assert.Equal(t, !tc.held, ok, "fe1's recovering pod: %s", why)
+			assert.Equal(t, !tc.held, releasesPod(Plan(s), "acme-fe1-0"), "the plan, of fe1's recovering pod")
+
+			s = SnapshotOf(read(tc.kind, true), orphanTenant, defaults.Builtin(), now)
+			ok, why = ReleaseStands(s, "acme-fe1", "")
+			assert.Equal(t, !tc.held, ok, "the release of fe1's new target: %s", why)
+			d := decisionOf(t, Plan(s), "acme-fe1")
+			assert.Equal(t, tc.held, d.Gated, "the plan, of fe1's new target")
+			if tc.held {
+				assert.Equal(t, v2alpha1.ReasonPrerequisiteNotFound, d.Condition.Reason)
+				assert.Contains(t, d.Condition.Message, "waiting for acme-web (Backend): it does not exist, a Frontend has its name")
+			}
+		})
+	}
+}
