@@ -14,37 +14,45 @@ import (
 )
 
 // fe1 recovers (its new pod held) and names be as its provisioning
-// prerequisite with a condition other than Ready (podConditionType
-// ContainersReady). be's only pod still says ContainersReady=True; what
-// else holds of it decides.
+// prerequisite with a condition other than Ready=True (podConditionType
+// ContainersReady, or conditionStatus False). be's only pod still says
+// what is asked; whether it is going decides.
 func TestAPrerequisitesPodThatIsGoingMeetsNoConditionItStillCarries(t *testing.T) {
+	lost := func(p *corev1.Pod, read *Objects) { read.LostMachines = map[string]bool{p.Spec.NodeName: true} }
+	deleted := func(p *corev1.Pod, _ *Objects) {
+		p.DeletionTimestamp = &metav1.Time{Time: p.CreationTimestamp.Add(time.Minute)}
+	}
+	stays := func(*corev1.Pod, *Objects) {}
+	containersReady := corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}
+	notReady := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse}
 	for _, tc := range []struct {
 		name     string
 		going    func(p *corev1.Pod, read *Objects)
+		asked    corev1.PodCondition
 		mayStart bool
 	}{
-		{name: "a pod on a machine that is lost meets none: no kubelet is left to say otherwise",
-			going: func(p *corev1.Pod, read *Objects) { read.LostMachines = map[string]bool{p.Spec.NodeName: true} }},
-		{name: "a pod being deleted meets none",
-			going: func(p *corev1.Pod, _ *Objects) {
-				p.DeletionTimestamp = &metav1.Time{Time: p.CreationTimestamp.Add(time.Minute)}
-			}},
-		{name: "a pod that stays meets it (the control)",
-			going: func(*corev1.Pod, *Objects) {}, mayStart: true},
+		{name: "a pod on a machine that is lost meets none: no kubelet is left to say otherwise", going: lost, asked: containersReady},
+		{name: "a pod being deleted meets none", going: deleted, asked: containersReady},
+		{name: "a pod that stays meets it (the control)", going: stays, asked: containersReady, mayStart: true},
+		{name: "a pod being deleted meets no condition asked to be False either", going: deleted, asked: notReady},
+		{name: "a pod on a machine that is lost meets no condition asked to be False either", going: lost, asked: notReady},
+		{name: "a pod that stays, not Ready, meets Ready=False (the control)", going: stays, asked: notReady, mayStart: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 			be := orphanTestNode(v2alpha1.KindBackend, "acme-be", now.Add(-3*time.Hour))
 			set := orphanTestSet("acme-be", be)
-			pod := orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", now.Add(-time.Hour), true, setOwner(set.Name, set.UID))
+			pod := orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", now.Add(-time.Hour), tc.asked.Type != corev1.PodReady, setOwner(set.Name, set.UID))
 			pod.Spec.NodeName = "machine-1"
-			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
+			if tc.asked.Type != corev1.PodReady {
+				pod.Status.Conditions = append(pod.Status.Conditions, tc.asked)
+			}
 			read := fe1RecoveringRead(now, be)
 			tc.going(&pod, &read)
 			read.Pods = append(read.Pods, pod)
 			read.StatefulSets = append(read.StatefulSets, set)
 			read.Nodes[1].NodeSpec().DeploymentDependencies.ProvisioningPrerequisites = []v2alpha1.Prerequisite{{
-				ExpressNode: "acme-be", Kind: v2alpha1.KindBackend, PodConditionType: string(corev1.ContainersReady), ConditionStatus: "True"}}
+				ExpressNode: "acme-be", Kind: v2alpha1.KindBackend, PodConditionType: string(tc.asked.Type), ConditionStatus: string(tc.asked.Status)}}
 			s := SnapshotOf(read, orphanTenant, defaults.Builtin(), now)
 			require.False(t, defaults.IsDefaulted(read.Nodes[1], defaults.ProvisioningList), "fe1's list is its own")
 

@@ -148,11 +148,12 @@ func PodOf(p *corev1.Pod) Pod {
 
 // inNoState are the conditions of a pod that is going — being deleted, or
 // on a machine that is lost, where no kubelet is left to say otherwise —
-// whatever its status still says: not Ready, and no other condition a
-// prerequisite may ask for (ContainersReady, Initialized, …) either, so
-// that no requirement is met by a pod that is not there to serve.
+// whatever its status still says: none, so that it is not Ready and meets
+// no condition a prerequisite may ask for (ContainersReady, Initialized,
+// …, True or False): no requirement is met by a pod that is not there to
+// serve.
 func inNoState() map[string]string {
-	return map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)}
+	return map[string]string{}
 }
 
 // Snapshot is everything Plan decides on: one tenant's nodes and their pods
