@@ -2,10 +2,10 @@ package rollout
 
 import (
 	"maps"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -29,18 +29,15 @@ func TestAPodOfAnOldTargetInTheHistoryMadeFromATemplateMovedInAuditWaitsOnceTheR
 	w, s, v1hash, v2hash := revertedTenant(t)
 	be, fe1, fe2 := w.name("be"), w.name("fe1"), w.name("fe2")
 	s.SetTemplates = map[string][]Template{be: {{Hash: v1hash}}}
-	if adopt, gate := Unheld(s); len(adopt) != 0 || !slices.Contains(gate, be) {
-		t.Fatalf("switch: adopt %v gate %v", adopt, gate)
-	}
+	adopt, gate := Unheld(s)
+	require.Empty(t, adopt, "at the switch nothing is adopted")
+	require.Contains(t, gate, be, "at the switch be is gated")
 	s = changedAgain(s, "v3")
 	s.SetTemplates = map[string][]Template{be: {{Hash: v1hash}}}
 	v3hash := StampedTarget(s.Nodes[be])
-	if v3hash == v1hash || v3hash == v2hash || ReleasedTarget(s.Nodes[be]) != v2hash {
-		t.Fatalf("bad setup: stamped %s released %s", v3hash, ReleasedTarget(s.Nodes[be]))
-	}
-	if s.converged(fe1) && s.converged(fe2) {
-		t.Fatal("bad setup: fe1/fe2 on target")
-	}
+	require.NotContains(t, []string{v1hash, v2hash}, v3hash, "be is stamped for a third target")
+	require.Equal(t, v2hash, ReleasedTarget(s.Nodes[be]), "be is released for v2")
+	require.False(t, s.converged(fe1) && s.converged(fe2), "fe1 and fe2 are not both on target")
 	waitsForItsRelease(t, s, be, be+"-0", v1hash)
 }
 

@@ -45,9 +45,8 @@ func TestAPodMadeForATargetItsNodeWasNeverReleasedForStillWaitsOnceTheNodeIsChan
 	v2hash := StampedTarget(s.Nodes[be])
 	s.SetTemplates = map[string][]Template{be: {{Hash: v2hash}}}
 	adopt, gate := Unheld(s)
-	if len(adopt) != 0 || !slices.Contains(gate, be) {
-		t.Fatalf("switch: adopt %v gate %v", adopt, gate)
-	}
+	require.Empty(t, adopt, "at the switch nothing is adopted")
+	require.Contains(t, gate, be, "at the switch be is gated")
 	s = changedAgain(s, "v3")
 	s.Pods = maps.Clone(s.Pods)
 	// be's StatefulSet, its template at v2, makes a pod of v2 (replacing be-0).
@@ -57,38 +56,27 @@ func TestAPodMadeForATargetItsNodeWasNeverReleasedForStillWaitsOnceTheNodeIsChan
 	// Own oracle: be was released for v1 only; a pod of any other target
 	// rolls it; it may start only once fe1 and fe2 (its upgrade
 	// predecessors) are Ready on their target.
-	if v2hash == v1hash || v2hash == StampedTarget(s.Nodes[be]) {
-		t.Fatal("bad setup")
-	}
-	if s.converged(fe1) && s.converged(fe2) {
-		t.Fatal("bad setup: fe1/fe2 on target")
-	}
+	require.NotContains(t, []string{v1hash, StampedTarget(s.Nodes[be])}, v2hash, "v2 is neither v1 nor be's current target")
+	require.False(t, s.converged(fe1) && s.converged(fe2), "fe1 and fe2 are not both on target")
 
 	// The pod webhook, on the whole tenant.
-	if ok, _ := PodMayStart(s, be, made.Hash); ok {
-		t.Errorf("the pod webhook admits %s (target v2, never released for be) schedulable while fe1 and fe2 are not on target", made.Name)
-	}
+	ok, _ := PodMayStart(s, be, made.Hash)
+	assert.False(t, ok, "the pod webhook admits %s (target v2, never released for be) schedulable while fe1 and fe2 are not on target", made.Name)
 	// The pod webhook's read by name (MayStartByName).
 	scope, ok := PodScope(s.withNodes(nil), be)
-	if !ok {
-		t.Fatal("no scope")
-	}
+	require.True(t, ok, "be's pods have a scope to read by name")
 	names := map[string]bool{}
 	for _, r := range scope {
 		names[r] = true
 	}
 	read := s.withNodes(names).WithWorkloadOf(s, PodWorkloadScope(scope, be))
-	if PodsMayStartByName(read, be) && !read.AwaitsRelease(be, made.Hash) {
-		t.Errorf("the read by name (scope %v) admits %s schedulable", scope, made.Name)
-	}
+	assert.False(t, PodsMayStartByName(read, be) && !read.AwaitsRelease(be, made.Hash), "the read by name (scope %v) admits %s schedulable", scope, made.Name)
 	// The plan and the release guard, for the same pod created held.
 	s.Pods[be] = []Pod{{Name: made.Name, Hash: v2hash, Conditions: made.Conditions, Gates: []string{v2alpha1.GateSequencer}}}
-	if d := decisionOf(t, Plan(s), be); slices.Contains(d.PodsToRelease, made.Name) {
-		t.Errorf("Plan lets %s (v2, never released) go while be is gated for v3 and fe1, fe2 are not on target: %s", made.Name, d.Condition.Message)
-	}
-	if ok, _ := ReleaseStands(s, be, made.Name); ok {
-		t.Errorf("the release guard lets %s go", made.Name)
-	}
+	d := decisionOf(t, Plan(s), be)
+	assert.NotContains(t, d.PodsToRelease, made.Name, "Plan lets %s (v2, never released) go while be is gated for v3 and fe1, fe2 are not on target: %s", made.Name, d.Condition.Message)
+	stands, _ := ReleaseStands(s, be, made.Name)
+	assert.False(t, stands, "the release guard lets %s go", made.Name)
 }
 
 // The same hole, reverted: be gated for v2 (never released), its
@@ -110,15 +98,12 @@ func TestAPodHeldForItsNodesReleaseIsNotLetGoWhenTheChangeIsReverted(t *testing.
 	s.Pods = maps.Clone(s.Pods)
 	s.SetTemplates = map[string][]Template{be: {{Hash: v2hash}}}
 	s.Pods[be] = []Pod{{Name: be + "-v2", Hash: v2hash, Conditions: map[string]string{string(corev1.PodReady): "False"}, Gates: []string{v2alpha1.GateSequencer}}}
-	if !s.AwaitsRelease(be, v2hash) {
-		t.Fatal("bad setup: the v2 pod should await be's release")
-	}
+	require.True(t, s.AwaitsRelease(be, v2hash), "the v2 pod awaits be's release")
 	// Reverted to v1 through the webhook: gated, stamped v1.
 	s = regated(s, be, v1, v1hash)
 	require.Equal(t, v1hash, ReleasedTarget(s.Nodes[be]), "be was released for v1")
-	if d := decisionOf(t, Plan(s), be); slices.Contains(d.PodsToRelease, be+"-v2") {
-		t.Errorf("Plan lets be's v2 pod go although be was never released for v2 (released %s, stamped %s): %s", v1hash, v1hash, d.Condition.Message)
-	}
+	d := decisionOf(t, Plan(s), be)
+	assert.NotContains(t, d.PodsToRelease, be+"-v2", "Plan lets be's v2 pod go although be was never released for v2 (released %s, stamped %s): %s", v1hash, v1hash, d.Condition.Message)
 }
 
 // Own oracle (DESIGN §4 "change to all": FE1, FE2, BE; §9: switching to
@@ -140,40 +125,31 @@ func TestAPodMadeForARevertToATargetInTheNodesHistoryWaitsForTheNodesRelease(t *
 	w.setVersion(v1, "be", "fe1", "fe2") // the revert, admitted in audit below
 	s := asAuditLeftIt(w.snapshot())
 	v1hash, v2hash := StampedTarget(s.Nodes[be]), ReleasedTarget(s.Nodes[be])
-	if v1hash == v2hash || !slices.ContainsFunc(HistoryIn(s.Nodes[be]), func(r RolloutRecord) bool { return r.Target == v1hash }) {
-		t.Fatalf("bad setup: stamped %s released %s history %v", v1hash, v2hash, HistoryIn(s.Nodes[be]))
-	}
-	if s.converged(fe1) || s.converged(fe2) {
-		t.Fatal("bad setup: fe1/fe2 already on the reverted target")
-	}
+	require.NotEqual(t, v1hash, v2hash, "be is stamped for another target than it is released for")
+	require.True(t, slices.ContainsFunc(HistoryIn(s.Nodes[be]), func(r RolloutRecord) bool { return r.Target == v1hash }), "v1 is in be's history: %v", HistoryIn(s.Nodes[be]))
+	require.False(t, s.converged(fe1) || s.converged(fe2), "fe1 and fe2 are not on the reverted target yet")
 	// At the switch nothing of v1 runs: be is one to gate.
-	if adopt, gate := Unheld(s); len(adopt) != 0 || !slices.Contains(gate, be) {
-		t.Fatalf("switch: adopt %v gate %v", adopt, gate)
-	}
+	adopt, gate := Unheld(s)
+	require.Empty(t, adopt, "at the switch nothing is adopted")
+	require.Contains(t, gate, be, "at the switch be is gated")
 	// Before the gate lands, the operator moves be's template to v1 and
 	// the StatefulSet replaces be-0 with a pod of v1.
 	s.Pods = maps.Clone(s.Pods)
 	s.SetTemplates = map[string][]Template{be: {{Hash: v1hash}}}
 	made := Pod{Name: be + "-0", Hash: v1hash, Conditions: map[string]string{string(corev1.PodReady): "False"}}
 	s.Pods[be] = []Pod{made}
-	if ok, _ := PodMayStart(s, be, v1hash); ok {
-		t.Errorf("the pod webhook admits %s (be's current target, not released: released %s) schedulable before fe1 and fe2 are on it", made.Name, v2hash)
-		if adopt, _ := Unheld(s); slices.Contains(adopt, be) {
-			t.Errorf("and, let go, it makes be one to adopt: be's release recorded out of order")
-		}
-	}
+	ok, _ := PodMayStart(s, be, v1hash)
+	assert.False(t, ok, "the pod webhook admits %s (be's current target, not released: released %s) schedulable before fe1 and fe2 are on it", made.Name, v2hash)
 	// Gated at the switch, with the pod created held: the plan must not let it go.
 	s.Nodes = maps.Clone(s.Nodes)
 	g := s.Nodes[be].DeepCopyObject().(v2alpha1.Node)
 	g.NodeSpec().AddGate(v2alpha1.GateSequencer)
 	s.Nodes[be] = g
 	s.Pods[be] = []Pod{{Name: made.Name, Hash: v1hash, Conditions: made.Conditions, Gates: []string{v2alpha1.GateSequencer}}}
-	if d := decisionOf(t, Plan(s), be); slices.Contains(d.PodsToRelease, made.Name) && d.Gated {
-		t.Errorf("Plan lets %s go while be stays gated for %s: %s", made.Name, v1hash, d.Condition.Message)
-	}
-	if ok, _ := ReleaseStands(s, be, made.Name); ok {
-		t.Errorf("the release guard lets %s go", made.Name)
-	}
+	d := decisionOf(t, Plan(s), be)
+	assert.False(t, slices.Contains(d.PodsToRelease, made.Name) && d.Gated, "Plan lets %s go while be stays gated for %s: %s", made.Name, v1hash, d.Condition.Message)
+	stands, _ := ReleaseStands(s, be, made.Name)
+	assert.False(t, stands, "the release guard lets %s go", made.Name)
 }
 
 // revertedTenant is be, fe1 and fe2 rolled from v1 to v2, then reverted to
