@@ -125,24 +125,29 @@ func checkGatesHold(ctx context.Context, p *probe) error {
 	return p.provisionsNothingGated(ctx)
 }
 
-// stillGated says, for a node the operator did not act on, that it never
-// carried no gate while the kit watched (letGo zero), naming the gates it
-// carries now and, where express-sequencer's is one, why its
-// PrerequisitesReady condition says it waits: the operator is not to
-// blame for that.
+// stillGated says, for a node the operator did not act on, that the kit
+// read it gated every time it looked (letGo zero): the operator was never
+// free to act, which is not its failure. It names the gates the node
+// carries now and, where express-sequencer's is one, what its
+// PrerequisitesReady condition says (of an older generation, if so).
 func (p *probe) stillGated(ctx context.Context, letGo time.Time) string {
 	if !letGo.IsZero() {
 		return ""
 	}
-	u, err := p.get(context.WithoutCancel(ctx))
+	read, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	u, err := p.get(read)
 	if err != nil || len(gates(u)) == 0 {
 		return ""
 	}
-	out := fmt.Sprintf(" (it never carried no gate: it carries %s", strings.Join(gates(u), ", "))
+	out := fmt.Sprintf(": every read of it showed rollout gates, now %s, so the operator was never free to act (not the operator's failure)", strings.Join(gates(u), ", "))
 	if c := condition(u, v2alpha1.ConditionPrerequisitesReady); c != nil && slices.Contains(gates(u), v2alpha1.GateSequencer) {
 		out += fmt.Sprintf("; express-sequencer's %s says %s: %s", v2alpha1.ConditionPrerequisitesReady, c.Reason, c.Message)
+		if c.ObservedGeneration != u.GetGeneration() {
+			out += fmt.Sprintf(" (of generation %d; the node is at %d)", c.ObservedGeneration, u.GetGeneration())
+		}
 	}
-	return out + ")"
+	return out
 }
 
 // lifts removes the kit's gate from the node, which the operator must then
@@ -206,10 +211,10 @@ func (p *probe) provisionsNothingGated(ctx context.Context) error {
 	// change's rollout-id, as a chart's render would: nodes of a tenant
 	// that disagree on it hold express-sequencer's release (a change
 	// landing).
-	p.rolloutID, fe.rolloutID = "conformance-frontend-change", "conformance-frontend-change"
 	if _, err := fe.update(ctx, addGate); err != nil {
 		return err
 	}
+	p.rolloutID, fe.rolloutID = "conformance-frontend-change", "conformance-frontend-change"
 	if _, err := p.update(ctx, func(*unstructured.Unstructured) {}); err != nil {
 		return err
 	}
@@ -379,7 +384,10 @@ func (p *probe) reactsAfter(ctx context.Context, what string, write func() error
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s: the operator did not act on %s within %s%s: %w", what, p.name, p.cfg.RolloutTimeout, p.stillGated(ctx, letGo), err)
+		if gated := p.stillGated(ctx, letGo); gated != "" {
+			return fmt.Errorf("%s: %s was not acted on within %s%s: %w", what, p.name, p.cfg.RolloutTimeout, gated, err)
+		}
+		return fmt.Errorf("%s: the operator did not act on %s within %s: %w", what, p.name, p.cfg.RolloutTimeout, err)
 	}
 	var took time.Duration // acted before the kit read the node ungated: at once
 	if !letGo.IsZero() {

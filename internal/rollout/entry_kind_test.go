@@ -68,3 +68,23 @@ func TestAnEntryNamingANodeOfAnotherKindWaitsAsForANodeThatDoesNotExist(t *testi
 		})
 	}
 }
+
+// fe1's entry names the tenant's Backend, acme-be, as it should; a
+// Frontend acme-be holds the name (two created at once can both pass the
+// webhook). The entry is right: fe1 waits, saying the Frontend is to go,
+// not that the entry is to be corrected.
+func TestAnEntryNamingTheTenantsBackendWhoseNameAFrontendTookSaysTheFrontendIsToGo(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	impostor := orphanTestNode(v2alpha1.KindFrontend, "acme-be", now.Add(-3*time.Hour))
+	read := fe1RecoveringRead(now, impostor, orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", now.Add(-time.Hour), true, nil))
+	// Its own list, not the default: it asks ContainersReady.
+	read.Nodes[1].NodeSpec().DeploymentDependencies.ProvisioningPrerequisites = []v2alpha1.Prerequisite{
+		{ExpressNode: "acme-be", Kind: v2alpha1.KindBackend, PodConditionType: string(corev1.ContainersReady), ConditionStatus: "True"},
+	}
+	require.False(t, defaults.IsDefaulted(read.Nodes[1], defaults.ProvisioningList), "fe1's list is its own")
+	s := SnapshotOf(read, orphanTenant, defaults.Builtin(), now)
+	ok, why := PodsMayStart(s, "acme-fe1")
+	assert.False(t, ok, "fe1's recovering pod waits for a Backend: %s", why)
+	assert.Contains(t, why, "no Frontend may take the Backend's name")
+	assert.NotContains(t, why, "correct its kind")
+}

@@ -152,10 +152,15 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 		switch {
 		case !ok:
 			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via})
-		case p.Kind != "" && dep.NodeKind() != p.Kind:
+		case p.Kind != "" && dep.NodeKind() != p.Kind && !s.SharedNames[p.ExpressNode]:
 			// A node of the name, of another kind (made since the entry
 			// was admitted): not the node listed, which does not exist.
-			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via, otherKind: dep.NodeKind(), listed: true})
+			// (A name a Backend and a Frontend share holds through its
+			// pods, which count for neither.) Where the entry names the
+			// tenant's Backend, the entry is right and the Frontend with
+			// its name is to go: said as for the Backend's own wait.
+			tenantBackend := p.Kind == v2alpha1.KindBackend && p.ExpressNode == defaults.NodeName(s.Tenant.ClusterName, defaults.Backend)
+			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via, otherKind: dep.NodeKind(), listed: !tenantBackend})
 		case !Live(dep):
 			seen[p.ExpressNode] = true
 			reqs = append(reqs, s.listRequirements(p.ExpressNode, l, upToDate, append(slices.Clone(via), p.ExpressNode), seen)...)

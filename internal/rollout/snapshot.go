@@ -253,9 +253,10 @@ type Objects struct {
 	// that there are none: a pod of a StatefulSet not among them is judged
 	// by its creation time, not taken for an orphan (podCountsFor).
 	StatefulSetsUnread bool
-	// LostMachines are the Nodes (machines) Ready pods are bound to that
-	// no longer exist or are not Ready: their pods are not Ready, whatever
-	// their stale status says (no kubelet is left to say otherwise).
+	// LostMachines are the Nodes (machines) pods are bound to that no
+	// longer exist or are not Ready (or could not be read, where no Ready
+	// pod runs on them): their pods meet no condition, whatever their stale
+	// status says (no kubelet is left to say otherwise; inNoState).
 	LostMachines map[string]bool
 }
 

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,16 +19,22 @@ import (
 	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
-// lostMachines reads, by name, the Nodes (machines) the Ready pods are
-// bound to, and returns those that no longer exist or are not Ready. A
-// machine that vanishes takes every pod on it, but the pods' status still
-// says Ready until the pod garbage collector deletes them (40 s after the
-// Node object is gone), or the node lifecycle controller marks them (its
-// grace period after the last heartbeat): a recreated pod of a later node
-// must not start before them. A sequencer that may not read Nodes (RBAC
-// get on nodes) logs it once and takes the pods as they are. With listAll
-// (the fleet view, whose pods run on any machine of the cluster) the
-// Nodes are listed once instead.
+// lostMachines reads, by name, the Nodes (machines) the pods are bound to,
+// and returns those that no longer exist or are not Ready. A machine that
+// vanishes takes every pod on it, but the pods' status still says Ready
+// until the pod garbage collector deletes them (40 s after the Node object
+// is gone), or the node lifecycle controller marks them (its grace period
+// after the last heartbeat): a recreated pod of a later node must not
+// start before them. The controller marks only Ready False: the pods'
+// other conditions (ContainersReady, Initialized, …), which an explicit
+// prerequisite may ask for, stay as the lost kubelet left them, so the
+// machine of a pod that is not Ready is read too. A machine that cannot be
+// read fails the read where a Ready pod runs on it, and is taken as lost
+// where none does (its pods then meet no condition: they hold, never let
+// go). A sequencer that may not read Nodes (RBAC get on nodes) logs it
+// once and takes the pods as they are. With listAll (the fleet view, whose
+// pods run on any machine of the cluster) the Nodes are listed once
+// instead.
 //
 // The pods were read at revision at (0: a reader that gives no revision,
 // taken as it is), so each machine is judged as it was then (machineAt):
@@ -39,7 +46,7 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 	var names []string
 	seen := map[string]bool{}
 	for i := range pods {
-		if m := readyOn(&pods[i]); m != "" && !seen[m] {
+		if m := runsOn(&pods[i]); m != "" && !seen[m] {
 			seen[m] = true
 			names = append(names, m)
 		}
@@ -48,22 +55,44 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 		return listLostMachines(ctx, r, names, at)
 	}
 	lost := make([]bool, len(names))
+	failed := make([]error, len(names))
 	var forbidden atomic.Bool
 	var g errgroup.Group
 	for i, name := range names {
 		g.Go(func() error {
-			var err error
-			lost[i], err = machineLost(ctx, r, name, at, &forbidden)
-			return err
+			lost[i], failed[i] = machineLost(ctx, r, name, at, &forbidden)
+			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	_ = g.Wait()
+	readyOnIt := readyMachines(pods)
+	var errs []error
+	for i, name := range names {
+		switch {
+		case failed[i] != nil && readyOnIt[name]:
+			errs = append(errs, failed[i])
+		case failed[i] != nil:
+			lost[i] = true // no Ready pod on it: its pods hold, whatever it is
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	if forbidden.Load() {
 		partialReads.WithLabelValues("machines").Inc() // once per read, however many machines
 	}
 	return namesWhere(names, func(i int) bool { return lost[i] }), nil
+}
+
+// readyMachines are the machines a Ready pod of pods runs on.
+func readyMachines(pods []corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for i := range pods {
+		if rollout.PodReady(&pods[i]) {
+			out[pods[i].Spec.NodeName] = true
+		}
+	}
+	return out
 }
 
 // namesWhere returns, as a set, the names of names at whose index lost
@@ -81,11 +110,10 @@ func namesWhere(names []string, lost func(i int) bool) map[string]bool {
 	return out
 }
 
-// readyOn is the machine pod runs Ready on: "" when it is not Ready,
-// being deleted, or not scheduled. A lost machine makes only such a pod
-// not Ready.
-func readyOn(pod *corev1.Pod) string {
-	if !rollout.PodReady(pod) {
+// runsOn is the machine pod runs on: "" when it is being deleted (it
+// meets no condition already) or not scheduled.
+func runsOn(pod *corev1.Pod) string {
+	if pod.DeletionTimestamp != nil {
 		return ""
 	}
 	return pod.Spec.NodeName

@@ -24,7 +24,7 @@ import (
 // one StatefulSet per node, named after it, owning every pod of the node,
 // its pods its ordinals (docs/express-operator-contract.md): the
 // StatefulSet, every ordinal pod it has or wants, every pod of the node the
-// cache knows, and the machines its Ready pods run on. It lays them over
+// cache knows, and the machines its pods run on. It lays them over
 // the cached snapshot: the records a release writes (released-set-revision,
 // released-after) and a RolloutComplete record rest on this workload as it
 // is now, which the release guard does not judge.
@@ -131,7 +131,7 @@ func CachedOrdinals(ctx context.Context, cache client.Reader, ns string, scope [
 }
 
 // workload is what a scoped read found of its nodes' workload: their
-// pods, their StatefulSets and the lost machines their Ready pods run on.
+// pods, their StatefulSets and the lost machines their pods run on.
 type workload struct {
 	pods []corev1.Pod
 	sets []appsv1.StatefulSet
@@ -216,7 +216,7 @@ func readWorkload(ctx context.Context, known [][]corev1.Pod, fresh client.Reader
 		}
 	}
 	// Until nothing is left to read: the pods missed, and the machines of
-	// Ready pods read that the first round did not read.
+	// pods read that the first round did not read.
 	for r.pending() {
 		if err := r.read(ctx); err != nil {
 			return workload{}, rollout.Fallback{}, err

@@ -22,10 +22,12 @@ import (
 	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
-// A machine is read in a scoped read only to tell whether the Ready pods on
-// it still are: a machine that cannot be read fails the read where a Ready
-// pod runs on it, said once however many do, and is no error where none
-// does (docs/sequencer.md).
+// A machine is read in a scoped read to tell whether the pods on it still
+// run: a machine that cannot be read fails the read where a Ready pod runs
+// on it, said once however many do, and is no error where none does — its
+// pods, not Ready, then meet no condition either (ContainersReady, which
+// the lost kubelet may have left True), so they hold and let nothing go
+// (docs/sequencer.md).
 func TestAScopedReadFailsOnlyWhereAReadyPodRunsOnAMachineItCannotRead(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -37,6 +39,11 @@ func TestAScopedReadFailsOnlyWhereAReadyPodRunsOnAMachineItCannotRead(t *testing
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			objects := settledBackendTenant(c.ready, c.ready)
+			for _, o := range objects {
+				if p, ok := o.(*corev1.Pod); ok {
+					p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
+				}
+			}
 			be := objects[0].(*v2alpha1.Backend)
 			var machineReads atomic.Int32
 			r := indexed(fake.NewClientBuilder()).WithObjects(objects...).
@@ -61,7 +68,10 @@ func TestAScopedReadFailsOnlyWhereAReadyPodRunsOnAMachineItCannotRead(t *testing
 				return
 			}
 			require.NoError(t, err)
-			assert.Len(t, snap.Pods["acme-be"], 2, "both pods are read")
+			require.Len(t, snap.Pods["acme-be"], 2, "both pods are read")
+			for _, p := range snap.Pods["acme-be"] {
+				assert.Empty(t, p.Conditions, "%s, on a machine that cannot be read, meets no condition", p.Name)
+			}
 		})
 	}
 }

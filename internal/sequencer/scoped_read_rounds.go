@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// podReads reads a scoped read's pods by name, and the machines of those
-// that run Ready, in rounds: each round reads at once every pod and machine
-// wanted since the one before, and a pod read Ready on a machine not read
-// yet wants that machine for the next.
+// podReads reads a scoped read's pods by name, and the machines they run
+// on, in rounds: each round reads at once every pod and machine wanted
+// since the one before, and a pod read on a machine not read yet wants
+// that machine for the next.
 type podReads struct {
 	ns    string
 	fresh client.Reader
@@ -113,7 +113,7 @@ func (r *podReads) read(ctx context.Context) error {
 		if found[j] {
 			r.pods[name] = &pods[j]
 			r.foundSets[r.setOf[name]] = true
-			r.wantMachine(readyOn(&pods[j]))
+			r.wantMachine(runsOn(&pods[j]))
 		}
 	}
 	return nil
@@ -132,19 +132,26 @@ func (r *podReads) found() []*corev1.Pod {
 	return out
 }
 
-// lostOf returns the lost machines that pods run Ready on, as
-// lostMachines does; every one was read (read queues them). It fails where
-// the read of such a machine failed, and counts a partial read where one
-// may not be read.
+// lostOf returns the lost machines that pods run on, as lostMachines
+// does; every one was read (read queues them). It fails where the read of
+// a machine a Ready pod runs on failed (one only not Ready pods run on is
+// taken as lost), and counts a partial read where one may not be read.
 func (r *podReads) lostOf(pods []corev1.Pod) (map[string]bool, error) {
 	var out map[string]bool
 	var errs []error
 	said := map[string]bool{} // a machine that failed is said once, however many pods run on it
 	forbidden := false
+	ready := readyMachines(pods)
 	for i := range pods {
-		m := readyOn(&pods[i])
+		m := runsOn(&pods[i])
 		switch {
 		case m == "":
+		case r.failed[m] != nil && !ready[m]:
+			// No Ready pod on it: its pods hold, whatever it is.
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[m] = true
 		case r.failed[m] != nil:
 			if !said[m] {
 				said[m] = true
