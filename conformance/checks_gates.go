@@ -126,21 +126,22 @@ func checkGatesHold(ctx context.Context, p *probe) error {
 }
 
 // stillGated says, for a node the operator did not act on, that the kit
-// read it gated every time it looked (letGo zero): the operator was never
-// free to act, which is not its failure. It names the gates the node
-// carries now and, where express-sequencer's is one, what its
-// PrerequisitesReady condition says (of an older generation, if so).
+// never read it ungated (letGo zero): the operator was never seen free to
+// act, which is not its failure. It names the gates the node carries now
+// and, where express-sequencer's is one, what its PrerequisitesReady
+// condition says (of an older generation, if so).
 func (p *probe) stillGated(ctx context.Context, letGo time.Time) string {
 	if !letGo.IsZero() {
 		return ""
 	}
+	out := ": the kit never read it without a rollout gate, so the operator was never seen free to act (not the operator's failure)"
 	read, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	u, err := p.get(read)
 	if err != nil || len(gates(u)) == 0 {
-		return ""
+		return out
 	}
-	out := fmt.Sprintf(": every read of it showed rollout gates, now %s, so the operator was never free to act (not the operator's failure)", strings.Join(gates(u), ", "))
+	out += fmt.Sprintf("; it carries %s", strings.Join(gates(u), ", "))
 	if c := condition(u, v2alpha1.ConditionPrerequisitesReady); c != nil && slices.Contains(gates(u), v2alpha1.GateSequencer) {
 		out += fmt.Sprintf("; express-sequencer's %s says %s: %s", v2alpha1.ConditionPrerequisitesReady, c.Reason, c.Message)
 		if c.ObservedGeneration != u.GetGeneration() {

@@ -29,7 +29,7 @@ func newStatusCommand(e *env) *cobra.Command {
 		Short: "The fleet at a glance: every tenant's progress, what rolls, what holds the next node",
 		Long: `status reads every tenant of the namespace — of all namespaces with -A —
 with one LIST per kind (Backends, Frontends, Express pods, StatefulSets;
-and the machines Ready pods run on, as the sequencer reads them: one LIST
+and the machines pods run on, as the sequencer reads them: one LIST
 with -A, by name in a namespace), decoding Backends and Frontends as they
 stream, decides with the sequencer's own code, and prints one line per tenant: its
 live nodes on target as a progress bar, its state, the nodes rolling now,

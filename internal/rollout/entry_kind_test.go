@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/defaults"
@@ -69,10 +70,10 @@ func TestAnEntryNamingANodeOfAnotherKindWaitsAsForANodeThatDoesNotExist(t *testi
 	}
 }
 
-// fe1's entry names the tenant's Backend, acme-be, as it should; a
-// Frontend acme-be holds the name (two created at once can both pass the
-// webhook). The entry is right: fe1 waits, saying the Frontend is to go,
-// not that the entry is to be corrected.
+// fe1's entry names the tenant's Backend, acme-be, as it should; no
+// Backend acme-be exists, and a Frontend has its name. The entry is right:
+// fe1 waits, saying the Frontend is to go, not that the entry is to be
+// corrected.
 func TestAnEntryNamingTheTenantsBackendWhoseNameAFrontendTookSaysTheFrontendIsToGo(t *testing.T) {
 	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	impostor := orphanTestNode(v2alpha1.KindFrontend, "acme-be", now.Add(-3*time.Hour))
@@ -87,4 +88,30 @@ func TestAnEntryNamingTheTenantsBackendWhoseNameAFrontendTookSaysTheFrontendIsTo
 	assert.False(t, ok, "fe1's recovering pod waits for a Backend: %s", why)
 	assert.Contains(t, why, "no Frontend may take the Backend's name")
 	assert.NotContains(t, why, "correct its kind")
+}
+
+// fe1's entry names Backend acme-x; a Backend and a Frontend are both
+// called acme-x (two created at once can both pass the webhook), the
+// Frontend down. Neither can be told to be the one listed, and a pod
+// labelled acme-x counts for neither: fe1 waits, saying the name is
+// shared, and is not walked through the down Frontend to what it waits
+// for (be, Ready).
+func TestAnEntryNamingANameABackendAndAFrontendShareIsNeverMet(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	be := orphanTestNode(v2alpha1.KindBackend, "acme-be", now.Add(-3*time.Hour))
+	read := fe1RecoveringRead(now, be, orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", now.Add(-time.Hour), true, nil),
+		orphanTestPod("acme-x-0", "acme-x", "hash-acme-x", now.Add(-time.Hour), true, nil))
+	x := orphanTestNode(v2alpha1.KindBackend, "acme-x", now.Add(-2*time.Hour))
+	xf := orphanTestNode(v2alpha1.KindFrontend, "acme-x", now.Add(-2*time.Hour))
+	xf.NodeSpec().Up = ptr.To(false)
+	read.Nodes = append(read.Nodes, x, xf)
+	read.Nodes[1].NodeSpec().DeploymentDependencies.ProvisioningPrerequisites = []v2alpha1.Prerequisite{
+		{ExpressNode: "acme-x", Kind: v2alpha1.KindBackend, PodConditionType: "Ready", ConditionStatus: "True"},
+	}
+	s := SnapshotOf(read, orphanTenant, defaults.Builtin(), now)
+	require.True(t, s.SharedNames["acme-x"], "acme-x is shared")
+	ok, why := PodsMayStart(s, "acme-fe1")
+	assert.False(t, ok, "fe1's recovering pod: %s", why)
+	assert.Contains(t, why, "waiting for acme-x (Backend): a Backend and a Frontend of the namespace are both called acme-x")
+	assert.False(t, releasesPod(Plan(s), "acme-fe1-0"), "the plan holds fe1's recovering pod")
 }

@@ -30,6 +30,10 @@ type requirement struct {
 	// not the kind it names: that node is not the one listed either.
 	otherKind string
 	listed    bool
+	// shared: a Backend and a Frontend are both called node (an explicit
+	// entry's): neither can be told to be the one listed, and none of their
+	// pods counts — never met, never walked through.
+	shared bool
 	// via are the intentionally-down nodes this requirement was reached
 	// through, in the order walked.
 	via []string
@@ -152,11 +156,12 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 		switch {
 		case !ok:
 			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via})
-		case p.Kind != "" && dep.NodeKind() != p.Kind && !s.SharedNames[p.ExpressNode]:
+		case s.SharedNames[p.ExpressNode]:
+			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, shared: true, via: via})
+		case p.Kind != "" && dep.NodeKind() != p.Kind:
 			// A node of the name, of another kind (made since the entry
 			// was admitted): not the node listed, which does not exist.
-			// (A name a Backend and a Frontend share holds through its
-			// pods, which count for neither.) Where the entry names the
+			// Where the entry names the
 			// tenant's Backend, the entry is right and the Frontend with
 			// its name is to go: said as for the Backend's own wait.
 			tenantBackend := p.Kind == v2alpha1.KindBackend && p.ExpressNode == defaults.NodeName(s.Tenant.ClusterName, defaults.Backend)
@@ -233,6 +238,10 @@ func (s *Snapshot) blockerOf(r requirement, more string) blocker {
 	who := fmt.Sprintf("%s (%s)", r.node, r.kind)
 	if len(r.via) > 0 {
 		who += fmt.Sprintf(", through %s which is down", r.via[len(r.via)-1])
+	}
+	if r.shared {
+		shared := sharedNameBlocker(r.node)
+		return blocker{node: r.node, reason: shared.reason, message: "waiting for " + who + ": " + shared.message, upgrade: r.upToDate, via: r.via}
 	}
 	if r.missing {
 		what := ": it does not exist"

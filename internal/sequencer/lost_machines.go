@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/medallia/express-sequencer/internal/rollout"
 )
 
 // lostMachines reads, by name, the Nodes (machines) the pods are bound to,
@@ -29,10 +27,11 @@ import (
 // other conditions (ContainersReady, Initialized, …), which an explicit
 // prerequisite may ask for, stay as the lost kubelet left them, so the
 // machine of a pod that is not Ready is read too. A machine that cannot be
-// read fails the read where a Ready pod runs on it, and is taken as lost
-// where none does (its pods then meet no condition: they hold, never let
-// go). A sequencer that may not read Nodes (RBAC get on nodes) logs it
-// once and takes the pods as they are. With listAll (the fleet view, whose
+// read fails the read, whatever pods run on it (taken as lost, its pods
+// would meet no condition: more waits, which may make a wait look circular
+// and let a node go by the provisioning order on state no one saw). A
+// sequencer that may not read Nodes (RBAC get on nodes) logs it once and
+// takes the pods as they are. With listAll (the fleet view, whose
 // pods run on any machine of the cluster) the Nodes are listed once
 // instead.
 //
@@ -65,34 +64,13 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 		})
 	}
 	_ = g.Wait()
-	readyOnIt := readyMachines(pods)
-	var errs []error
-	for i, name := range names {
-		switch {
-		case failed[i] != nil && readyOnIt[name]:
-			errs = append(errs, failed[i])
-		case failed[i] != nil:
-			lost[i] = true // no Ready pod on it: its pods hold, whatever it is
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(failed...); err != nil {
 		return nil, err
 	}
 	if forbidden.Load() {
 		partialReads.WithLabelValues("machines").Inc() // once per read, however many machines
 	}
 	return namesWhere(names, func(i int) bool { return lost[i] }), nil
-}
-
-// readyMachines are the machines a Ready pod of pods runs on.
-func readyMachines(pods []corev1.Pod) map[string]bool {
-	out := map[string]bool{}
-	for i := range pods {
-		if rollout.PodReady(&pods[i]) {
-			out[pods[i].Spec.NodeName] = true
-		}
-	}
-	return out
 }
 
 // namesWhere returns, as a set, the names of names at whose index lost

@@ -134,24 +134,17 @@ func (r *podReads) found() []*corev1.Pod {
 
 // lostOf returns the lost machines that pods run on, as lostMachines
 // does; every one was read (read queues them). It fails where the read of
-// a machine a Ready pod runs on failed (one only not Ready pods run on is
-// taken as lost), and counts a partial read where one may not be read.
+// such a machine failed, and counts a partial read where one may not be
+// read.
 func (r *podReads) lostOf(pods []corev1.Pod) (map[string]bool, error) {
 	var out map[string]bool
 	var errs []error
 	said := map[string]bool{} // a machine that failed is said once, however many pods run on it
 	forbidden := false
-	ready := readyMachines(pods)
 	for i := range pods {
 		m := runsOn(&pods[i])
 		switch {
 		case m == "":
-		case r.failed[m] != nil && !ready[m]:
-			// No Ready pod on it: its pods hold, whatever it is.
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[m] = true
 		case r.failed[m] != nil:
 			if !said[m] {
 				said[m] = true

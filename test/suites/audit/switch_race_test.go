@@ -59,10 +59,12 @@ func TestAPodTheOperatorRolledIntoTheSwitchWaitsForItsNodesReleaseInOrder(t *tes
 		t.Logf("fe3's pod was made again of its old revision in %s: running the race again", ns)
 	}
 	assert.Contains(t, made.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: v2alpha1.GateSequencer}, "fe3's new pod is made gated")
-	fe1 := tenant.Node(ns, "fe1")
-	require.NoError(t, harness.Client.Get(ctx, client.ObjectKeyFromObject(fe1), fe1))
-	require.NotEqual(t, fe1.GetAnnotations()[v2alpha1.AnnotationTargetHash], fe1.GetAnnotations()[v2alpha1.AnnotationReleasedTarget],
-		"the race is run: no node of the tenant is released for the new target when fe3's pod is made")
+	for _, k := range tenant.Keys(4) {
+		n := tenant.Node(ns, k)
+		require.NoError(t, harness.Client.Get(ctx, client.ObjectKeyFromObject(n), n))
+		require.NotEqual(t, n.GetAnnotations()[v2alpha1.AnnotationTargetHash], n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget],
+			"the race is run: %s is not released for the new target when fe3's pod is made", k)
+	}
 	tenants.Update(t, ns, func(n v2alpha1.Node) { setAnnotation(n, v2alpha1.AnnotationPauseRollout, "") }, "fe1")
 	tenants.WaitSettled(t, ns, 4, 2*time.Minute, nil)
 
