@@ -273,9 +273,15 @@ const (
 
 // waitVertex is the state a wait on b's node waits for: its target (an
 // upgrade wait), Ready on a pin its rollout meets (pinned), a pin no rollout
-// of it meets (unreachable: a dead end), or else its readiness.
+// of it meets (unreachable: a dead end), or else its readiness. A wait on a
+// node that does not exist — or exists only as another kind than the one
+// waited for, or under a name a Backend and a Frontend share — is a dead
+// end too: it waits for no state of the node that has the name, so no
+// loop runs through that node's waits.
 func (b blocker) waitVertex() string {
 	switch {
+	case b.reason == v2alpha1.ReasonPrerequisiteNotFound, b.reason == v2alpha1.ReasonNameShared:
+		return vertex(stateUnreachable, b.node)
 	case b.upgrade:
 		return vertex(stateTarget, b.node)
 	case b.pinned && !b.pinAhead:

@@ -115,3 +115,41 @@ func TestAnEntryNamingANameABackendAndAFrontendShareIsNeverMet(t *testing.T) {
 	assert.Contains(t, why, "waiting for acme-x (Backend): a Backend and a Frontend of the namespace are both called acme-x")
 	assert.False(t, releasesPod(Plan(s), "acme-fe1-0"), "the plan holds fe1's recovering pod")
 }
+
+// be's explicit upgrade list names fe2; fe2's explicit provisioning entry
+// names t-be, and be crashes during a change to all. Where the entry names
+// the Backend, be and fe2 wait for each other and the provisioning order
+// wins: be goes first. Where it names a Frontend t-be, which does not
+// exist (or a node fe9 that does not), fe2 waits for no state of be: no
+// loop, and be waits for fe2 on target.
+func TestAnEntryNamingANodeThatDoesNotExistMakesNoLoopThroughANodeOfItsName(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		entry, kind string
+		beGated     bool
+	}{
+		{name: "an entry naming the Backend makes a loop the provisioning order breaks", entry: "t-be", kind: v2alpha1.KindBackend},
+		{name: "an entry naming a Frontend of the Backend's name makes none", entry: "t-be", kind: v2alpha1.KindFrontend, beGated: true},
+		{name: "an entry naming a node that does not exist makes none", entry: "t-fe9", kind: v2alpha1.KindFrontend, beGated: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, "t")
+			w.tenant(3, v1)
+			w.run(200)
+			w.update("be", func(n v2alpha1.Node) {
+				n.NodeSpec().DeploymentDependencies = &v2alpha1.DeploymentDependencies{ProvisioningPrerequisites: []v2alpha1.Prerequisite{},
+					UpgradePrerequisites: []v2alpha1.Prerequisite{{ExpressNode: "t-fe2", Kind: v2alpha1.KindFrontend, PodConditionType: "Ready", ConditionStatus: "True"}}}
+			})
+			w.update("fe2", func(n v2alpha1.Node) {
+				n.NodeSpec().DeploymentDependencies = &v2alpha1.DeploymentDependencies{
+					ProvisioningPrerequisites: []v2alpha1.Prerequisite{{ExpressNode: tc.entry, Kind: tc.kind, PodConditionType: "Ready", ConditionStatus: "True"}},
+					UpgradePrerequisites:      []v2alpha1.Prerequisite{}}
+			})
+			w.run(200)
+			w.setVersion("v9", "be", "fe1", "fe2")
+			w.crash("be")
+			d := decisionOf(t, Plan(w.snapshot()), "t-be")
+			assert.Equal(t, tc.beGated, d.Gated, "be: %s", d.Condition.Message)
+		})
+	}
+}

@@ -24,12 +24,11 @@ type requirement struct {
 	// deleting: it is being deleted, and will not.
 	missing, deleting bool
 	kind              string
-	// otherKind, for the tenant's Backend missing, is the kind of the node
-	// that has its name: a Frontend is not the Backend. For an explicit
-	// entry (listed), the kind of the node of the name it lists, which is
-	// not the kind it names: that node is not the one listed either.
+	// otherKind is the kind of the node that has the name of a node of
+	// kind that does not exist: a Frontend with the tenant Backend's name
+	// is not the Backend, nor is a node of the name an explicit entry lists
+	// of another kind than the entry's the one listed.
 	otherKind string
-	listed    bool
 	// shared: a Backend and a Frontend are both called node (an explicit
 	// entry's): neither can be told to be the one listed, and none of their
 	// pods counts — never met, never walked through.
@@ -161,11 +160,7 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 		case p.Kind != "" && dep.NodeKind() != p.Kind:
 			// A node of the name, of another kind (made since the entry
 			// was admitted): not the node listed, which does not exist.
-			// Where the entry names the
-			// tenant's Backend, the entry is right and the Frontend with
-			// its name is to go: said as for the Backend's own wait.
-			tenantBackend := p.Kind == v2alpha1.KindBackend && p.ExpressNode == defaults.NodeName(s.Tenant.ClusterName, defaults.Backend)
-			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via, otherKind: dep.NodeKind(), listed: !tenantBackend})
+			reqs = append(reqs, requirement{node: p.ExpressNode, kind: p.Kind, missing: true, via: via, otherKind: dep.NodeKind()})
 		case !Live(dep):
 			seen[p.ExpressNode] = true
 			reqs = append(reqs, s.listRequirements(p.ExpressNode, l, upToDate, append(slices.Clone(via), p.ExpressNode), seen)...)
@@ -248,10 +243,12 @@ func (s *Snapshot) blockerOf(r requirement, more string) blocker {
 		switch {
 		case r.deleting:
 			what = ": it is being deleted"
-		case r.otherKind != "" && r.listed:
-			what = fmt.Sprintf(": it does not exist, a %s has its name (the entry names a %s: correct its kind, or its name)", r.otherKind, r.kind)
-		case r.otherKind != "":
+		case r.otherKind != "" && r.kind == v2alpha1.KindBackend && r.node == defaults.NodeName(s.Tenant.ClusterName, defaults.Backend):
+			// The tenant's Backend, whether its own wait or an entry's:
+			// the Frontend with its name is to go.
 			what = fmt.Sprintf(": it does not exist, a %s has its name (delete that %s: no %s may take the Backend's name)", r.otherKind, r.otherKind, r.otherKind)
+		case r.otherKind != "":
+			what = fmt.Sprintf(": it does not exist, a %s has its name (the entry names a %s: correct its kind, or its name)", r.otherKind, r.kind)
 		}
 		return blocker{node: r.node, reason: v2alpha1.ReasonPrerequisiteNotFound, message: "waiting for " + who + what, upgrade: r.upToDate, via: r.via}
 	}

@@ -254,9 +254,9 @@ type Objects struct {
 	// by its creation time, not taken for an orphan (podCountsFor).
 	StatefulSetsUnread bool
 	// LostMachines are the Nodes (machines) pods are bound to that no
-	// longer exist or are not Ready (or could not be read, where no Ready
-	// pod runs on them): their pods meet no condition, whatever their stale
-	// status says (no kubelet is left to say otherwise; inNoState).
+	// longer exist or are not Ready: their pods meet no condition, whatever
+	// their stale status says (no kubelet is left to say otherwise;
+	// inNoState).
 	LostMachines map[string]bool
 }
 

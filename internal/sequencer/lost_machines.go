@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,14 +55,11 @@ func lostMachines(ctx context.Context, r client.Reader, pods []corev1.Pod, listA
 	lost := make([]bool, len(names))
 	failed := make([]error, len(names))
 	var forbidden atomic.Bool
-	var g errgroup.Group
+	var wg sync.WaitGroup
 	for i, name := range names {
-		g.Go(func() error {
-			lost[i], failed[i] = machineLost(ctx, r, name, at, &forbidden)
-			return nil
-		})
+		wg.Go(func() { lost[i], failed[i] = machineLost(ctx, r, name, at, &forbidden) })
 	}
-	_ = g.Wait()
+	wg.Wait()
 	if err := errors.Join(failed...); err != nil {
 		return nil, err
 	}
