@@ -442,37 +442,102 @@ func (p *planner) circularUpgradeWaits(x string, g waitGraph, tier int) []string
 				continue
 			}
 		}
-		if g.pathThrough(w.to, rel, readiness) {
+		if g.loopThrough(w.to, rel, readiness) {
 			out = append(out, b)
 		}
 	}
 	return out
 }
 
-// pathThrough reports whether a path leads from "from" to "to" through at
-// least one vertex through accepts ("to" included).
-func (g waitGraph) pathThrough(from, to string, through func(string) bool) bool {
-	type at struct {
-		v   string
-		met bool
+// loopThrough reports whether a loop — a path that visits no vertex twice —
+// leads from "from" to "to" through at least one vertex through accepts
+// ("to" included). A walk that repeats a vertex runs through another loop
+// beside the one sought: a wait for readiness on that other loop breaks
+// that loop, not a loop of upgrade waits only that the walk also follows
+// (be waits for fe3's target and fe3 for be's: no order releases either,
+// whatever loop fe3 is on with a crashed fe2).
+//
+// Whether two vertices lie on one simple path is, in a directed graph, the
+// two disjoint paths problem, which has no known fast answer: the search
+// is depth first along simple paths up to the first vertex through
+// accepts (those first at each step), and from there any path to "to" that avoids the path so far,
+// visiting only vertices that can reach "to". Beyond maxLoopSearchSteps it
+// answers no: the wait is kept, and a node on a loop it cannot tell is held
+// as on a loop, never released early.
+func (g waitGraph) loopThrough(from, to string, through func(string) bool) bool {
+	leadsTo := g.reaching(to)
+	onPath := map[string]bool{}
+	steps := 0
+	var walk func(v string) bool
+	walk = func(v string) bool {
+		if v == to {
+			return through(v)
+		}
+		if onPath[v] || !leadsTo[v] || steps >= maxLoopSearchSteps {
+			return false
+		}
+		steps++
+		onPath[v] = true
+		defer delete(onPath, v)
+		if through(v) {
+			return g.reachesAvoiding(v, to, onPath)
+		}
+		for _, readinessFirst := range []bool{true, false} { // the shortest way to a bounded search
+			for _, w := range g[v] {
+				if through(w.to) == readinessFirst && walk(w.to) {
+					return true
+				}
+			}
+		}
+		return false
 	}
-	seen := map[at]bool{}
-	queue := []at{{from, through(from)}}
+	return walk(from)
+}
+
+// maxLoopSearchSteps bounds loopThrough's search: far more vertices than
+// the loops of a tenant of hundreds of nodes visit (BenchmarkPlan).
+const maxLoopSearchSteps = 20000
+
+// reaching returns the vertices of g from which a path leads to "to" ("to"
+// included).
+func (g waitGraph) reaching(to string) map[string]bool {
+	into := map[string][]string{}
+	for v, ws := range g {
+		for _, w := range ws {
+			into[w.to] = append(into[w.to], v)
+		}
+	}
+	out := map[string]bool{to: true}
+	queue := []string{to}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
-		if cur.v == to {
-			if cur.met {
+		for _, v := range into[cur] {
+			if !out[v] {
+				out[v] = true
+				queue = append(queue, v)
+			}
+		}
+	}
+	return out
+}
+
+// reachesAvoiding reports whether a path leads from vertex from to vertex
+// to through none of the vertices avoid holds (from excepted).
+func (g waitGraph) reachesAvoiding(from, to string, avoid map[string]bool) bool {
+	seen := map[string]bool{from: true}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, w := range g[cur] {
+			if w.to == to {
 				return true
 			}
-			continue
-		}
-		if seen[cur] {
-			continue
-		}
-		seen[cur] = true
-		for _, w := range g[cur.v] {
-			queue = append(queue, at{w.to, cur.met || through(w.to)})
+			if !seen[w.to] && !avoid[w.to] {
+				seen[w.to] = true
+				queue = append(queue, w.to)
+			}
 		}
 	}
 	return false

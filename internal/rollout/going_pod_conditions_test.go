@@ -37,6 +37,11 @@ func TestAPrerequisitesPodThatIsGoingMeetsNoConditionItStillCarries(t *testing.T
 		{name: "a pod being deleted meets no condition asked to be False either", going: deleted, asked: notReady},
 		{name: "a pod on a machine that is lost meets no condition asked to be False either", going: lost, asked: notReady},
 		{name: "a pod that stays, not Ready, meets Ready=False (the control)", going: stays, asked: notReady, mayStart: true},
+		// An entry stored with neither (no CRD default, no webhook) asks
+		// what the CRD's defaults say: Ready=True.
+		{name: "a pod being deleted meets no entry stored with neither condition nor status", going: deleted},
+		{name: "a pod on a machine that is lost meets no entry stored with neither condition nor status", going: lost},
+		{name: "a pod that stays, Ready, meets an entry stored with neither (the control)", going: stays, mayStart: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -44,7 +49,7 @@ func TestAPrerequisitesPodThatIsGoingMeetsNoConditionItStillCarries(t *testing.T
 			set := orphanTestSet("acme-be", be)
 			pod := orphanTestPod("acme-be-0", "acme-be", "hash-acme-be", now.Add(-time.Hour), tc.asked.Type != corev1.PodReady, setOwner(set.Name, set.UID))
 			pod.Spec.NodeName = "machine-1"
-			if tc.asked.Type != corev1.PodReady {
+			if tc.asked.Type != corev1.PodReady && tc.asked.Type != "" {
 				pod.Status.Conditions = append(pod.Status.Conditions, tc.asked)
 			}
 			read := fe1RecoveringRead(now, be)

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -167,8 +168,11 @@ func (s *Snapshot) listRequirements(name string, l defaults.List, upToDate bool,
 		default:
 			reqs = append(reqs, requirement{
 				node: p.ExpressNode, kind: dep.NodeKind(), upToDate: upToDate, via: via,
-				condType: p.PodConditionType, condStatus: p.ConditionStatus,
-				version: p.ExpressVersion, revision: p.DeploymentRevision,
+				// An entry stored without them (no CRD default, no webhook)
+				// asks what the CRD's defaults say.
+				condType:   cmp.Or(p.PodConditionType, string(corev1.PodReady)),
+				condStatus: cmp.Or(p.ConditionStatus, string(corev1.ConditionTrue)),
+				version:    p.ExpressVersion, revision: p.DeploymentRevision,
 			})
 		}
 	}
