@@ -116,6 +116,9 @@ func checkGatesHold(ctx context.Context, p *probe) error {
 			return err
 		}
 	}
+	if err := p.holdsRevision(ctx); err != nil {
+		return err
+	}
 	if err := p.lifts(ctx, "the gate lifted after three changes"); err != nil {
 		return err
 	}
@@ -123,6 +126,34 @@ func checkGatesHold(ctx context.Context, p *probe) error {
 		return err
 	}
 	return p.provisionsNothingGated(ctx)
+}
+
+// holdsRevision makes a revision change (spec.deploymentRevision) to the
+// gated node, watched for the hold window, and then puts the revision back
+// as it was: the kit knows no revision the operator could roll to (Config
+// names versions only), so this change is one to hold, never one to roll.
+// An operator may deploy a revision on a path of its own, apart from a
+// version's.
+func (p *probe) holdsRevision(ctx context.Context) error {
+	u, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	was, had, _ := unstructured.NestedString(u.Object, "spec", "deploymentRevision")
+	revision := change{"a revision change (spec.deploymentRevision)", func(u *unstructured.Unstructured) {
+		setField(u, fmt.Sprintf("conformance-revision-%d", p.changes), "deploymentRevision")
+	}}
+	if err := p.holds(ctx, revision); err != nil {
+		return err
+	}
+	_, err = p.update(ctx, func(u *unstructured.Unstructured) {
+		if had {
+			setField(u, was, "deploymentRevision")
+		} else {
+			unstructured.RemoveNestedField(u.Object, "spec", "deploymentRevision")
+		}
+	})
+	return err
 }
 
 // stillGated says, for a node the operator did not act on, that the kit

@@ -7,7 +7,7 @@ var clauses = []clause{
 		description: "the CRDs carry rolloutGates (a list map by name), deploymentDependencies, status.conditions (a list map by type) and the status subresource, and keep an unknown spec field as written",
 		check:       checkCRDFields},
 	{id: "gates-hold", section: "§1 Honour the rollout gates",
-		description: "a node that carries a gate (of another name than the sequencer's) gets no new, replaced or restarted pod, and no new pod template, for a version change, a config-only change and a change to a field the operator does not act on; nor is a gated node (re)provisioned: brought back up, or created, with a gate",
+		description: "a node that carries a gate (of another name than the sequencer's) gets no new, replaced or restarted pod, and no new pod template, for a version change, a revision change (held, then put back), a config-only change and a change to a field the operator does not act on; nor is a gated node (re)provisioned: brought back up, or created, with a gate",
 		check:       checkGatesHold},
 	{id: "gate-only-hold", section: "§1 Honour the rollout gates",
 		description:    "the gate is the only hold: a Backend and a Frontend whose lists wait for each other on the new version (the old chart's pinned loop) are both rolled out as the sequencer releases them, the Backend first, however the lists read",

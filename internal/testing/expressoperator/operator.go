@@ -119,6 +119,11 @@ type Breakage struct {
 	// whose Frontend controller checks the gates on its provisioning path
 	// only would), while a Backend's gates hold.
 	RollsGatedFrontends bool
+	// RollsGatedRevisionChanges deploys a change of spec.deploymentRevision
+	// whatever gates the node carries (as an operator whose revision path
+	// does not check the gates its version path checks), while its other
+	// changes are held.
+	RollsGatedRevisionChanges bool
 	// NoTargetHash leaves the target-hash label off the pod template
 	// (§2).
 	NoTargetHash bool
@@ -325,7 +330,8 @@ func (o *Operator) reconcile(ctx context.Context, ref nodeRef) (reconcile.Result
 		return reconcile.Result{}, nil
 	case v2alpha1.IsGated(n) && !broken.IgnoresGates && !(broken.ProvisionsGated && !exists) &&
 		!(broken.ReprovisionsGated && exists && ptr.Deref(set.Spec.Replicas, 1) == 0) &&
-		!(broken.RollsGatedFrontends && exists && n.NodeKind() == v2alpha1.KindFrontend):
+		!(broken.RollsGatedFrontends && exists && n.NodeKind() == v2alpha1.KindFrontend) &&
+		!(broken.RollsGatedRevisionChanges && exists && set.Spec.Template.Labels[v2alpha1.LabelDeploymentRevision] != n.NodeSpec().DeploymentRevision):
 		return reconcile.Result{}, nil // neither rolled out nor (re)provisioned
 	}
 	want := o.statefulSet(n)

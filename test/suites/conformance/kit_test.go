@@ -98,6 +98,7 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		{"an operator that honours gates only on nodes it has provisioned provisions a node created gated", expressoperator.Breakage{ProvisionsGated: true}, "gates-hold", "its creation with a rollout gate"},
 		{"an operator that honours gates only on nodes that run provisions again a gated node brought back up", expressoperator.Breakage{ReprovisionsGated: true}, "gates-hold", "the node brought back up"},
 		{"an operator that honours a Frontend's gates only to provision it rolls a gated Frontend", expressoperator.Breakage{RollsGatedFrontends: true}, "gates-hold", "-gated, which carried rollout gate"},
+		{"an operator that checks the gates for a version change but not for a revision change rolls a gated node", expressoperator.Breakage{RollsGatedRevisionChanges: true}, "gates-hold", "after a revision change (spec.deploymentRevision)"},
 		{"an operator that forgets the hash label leaves pods off their target", expressoperator.Breakage{NoTargetHash: true}, "rolls-labelled", `target-hash=""`},
 		{"an operator that forgets the hash label fails the sequencer's release at its first rollout", expressoperator.Breakage{NoTargetHash: true}, "sequencer-release", `target-hash=""`},
 		{"an operator that relabels its running pods for a version change has old pods read as new", expressoperator.Breakage{RelabelsPods: true}, "rolls-labelled", "relabelled, not replaced"},
