@@ -171,8 +171,11 @@ func runClause(ctx context.Context, c client.Client, cfg Config, cl clause, mode
 	p := &probe{c: c, cfg: cfg, ns: cfg.Namespace, name: cl.id + "-be"}
 	defer p.delete(context.WithoutCancel(ctx))
 	if err := cl.check(ctx, p); err != nil {
-		if errors.Is(err, errNothingToJudge) {
+		switch {
+		case errors.Is(err, errNothingToJudge):
 			return finish(Skipped, err.Error())
+		case couldNotJudge(ctx, err):
+			return finish(Errored, err.Error())
 		}
 		return finish(Failed, err.Error())
 	}
@@ -195,6 +198,8 @@ func Run(t *testing.T, cfg Config) Report {
 				t.Skip(c.Reason)
 			case Failed:
 				t.Errorf("%s (%s): %s", c.Description, c.Section, c.Reason)
+			case Errored:
+				t.Errorf("the kit could not judge %s (%s): %s", c.ID, c.Section, c.Reason)
 			}
 		})
 	}

@@ -19,6 +19,10 @@ const (
 	Passed  Result = "passed"
 	Failed  Result = "failed"
 	Skipped Result = "skipped"
+	// Errored: the kit could not judge the clause — its own access was
+	// refused, the API server was not reached, the run was cancelled —
+	// which says nothing of the operator.
+	Errored Result = "error"
 )
 
 // ClauseResult is one clause of a report: what it checks and how it ended,
@@ -36,12 +40,14 @@ type ClauseResult struct {
 
 // Summary counts the clauses by result, and says the run's, in Gateway
 // API's words: success (every clause passed), partial (none failed, some
-// skipped: what they check was not shown) or failure.
+// skipped: what they check was not shown) or failure; and error where none
+// failed but the kit could not judge a clause.
 type Summary struct {
 	Result  string `json:"result"`
 	Passed  int    `json:"passed"`
 	Failed  int    `json:"failed"`
 	Skipped int    `json:"skipped"`
+	Errored int    `json:"errored,omitempty"`
 }
 
 // The results of a run.
@@ -49,6 +55,7 @@ const (
 	RunSuccess = "success"
 	RunPartial = "partial"
 	RunFailure = "failure"
+	RunError   = "error"
 )
 
 // Report is a run of the kit, in the shape of Gateway API's conformance
@@ -92,12 +99,16 @@ func (r *Report) add(c ClauseResult) {
 		r.Summary.Passed++
 	case Failed:
 		r.Summary.Failed++
+	case Errored:
+		r.Summary.Errored++
 	default:
 		r.Summary.Skipped++
 	}
 	switch {
 	case r.Summary.Failed > 0:
 		r.Summary.Result = RunFailure
+	case r.Summary.Errored > 0:
+		r.Summary.Result = RunError
 	case r.Summary.Skipped > 0:
 		r.Summary.Result = RunPartial
 	default:
@@ -107,6 +118,9 @@ func (r *Report) add(c ClauseResult) {
 
 // Failed reports whether any clause failed.
 func (r Report) Failed() bool { return r.Summary.Failed > 0 }
+
+// Errored reports whether the kit could not judge some clause.
+func (r Report) Errored() bool { return r.Summary.Errored > 0 }
 
 // Clause returns the result of the clause called id, and false when the
 // report has none.
@@ -132,6 +146,7 @@ type junitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
 	Skipped  int         `xml:"skipped,attr"`
 	Time     string      `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
@@ -142,6 +157,7 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
 }
 
@@ -152,7 +168,7 @@ type junitMessage struct {
 
 // JUnit renders the report as JUnit XML: a test case per clause.
 func (r Report) JUnit() ([]byte, error) {
-	suite := junitSuite{Name: "express-operator-conformance " + r.ContractVersion, Tests: len(r.Clauses), Failures: r.Summary.Failed, Skipped: r.Summary.Skipped}
+	suite := junitSuite{Name: "express-operator-conformance " + r.ContractVersion, Tests: len(r.Clauses), Failures: r.Summary.Failed, Errors: r.Summary.Errored, Skipped: r.Summary.Skipped}
 	var total time.Duration
 	for _, c := range r.Clauses {
 		d, _ := time.ParseDuration(c.Duration)
@@ -161,6 +177,8 @@ func (r Report) JUnit() ([]byte, error) {
 		switch c.Result {
 		case Failed:
 			tc.Failure = &junitMessage{Message: c.Description, Text: c.Reason}
+		case Errored:
+			tc.Error = &junitMessage{Message: "the kit could not judge: " + c.Description, Text: c.Reason}
 		case Skipped:
 			tc.Skipped = &junitMessage{Message: c.Reason}
 		}
@@ -190,6 +208,10 @@ func (r Report) Table(w io.Writer) error {
 			fmt.Fprintf(w, "\n%s %s: %s\n  %s\n", c.ID, c.Result, c.Description, c.Reason)
 		}
 	}
-	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped (%s, contract %s)\n", r.Summary.Passed, r.Summary.Failed, r.Summary.Skipped, r.Mode, r.ContractVersion)
+	errored := ""
+	if r.Summary.Errored > 0 {
+		errored = fmt.Sprintf(", %d could not be judged (error: the kit's access or the cluster, not the operator)", r.Summary.Errored)
+	}
+	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped%s (%s, contract %s)\n", r.Summary.Passed, r.Summary.Failed, r.Summary.Skipped, errored, r.Mode, r.ContractVersion)
 	return err
 }

@@ -15,6 +15,11 @@ import (
 // the report having said which.
 var errConformanceFailed = errors.New("the operator failed the contract: see the report")
 
+// errConformanceErrored ends a run in which no clause failed but the kit
+// could not judge one (its access refused, the cluster not reached): exit
+// code 1.
+var errConformanceErrored = errors.New("the kit could not judge some clauses (its access, or the cluster; not the operator): see the report for why")
+
 // errConformancePartial ends, with --require-all, a run in which a clause
 // was skipped: exit code 1.
 var errConformancePartial = errors.New("some clauses were skipped (--require-all): the run shows only part of the contract; see the report for why")
@@ -43,11 +48,14 @@ a namespace express-sequencer audits (express.medallia.com/sequencing=audit).
 Clauses:
 ` + clauseHelp() + `
 The report lists every clause passed, failed (with what broke the rule: the
-object and the moment) or skipped (with why): a table, or -o yaml (the
-shape of Gateway API's conformance reports, its summary's result success,
-partial — a clause skipped, what it checks not shown — or failure) or -o
-junit (for CI). The exit code is 1 when a clause failed, or, with
---require-all, was skipped.`,
+object and the moment), skipped (with why) or error (the kit could not
+judge it: its own access refused — RBAC, a quota — the API server not
+reached, the run cancelled; nothing said of the operator): a table, or -o
+yaml (the shape of Gateway API's conformance reports, its summary's result
+success, partial — a clause skipped, what it checks not shown — error or
+failure) or -o junit (for CI; an error is a JUnit error). The exit code is
+1 when a clause failed or could not be judged, or, with --require-all, was
+skipped.`,
 		Example: `  kubectl create namespace express-conformance
   kubectl express conformance -n express-conformance
   kubectl express conformance -n express-conformance --clause gates-hold --clause up-false --keep
@@ -132,11 +140,14 @@ junit (for CI). The exit code is 1 when a clause failed, or, with
 }
 
 // conformanceExit is how a run ends: errConformanceFailed when a clause
-// failed; with requireAll, errConformancePartial when one was skipped.
+// failed, errConformanceErrored when none did but one could not be judged;
+// with requireAll, errConformancePartial when one was skipped.
 func conformanceExit(report conformance.Report, requireAll bool) error {
 	switch {
 	case report.Failed():
 		return errConformanceFailed
+	case report.Errored():
+		return errConformanceErrored
 	case requireAll && report.Summary.Skipped > 0:
 		return errConformancePartial
 	}
