@@ -449,6 +449,23 @@ func (p *planner) circularUpgradeWaits(x string, g waitGraph, tier int) []string
 	return out
 }
 
+// without returns g without the upgrade waits of drops, but keep's: the
+// edges "release X → target Y" of X's upgrade wait on Y.
+func (g waitGraph) without(drops []dropped, keep dropped) waitGraph {
+	out := make(waitGraph, len(g))
+	for v, ws := range g {
+		out[v] = ws
+	}
+	for _, d := range drops {
+		if d == keep {
+			continue
+		}
+		rel, tgt := vertex(stateRelease, d.node), vertex(stateTarget, d.on)
+		out[rel] = slices.DeleteFunc(slices.Clone(out[rel]), func(w wait) bool { return w.to == tgt })
+	}
+	return out
+}
+
 // loopThrough reports whether a loop — a path that visits no vertex twice —
 // leads from "from" to "to" through at least one vertex through accepts
 // ("to" included). A walk that repeats a vertex runs through another loop

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -161,7 +162,8 @@ func (o *oracle) needs(m, list string) ([]need, bool) {
 				}
 				continue
 			}
-			out = append(out, need{p.ExpressNode, p.PodConditionType, p.ConditionStatus, p.ExpressVersion, p.DeploymentRevision, list == "upgrade", list == "upgrade"})
+			// An entry stored without them asks what the CRD's defaults say.
+			out = append(out, need{p.ExpressNode, cmp.Or(p.PodConditionType, "Ready"), cmp.Or(p.ConditionStatus, "True"), p.ExpressVersion, p.DeploymentRevision, list == "upgrade", list == "upgrade"})
 		}
 		return true
 	}
@@ -312,44 +314,67 @@ func (o *oracle) provisionedAfter(y, x string) bool {
 	return false
 }
 
-// circularNeeds: x's unmet upgrade needs whose state waits, through at
-// least one wait for readiness, for x's release, and that do not follow the
-// provisioning order (x does not need the node for its own provisioning).
-// Only those may be dropped (the provisioning order wins); the planner
-// drops the narrowest of them that break the loop.
+// circularNeeds: x's unmet upgrade needs that the plan dropped as
+// circular and that are so by the oracle's own reading: each does not
+// follow the provisioning order (x does not need the node for its own
+// provisioning) and lies on a loop back to x's release that passes no
+// state twice, waits for readiness somewhere, and runs through no other
+// upgrade wait the plan dropped — a loop through a wait dropped anyway is
+// no reason to drop x's. The plan's drops (Decision.CircularWaits) are
+// its certificate; the loops are found by enumerating paths over the
+// world's truth, with none of the planner's search.
 func (o *oracle) circularNeeds(x string) map[string]bool {
-	type state struct {
-		node, what string
-		ready      bool
-	}
 	first, _ := o.unmet(x, true)
 	out := map[string]bool{}
+	home := [2]string{x, "release"}
 	for _, start := range first {
-		if !start.upgrade || out[start.node] || o.provisionedAfter(x, start.node) {
+		if !start.upgrade || out[start.node] || o.provisionedAfter(x, start.node) || !slices.Contains(o.w.circular[x], start.node) {
 			continue
 		}
-		queue := []state{{start.node, "target", false}}
-		seen := map[state]bool{}
-		for len(queue) > 0 {
-			st := queue[0]
-			queue = queue[1:]
-			if st.node == x && st.what == "release" {
-				if st.ready {
-					out[start.node] = true
-					break
+		o.simplePaths([2]string{start.node, "target"}, home, nil, func(path [][2]string) bool {
+			if !slices.ContainsFunc(path, isReadiness) {
+				return false
+			}
+			for i := 0; i+1 < len(path); i++ {
+				u, v := path[i], path[i+1]
+				if u[1] == "release" && v[1] == "target" && slices.Contains(o.w.circular[u[0]], v[0]) {
+					return false // a wait dropped too
 				}
-				continue
 			}
-			if seen[st] {
-				continue
-			}
-			seen[st] = true
-			for _, next := range o.waitsFor(st.node, st.what, false) {
-				queue = append(queue, state{next[0], next[1], st.ready || next[1] == "ready" || next[1] == "pinned"})
-			}
-		}
+			out[start.node] = true
+			return true
+		})
 	}
 	return out
+}
+
+func isReadiness(st [2]string) bool { return st[1] == "ready" || st[1] == "pinned" }
+
+// simplePaths calls visit with each path from "from" to "to" that passes
+// no state twice and none of avoid, until visit returns true.
+func (o *oracle) simplePaths(from, to [2]string, avoid map[[2]string]bool, visit func([][2]string) bool) {
+	on := map[[2]string]bool{}
+	var path [][2]string
+	var walk func(st [2]string) bool
+	walk = func(st [2]string) bool {
+		if on[st] || avoid[st] {
+			return false
+		}
+		path = append(path, st)
+		defer func() { path = path[:len(path)-1] }()
+		if st == to {
+			return visit(slices.Clone(path))
+		}
+		on[st] = true
+		defer delete(on, st)
+		for _, next := range o.waitsFor(st[0], st[1], false) {
+			if walk(next) {
+				return true
+			}
+		}
+		return false
+	}
+	walk(from)
 }
 
 // unmetDropping: what m waits for now: its provisioning needs and, gated

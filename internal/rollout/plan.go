@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -64,6 +65,11 @@ type Decision struct {
 	Mode Mode
 	// WaitingFor names the nodes the node waits for, in order.
 	WaitingFor []string
+	// CircularWaits, of a gated node, names the upgrade prerequisites
+	// whose wait the pass dropped as circular (the provisioning order
+	// wins): each lies on a loop of its own with every other node's
+	// dropped (findWaits).
+	CircularWaits []string
 	// RecheckAfter asks for another look after this long: a released node
 	// whose progress deadline is still ahead, a hold that ends by itself.
 	RecheckAfter time.Duration
@@ -192,40 +198,125 @@ func (p *planner) requirements(name string, upgrade bool) []requirement {
 // findWaits finds what every gated node and every recovering node waits for,
 // letting the provisioning order win wherever an upgrade wait is circular
 // with a provisioning wait, until no such circle is left.
+//
+// A wait is dropped only while it stays on a loop of its own: a loop that
+// runs through another wait dropped too is no reason to drop it (fe2's wait
+// on fe4, circular with crashed fe3, is dropped; be's wait on fe2, on a
+// loop only through fe2's wait on fe4, is not). So the waits a tier finds
+// circular are dropped only where each lies on a loop without the others
+// (one of them where none does), and each round first takes back a drop
+// made earlier that no longer lies on a loop with every other drop made:
+// the drops that stand are those that each lie on a loop with all the
+// others made.
 func (p *planner) findWaits() {
+	var made []dropped
 	for range len(p.names) + 1 {
-		p.blockers, p.reliesOn, p.candidates = map[string][]blocker{}, map[string][]string{}, map[string]bool{}
-		p.waits = map[reqsKey]waitResult{}
-		for _, name := range p.names {
-			p.evaluate(name)
+		letGo := p.evaluateAll()
+		if d, ok := p.unfounded(letGo, made); ok {
+			made = p.takeBack(made, d)
+			continue
 		}
-		p.cycles = p.findCycles(p.waitEdges(nil, false, false))
-		// A wait is circular whatever holds the nodes on its loop for now:
-		// a paused node, or one held by a change landing, waits for the
-		// same nodes once let go (a crashed Backend goes first even while
-		// fe1 is paused or its change still lands).
-		letGo := p.waitEdges(nil, true, false)
-		dropped := false
-		for tier := 0; tier < 3 && !dropped; tier++ { // the narrowest drops that leave a loop to break
-			for _, name := range p.names {
-				if len(p.blockers[name]) == 0 || !Gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
-					continue
-				}
-				for _, r := range p.circularUpgradeWaits(name, letGo, tier) {
-					if !p.dropUpgrade[name][r] {
-						if p.dropUpgrade[name] == nil {
-							p.dropUpgrade[name] = map[string]bool{}
-						}
-						p.dropUpgrade[name][r] = true
-						dropped = true
-					}
+		more := p.nextDrops(letGo)
+		if len(more) == 0 {
+			return
+		}
+		for _, d := range more {
+			if p.dropUpgrade[d.node] == nil {
+				p.dropUpgrade[d.node] = map[string]bool{}
+			}
+			p.dropUpgrade[d.node][d.on] = true
+		}
+		made = append(made, more...)
+	}
+	// Out of rounds: keep only the drops that stand.
+	for {
+		letGo := p.evaluateAll()
+		d, ok := p.unfounded(letGo, made)
+		if !ok {
+			return
+		}
+		made = p.takeBack(made, d)
+	}
+}
+
+// dropped is an upgrade wait dropped: node's on on.
+type dropped struct{ node, on string }
+
+// evaluateAll works out, with the drops made so far, what every node waits
+// for and the loops of held nodes, and returns the wait graph with held
+// nodes let go (see waitEdges).
+func (p *planner) evaluateAll() waitGraph {
+	p.blockers, p.reliesOn, p.candidates = map[string][]blocker{}, map[string][]string{}, map[string]bool{}
+	p.waits = map[reqsKey]waitResult{}
+	for _, name := range p.names {
+		p.evaluate(name)
+	}
+	p.cycles = p.findCycles(p.waitEdges(nil, false, false))
+	// A wait is circular whatever holds the nodes on its loop for now:
+	// a paused node, or one held by a change landing, waits for the
+	// same nodes once let go (a crashed Backend goes first even while
+	// fe1 is paused or its change still lands).
+	return p.waitEdges(nil, true, false)
+}
+
+// nextDrops returns the circular upgrade waits of the narrowest tier that
+// has any (see circularUpgradeWaits), each on a loop without the others'
+// waits; where each lies on a loop only through another's, the one of the
+// node first in the provisioning order.
+func (p *planner) nextDrops(g waitGraph) []dropped {
+	for tier := range 3 {
+		var found []dropped
+		for _, name := range p.names {
+			if len(p.blockers[name]) == 0 || !Gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
+				continue
+			}
+			for _, r := range p.circularUpgradeWaits(name, g, tier) {
+				if !p.dropUpgrade[name][r] {
+					found = append(found, dropped{name, r})
 				}
 			}
 		}
-		if !dropped {
-			return
+		if len(found) == 0 {
+			continue
+		}
+		var alone []dropped
+		for _, d := range found {
+			if g.without(found, d).loopThrough(vertex(stateTarget, d.on), vertex(stateRelease, d.node), readiness) {
+				alone = append(alone, d)
+			}
+		}
+		if len(alone) > 0 {
+			return alone
+		}
+		first := found[0]
+		for _, d := range found[1:] {
+			if p.provisionedAfter(first.node, d.node) {
+				first = d
+			}
+		}
+		return []dropped{first}
+	}
+	return nil
+}
+
+// unfounded returns the last drop made that no longer lies on a loop, with
+// every other drop made (g is the wait graph of the drops made).
+func (p *planner) unfounded(g waitGraph, made []dropped) (dropped, bool) {
+	for _, d := range slices.Backward(made) {
+		if !g.loopThrough(vertex(stateTarget, d.on), vertex(stateRelease, d.node), readiness) {
+			return d, true
 		}
 	}
+	return dropped{}, false
+}
+
+// takeBack restores the upgrade wait d: the node waits for it again.
+func (p *planner) takeBack(made []dropped, d dropped) []dropped {
+	delete(p.dropUpgrade[d.node], d.on)
+	if len(p.dropUpgrade[d.node]) == 0 {
+		delete(p.dropUpgrade, d.node)
+	}
+	return slices.DeleteFunc(made, func(m dropped) bool { return m == d })
 }
 
 // evaluate records what node name waits for, if it waits for anyone.
@@ -530,7 +621,7 @@ func (p *planner) readinessMayWaitFor(b blocker, target string, releasing map[st
 // decide turns the pass's findings into node name's decision.
 func (p *planner) decide(name string) Decision {
 	n := p.Nodes[name]
-	d := Decision{Node: name}
+	d := Decision{Node: name, CircularWaits: slices.Sorted(maps.Keys(p.dropUpgrade[name]))}
 	set := d.setter(n)
 	podsOK, podBlockers := p.podsMayStart(name, p.releasing)
 	if podsOK {

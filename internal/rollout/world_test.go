@@ -104,8 +104,12 @@ type world struct {
 	startedAt     []int
 	startedTarget []string
 	// phases are where each phase of a scenario's change began in started.
-	phases   []int
-	oracle   func(w *world, name string, releasing map[string]bool) (bool, string)
+	phases []int
+	oracle func(w *world, name string, releasing map[string]bool) (bool, string)
+	// circular: the upgrade waits the plan being applied dropped as
+	// circular (Decision.CircularWaits), node → prerequisites: the
+	// oracle checks each drop it relies on lies on a loop of its own.
+	circular map[string][]string
 	released int
 	// podsReleased counts pods that became schedulable, each checked.
 	podsReleased int
@@ -838,6 +842,12 @@ func (w *world) seeConvergence() {
 // release against the oracle.
 func (w *world) apply(decisions []Decision) {
 	releasing := map[string]bool{}
+	w.circular = map[string][]string{}
+	for _, d := range decisions {
+		if len(d.CircularWaits) > 0 {
+			w.circular[d.Node] = d.CircularWaits
+		}
+	}
 	for _, d := range decisions {
 		if n := w.nodes[d.Node]; Gated(n) && !d.Gated && Live(n) {
 			releasing[d.Node] = true

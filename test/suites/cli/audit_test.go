@@ -71,7 +71,7 @@ func TestAuditReportsWhatTheOrderAuditorFound(t *testing.T) {
 		out, _, err := express(t, "audit", "-n", ns.Name, "--kubeconfig", kubeconfig, "-o", "json")
 		return err == nil && json.Unmarshal([]byte(out), &got) == nil && len(got.Tenants) == 1 && len(got.Tenants[0].Findings) > 0 &&
 			got.Tenants[0].Findings[0].From == "Event"
-	}, 15*time.Second, 200*time.Millisecond, "the auditor's Event is written")
+	}, time.Minute, 200*time.Millisecond, "the auditor's Event is written (each try runs the plugin: slow on a loaded machine)")
 	tenant := got.Tenants[0]
 	assert.Equal(t, "acme", tenant.Tenant)
 	assert.Equal(t, "default", tenant.Mode, "no sequencing label: the installation's default")
