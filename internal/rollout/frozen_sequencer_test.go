@@ -75,7 +75,9 @@ func (w *world) wake(f frozenPlan) (refused int) {
 			}
 			gateOnly := d
 			gateOnly.PodsToRelease, gateOnly.KeepCondition = nil, true
-			w.apply([]Decision{gateOnly})
+			// Checked against the drops of the plan the guard rests on
+			// now, not the frozen plan's one decision.
+			w.applyCertified([]Decision{gateOnly}, Plan(w.snapshot()))
 			gen = n.GetGeneration()
 			f.seen[d.Node] = n.DeepCopyObject().(v2alpha1.Node) // the patch's answer
 		}
@@ -90,7 +92,7 @@ func (w *world) wake(f frozenPlan) (refused int) {
 				continue
 			}
 			podOnly := Decision{Node: d.Node, Gated: Gated(n), PodsToRelease: []string{pod}, KeepCondition: true}
-			w.apply([]Decision{podOnly})
+			w.applyCertified([]Decision{podOnly}, Plan(w.snapshot()))
 		}
 		if held || d.KeepCondition {
 			continue

@@ -261,8 +261,9 @@ func (p *planner) evaluateAll() waitGraph {
 
 // nextDrops returns the circular upgrade waits of the narrowest tier that
 // has any (see circularUpgradeWaits), each on a loop without the others'
-// waits; where each lies on a loop only through another's, the one of the
-// node first in the provisioning order.
+// waits; where each lies on a loop only through another's, one of them:
+// of a node whose provisioning the others wait for, else the first by
+// name (provisionedAfter orders only the nodes the lists link).
 func (p *planner) nextDrops(g waitGraph) []dropped {
 	for tier := range 3 {
 		var found []dropped

@@ -840,10 +840,15 @@ func (w *world) seeConvergence() {
 
 // apply applies a plan's decisions as the reconciler does, checking each
 // release against the oracle.
-func (w *world) apply(decisions []Decision) {
+func (w *world) apply(decisions []Decision) { w.applyCertified(decisions, decisions) }
+
+// applyCertified applies decisions, part of a plan, checking each release
+// against the drops of certificate (the whole plan the release rests on:
+// Decision.CircularWaits).
+func (w *world) applyCertified(decisions, certificate []Decision) {
 	releasing := map[string]bool{}
 	w.circular = map[string][]string{}
-	for _, d := range decisions {
+	for _, d := range certificate {
 		if len(d.CircularWaits) > 0 {
 			w.circular[d.Node] = d.CircularWaits
 		}
