@@ -476,11 +476,11 @@ func (g waitGraph) without(drops []dropped, keep dropped) waitGraph {
 //
 // Whether two vertices lie on one simple path is, in a directed graph, the
 // two disjoint paths problem, which has no known fast answer: the search
-// is depth first along simple paths up to the first vertex through
-// accepts (those first at each step), and from there any path to "to" that avoids the path so far,
-// visiting only vertices that can reach "to". Beyond maxLoopSearchSteps it
-// answers no: the wait is kept, and a node on a loop it cannot tell is held
-// as on a loop, never released early.
+// is depth first along simple paths up to the first vertex through accepts
+// (those first at each step), and from there any path to "to" that avoids
+// the path so far, visiting only vertices that can reach "to". Beyond
+// maxLoopSearchSteps it answers no: the wait is kept, and a node on a loop
+// it cannot tell is held as on a loop, never released early.
 func (g waitGraph) loopThrough(from, to string, through func(string) bool) bool {
 	leadsTo := g.reaching(to)
 	onPath := map[string]bool{}
@@ -512,10 +512,10 @@ func (g waitGraph) loopThrough(from, to string, through func(string) bool) bool 
 }
 
 // maxLoopSearchSteps bounds loopThrough's search. The default lists of a
-// tenant of 200 nodes need a few steps where a loop is (BenchmarkPlan) and
-// run it out where none is; dense explicit lists of a tenant of 17 nodes
-// were seen to need 126,000 to find one. Run out, the wait is kept: the
-// node is held as on a loop (a cost to progress, never to the order).
+// tenant of 200 nodes need a few steps where a loop is and run it out where
+// none is (BenchmarkPlan); dense explicit lists can need more to find one.
+// Run out, the wait is kept: the node is held as on a loop (a cost to
+// progress, never to the order).
 const maxLoopSearchSteps = 20000
 
 // reaching returns the vertices of g from which a path leads to "to" ("to"

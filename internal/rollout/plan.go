@@ -210,32 +210,23 @@ func (p *planner) requirements(name string, upgrade bool) []requirement {
 // others made.
 func (p *planner) findWaits() {
 	var made []dropped
-	for range len(p.names) + 1 {
+	for round := 0; ; round++ {
 		letGo := p.evaluateAll()
 		if d, ok := p.unfounded(letGo, made); ok {
 			made = p.takeBack(made, d)
 			continue
+		}
+		if round > len(p.names) {
+			return // out of rounds: the drops made stand, each on a loop of its own
 		}
 		more := p.nextDrops(letGo)
 		if len(more) == 0 {
 			return
 		}
 		for _, d := range more {
-			if p.dropUpgrade[d.node] == nil {
-				p.dropUpgrade[d.node] = map[string]bool{}
-			}
-			p.dropUpgrade[d.node][d.on] = true
+			p.drop(d)
 		}
 		made = append(made, more...)
-	}
-	// Out of rounds: keep only the drops that stand.
-	for {
-		letGo := p.evaluateAll()
-		d, ok := p.unfounded(letGo, made)
-		if !ok {
-			return
-		}
-		made = p.takeBack(made, d)
 	}
 }
 
@@ -309,6 +300,15 @@ func (p *planner) unfounded(g waitGraph, made []dropped) (dropped, bool) {
 		}
 	}
 	return dropped{}, false
+}
+
+// drop drops the upgrade wait d: the node proceeds by the provisioning
+// order.
+func (p *planner) drop(d dropped) {
+	if p.dropUpgrade[d.node] == nil {
+		p.dropUpgrade[d.node] = map[string]bool{}
+	}
+	p.dropUpgrade[d.node][d.on] = true
 }
 
 // takeBack restores the upgrade wait d: the node waits for it again.
