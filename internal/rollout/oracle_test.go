@@ -171,6 +171,73 @@ func (o *oracle) needs(m, list string) ([]need, bool) {
 	return out, ok
 }
 
+// genuineLoop reads the loop a DependencyCycle message names ("a → b
+// (down) → … → a wait for each other …") and reports whether each of its
+// steps is a wait of the node's lists, provisioning or upgrade, as the
+// world has them (listsReach), and each node marked down is.
+func (o *oracle) genuineLoop(message string) bool {
+	path, _, ok := strings.Cut(message, " wait for each other")
+	if !ok {
+		return false
+	}
+	if _, after, recovering := strings.Cut(path, "; "); recovering {
+		path = after
+	}
+	hops := strings.Split(path, " → ")
+	for i, h := range hops {
+		name, down := strings.CutSuffix(h, " (down)")
+		if _, exists := o.w.nodes[name]; !exists || down == o.live(name) {
+			return false
+		}
+		hops[i] = name
+	}
+	if len(hops) < 2 || hops[0] != hops[len(hops)-1] {
+		return false
+	}
+	for i := range len(hops) - 1 {
+		if !o.listsReach(hops[i], hops[i+1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// listsReach reports whether m's lists lead to x: an entry of an explicit
+// list names it, or a defaulted list has it before m in the order and
+// live, or either names a down node whose own lists lead to it (a walk
+// through a node that is down).
+func (o *oracle) listsReach(m, x string) bool {
+	seen := map[string]bool{}
+	var reach func(m string) bool
+	reach = func(m string) bool {
+		seen[m] = true
+		for _, list := range []string{"provisioning", "upgrade"} {
+			entries, order, builtin := o.listOf(m, list)
+			var named []string
+			if builtin {
+				named = order[:max(0, slices.Index(order, m))]
+			}
+			for _, p := range entries {
+				named = append(named, p.ExpressNode)
+			}
+			for _, y := range named {
+				_, exists := o.w.nodes[y]
+				switch {
+				case !exists || builtin && !o.live(y):
+					// An absent node leads nowhere; a defaulted list
+					// leaves out the nodes that are down.
+				case y == x:
+					return true
+				case !o.live(y) && !seen[y] && reach(y):
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return reach(m)
+}
+
 // unmet returns the needs of m that do not hold now.
 func (o *oracle) unmet(m string, upgrade bool) ([]need, bool) {
 	needs, ok := o.needs(m, "provisioning")
@@ -204,6 +271,19 @@ func (o *oracle) upgradeMode(m string) bool {
 // ends by itself.
 func (o *oracle) needsReleaseToBeReady(m string) bool {
 	return o.w.crashed[m] > 0 || len(o.w.pods[m]) == 0 && o.w.scaling[m] == 0 && o.w.missing[m] == 0
+}
+
+// podHeldForRelease: a pod of m held by the sequencer's scheduling gate is
+// made for a target m is not released for — its current one, or the one
+// its StatefulSet's template carries (the world makes every pod from it):
+// it starts only with m's release, whatever the pod rule says, as the
+// rollout it may be (a template moved back without a release looks the
+// same as one never moved on).
+func (o *oracle) podHeldForRelease(m string) bool {
+	released := o.w.nodes[m].GetAnnotations()[v2alpha1.AnnotationReleasedTarget]
+	return slices.ContainsFunc(o.w.pods[m], func(p Pod) bool {
+		return p.HeldBySequencer() && p.Hash != released && (p.Hash == o.hash(m) || p.Hash == o.w.lastHash[m])
+	})
 }
 
 // podRuleDecides: m's readiness waits for pods the pod rule decides on:
@@ -271,7 +351,7 @@ func (o *oracle) waitsFor(m, what string, rollingPods bool) [][2]string {
 			out = append(out, [2]string{nd.node, o.readinessOf(nd)})
 		}
 	case "ready":
-		if o.gated(m) && o.needsReleaseToBeReady(m) {
+		if o.gated(m) && (o.needsReleaseToBeReady(m) || o.podHeldForRelease(m)) {
 			out = append(out, [2]string{m, "release"})
 		}
 		if o.podRuleDecides(m) {

@@ -683,8 +683,8 @@ func (p *planner) decideGated(name string, d *Decision) {
 	set := d.setter(n)
 	d.Mode = p.mode(name)
 	what := string(d.Mode) + " of " + describeTarget(n)
-	if len(p.dropUpgrade[name]) > 0 {
-		what += " by the provisioning order (its upgrade wait was circular)"
+	if dropped := p.dropUpgrade[name]; len(dropped) > 0 {
+		what += " by the provisioning order (" + describeCircular(slices.Sorted(maps.Keys(dropped))) + ")"
 	}
 	switch {
 	case p.SharedNames[name]:
@@ -823,6 +823,18 @@ func describeMet(met []string) string {
 		return fmt.Sprintf("%s and %d more ready", strings.Join(met[:3], ", "), len(met)-3)
 	}
 	return strings.Join(met, ", ") + " ready"
+}
+
+// describeCircular says which upgrade waits of a node released by the
+// provisioning order were circular (dropped, sorted; each once).
+func describeCircular(dropped []string) string {
+	switch {
+	case len(dropped) == 1:
+		return "its upgrade wait for " + dropped[0] + " was circular"
+	case len(dropped) > 4:
+		return fmt.Sprintf("its upgrade waits for %s and %d more were circular", strings.Join(dropped[:3], ", "), len(dropped)-3)
+	}
+	return "its upgrade waits for " + strings.Join(dropped, ", ") + " were circular"
 }
 
 // podsReleasedNote and podsWouldReleaseNote open what an Event adds about

@@ -240,7 +240,7 @@ func TestPlanDecidesOneNode(t *testing.T) {
 		},
 		"a change to all while the backend is crashed rolls the backend first, by the provisioning order": {
 			setup: then(settled(3), func(w *world) { w.crash("be") }, changeAll(3)),
-			node:  "be", want: want{reason: v2alpha1.ReasonReleased, message: "by the provisioning order (its upgrade wait was circular)"},
+			node:  "be", want: want{reason: v2alpha1.ReasonReleased, message: "by the provisioning order (its upgrade waits for acme-fe1, acme-fe2 were circular)"},
 		},
 	}
 	for name, tc := range cases {

@@ -117,7 +117,15 @@ type world struct {
 	// wakes some ticks later to send its writes (frozen_sequencer_test.go);
 	// frozen is its plan meanwhile; wakes counts them, refused the releases
 	// the release guard refused.
-	freezes        bool
+	freezes bool
+	// cyclesMaySettle: the user's lists may close a loop no order meets (a
+	// loop of upgrade waits alone, through a defaulted list, which the
+	// validating webhook only warns of); the tenant settles with the nodes
+	// of a genuine loop held as DependencyCycle and those behind them
+	// waiting (settledBehindCycles).
+	cyclesMaySettle bool
+	// settledOnLoops counts the times the tenant settled so.
+	settledOnLoops int
 	frozen         *frozenPlan
 	wakes, refused int
 	// scoped: the sequencer plans as with --scoped-reads (PlanOnScoped):
@@ -1085,12 +1093,55 @@ func (w *world) settled() bool {
 		return false
 	}
 	s := w.snapshot()
+	var pending []string
 	for name, n := range w.nodes {
-		if s.hasPendingWork(name) || w.rolling[name] > 0 || w.crashed[name] > 0 || w.blipped[name] > 0 || w.scaling[name] > 0 || n.GetDeletionTimestamp() != nil {
+		// Behind a loop, a crashed node the sequencer holds is never
+		// re-provisioned (not until it is let go), and pods held
+		// scheduling-gated never start.
+		crashed := w.crashed[name] > 0 && !(w.cyclesMaySettle && Gated(n))
+		rolling := w.rolling[name] > 0 && !(w.cyclesMaySettle && len(w.pods[name]) > 0 && !slices.ContainsFunc(w.pods[name], func(p Pod) bool { return !p.HeldBySequencer() }))
+		if rolling || crashed || w.blipped[name] > 0 || w.scaling[name] > 0 || n.GetDeletionTimestamp() != nil {
+			return false
+		}
+		if s.hasPendingWork(name) {
+			pending = append(pending, name)
+		}
+	}
+	if len(pending) > 0 && w.cyclesMaySettle && w.settledBehindCycles(pending) {
+		w.settledOnLoops++
+		return true
+	}
+	return len(pending) == 0
+}
+
+// settledBehindCycles: the tenant cannot move on, by the oracle's reading
+// of the world's truth, not the planner's: every node of pending is either
+// gated as DependencyCycle on a loop each of whose steps is a wait of its
+// lists (genuineLoop), or waits (gated, or its new pods held) for a need
+// unmet on a node that is itself pending; and at least one such loop holds.
+// (It does not judge whether the planner should have broken the loop by
+// the provisioning order: a loop of the user's lists that one wait for
+// readiness runs through, held as a cycle, would settle here too. The
+// release oracle judges every release the planner makes.)
+func (w *world) settledBehindCycles(pending []string) bool {
+	o := newOracle(w, nil)
+	isPending := func(m string) bool { return slices.Contains(pending, m) }
+	loops := 0
+	for _, m := range pending {
+		c := PrerequisitesCondition(w.nodes[m])
+		if o.gated(m) && c != nil && c.Reason == v2alpha1.ReasonDependencyCycle {
+			if !o.genuineLoop(c.Message) {
+				return false
+			}
+			loops++
+			continue
+		}
+		unmet, ok := o.unmet(m, o.upgradeMode(m))
+		if !ok || len(unmet) == 0 || !slices.ContainsFunc(unmet, func(nd need) bool { return isPending(nd.node) }) {
 			return false
 		}
 	}
-	return true
+	return loops > 0
 }
 
 // step runs one tick: sequencer and operator in turn (random order with rng).
