@@ -478,11 +478,23 @@ func (g waitGraph) without(drops []dropped, keep dropped) waitGraph {
 // two disjoint paths problem, which has no known fast answer: the search
 // is depth first along simple paths up to the first vertex through accepts
 // (those first at each step), and from there any path to "to" that avoids
-// the path so far, visiting only vertices that can reach "to". Beyond
-// maxLoopSearchSteps it answers no: the wait is kept, and a node on a loop
-// it cannot tell is held as on a loop, never released early.
+// the path so far, visiting only vertices that can reach "to". Where it
+// runs out of maxLoopSearchSteps, the loop is sought by shortest ways
+// (loopByShortestWays); where that finds none either, it answers no: the
+// wait is kept, and a node on a loop it cannot tell is held as on a loop,
+// never released early.
 func (g waitGraph) loopThrough(from, to string, through func(string) bool) bool {
 	leadsTo := g.reaching(to)
+	found, ranOut := g.loopByDepthFirst(from, to, through, leadsTo)
+	if found || !ranOut {
+		return found
+	}
+	return g.loopByShortestWays(from, to, through, leadsTo)
+}
+
+// loopByDepthFirst is loopThrough's depth-first search; ranOut says it
+// stopped at maxLoopSearchSteps.
+func (g waitGraph) loopByDepthFirst(from, to string, through func(string) bool, leadsTo map[string]bool) (found, ranOut bool) {
 	onPath := map[string]bool{}
 	steps := 0
 	var walk func(v string) bool
@@ -508,7 +520,93 @@ func (g waitGraph) loopThrough(from, to string, through func(string) bool) bool 
 		}
 		return false
 	}
-	return walk(from)
+	found = walk(from)
+	return found, steps >= maxLoopSearchSteps
+}
+
+// loopByShortestWays looks, for each vertex through accepts on a way from
+// "from" to "to", for two ways that share only it: the shortest way there
+// and a way on that avoids it, or the shortest way on and a way there that
+// avoids that. Each found is a loop; none found proves nothing (the ways
+// that share no vertex need not include a shortest one), so it answers
+// only where the depth-first search ran out. Each vertex costs two
+// breadth-first searches and two searches that avoid their result.
+func (g waitGraph) loopByShortestWays(from, to string, through func(string) bool, leadsTo map[string]bool) bool {
+	if through(to) {
+		return leadsTo[from] // the depth-first search ends at "to" on any way
+	}
+	for _, r := range g.reachableWithin(from, leadsTo) {
+		switch {
+		case !through(r):
+		case r == from:
+			return g.reachesAvoiding(from, to, nil) // as the depth-first search asks
+		default:
+			// Neither way may pass "to" on the way to r, nor "from" on the
+			// way on.
+			if there := g.shortestWay(from, r, map[string]bool{to: true}); there != nil && g.reachesAvoiding(r, to, less(there, r)) {
+				return true
+			}
+			if on := g.shortestWay(r, to, map[string]bool{from: true}); on != nil && g.shortestWay(from, r, less(on, r)) != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reachableWithin returns the vertices a way from "from" reaches through
+// vertices of within only ("from" included), in the order a breadth-first
+// search meets them.
+func (g waitGraph) reachableWithin(from string, within map[string]bool) []string {
+	out := []string{from}
+	seen := map[string]bool{from: true}
+	for i := 0; i < len(out); i++ {
+		for _, w := range g[out[i]] {
+			if !seen[w.to] && within[w.to] {
+				seen[w.to] = true
+				out = append(out, w.to)
+			}
+		}
+	}
+	return out
+}
+
+// shortestWay returns the vertices of a shortest way from "from" to "to"
+// through none of avoid ("from" and "to" included), nil where there is
+// none.
+func (g waitGraph) shortestWay(from, to string, avoid map[string]bool) map[string]bool {
+	parent := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, w := range g[cur] {
+			if _, seen := parent[w.to]; seen || avoid[w.to] {
+				continue
+			}
+			parent[w.to] = cur
+			if w.to == to {
+				way := map[string]bool{}
+				for v := to; v != ""; v = parent[v] {
+					way[v] = true
+				}
+				return way
+			}
+			queue = append(queue, w.to)
+		}
+	}
+	return nil
+}
+
+// less is set without v.
+func less(set map[string]bool, v string) map[string]bool {
+	out := make(map[string]bool, len(set))
+	for k := range set {
+		if k != v {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // maxLoopSearchSteps bounds loopThrough's search. The default lists of a
