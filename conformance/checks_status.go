@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -261,12 +262,33 @@ func checkFailingPods(ctx context.Context, p *probe) error {
 	if err != nil {
 		return fmt.Errorf("no pod of %s on target %s (version %s) reported failing within %s", p.name, hash, p.cfg.FailingVersion, p.cfg.RolloutTimeout)
 	}
-	time.Sleep(p.cfg.HoldWindow)
-	pod := &corev1.Pod{}
-	if err := p.c.Get(ctx, client.ObjectKeyFromObject(&seen), pod); err != nil || pod.UID != seen.UID || pod.DeletionTimestamp != nil {
-		return fmt.Errorf("pod %s, reported failing at %s, deleted within %s: a failing pod hidden this way reads as one starting, and the sequencer cannot tell its rollout is stuck", seen.Name, at(time.Now().Add(-p.cfg.HoldWindow)), p.cfg.HoldWindow)
+	// Watched through the window, not looked at once at its end: a pod
+	// deleted and made again under its name in between is another pod.
+	found := time.Now()
+	var gone string
+	err = poll(ctx, p.cfg.HoldWindow, func() (bool, error) {
+		pod := &corev1.Pod{}
+		err := p.c.Get(ctx, client.ObjectKeyFromObject(&seen), pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			gone = "gone"
+		case err != nil:
+			return false, err
+		case pod.UID != seen.UID:
+			gone = "replaced by another pod of its name"
+		case pod.DeletionTimestamp != nil:
+			gone = "deleted"
+		}
+		return gone != "", nil
+	})
+	switch {
+	case gone != "":
+		return fmt.Errorf("pod %s, reported failing at %s, %s at %s, within %s: a failing pod hidden this way reads as one starting, and the sequencer cannot tell its rollout is stuck",
+			seen.Name, at(found), gone, at(time.Now()), p.cfg.HoldWindow)
+	case errors.Is(err, errTimedOut):
+		return nil // still there, as reported, the whole window
 	}
-	return nil
+	return err
 }
 
 // checkSequencerRelease makes a version change and waits until

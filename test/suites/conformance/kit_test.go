@@ -114,7 +114,7 @@ func TestEachBrokenOperatorFailsTheClauseItBreaks(t *testing.T) {
 		{"an operator that makes the StatefulSet again for a version change leaves no record of the node's rollout", expressoperator.Breakage{RecreatesSetOnChange: true}, "statefulset", "was made again for the version change"},
 		{"an operator that partitions its StatefulSet never has its release recorded complete", expressoperator.Breakage{Partition: true}, "sequencer-release", "not recorded complete"},
 		{"an operator that waits before its pods come back delays recovery", expressoperator.Breakage{RecreateDelay: 15 * time.Second}, "recreate-promptly", "held by scheduling gates"},
-		{"an operator that deletes crash-looping pods hides the failure", expressoperator.Breakage{MasksFailures: true}, "failing-pods", "deleted within"},
+		{"an operator that deletes crash-looping pods hides the failure", expressoperator.Breakage{MasksFailures: true}, "failing-pods", "a failing pod hidden this way"},
 		{"an operator that also waits for the node's own lists deadlocks with the sequencer where it breaks a circular wait", expressoperator.Breakage{OrdersByItsLists: true}, "gate-only-hold", "deadlocks with it"},
 	}
 	for _, c := range cases {
