@@ -136,8 +136,9 @@ func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget
 // sequencer gated it at the switch to enforce (an unbounded window while
 // no sequencer leads), or an operator that rolls a gated node.
 //
-// A pod of a target the node's StatefulSet template was moved to waits
-// too, whatever the history says (fresh snapshots only: the cache holds no
+// A pod of a target the node's StatefulSet template was moved back to
+// after its latest release was carried out waits too, whatever the history
+// says (templateMovedBack; fresh snapshots only: the cache holds no
 // template, and every release is planned again on a fresh read).
 //
 // Judged by the pod rule alone: a pod of the target the node is released
@@ -155,10 +156,32 @@ func (s *Snapshot) AwaitsRelease(name, hash string) bool {
 	switch {
 	case !s.OfUnreleasedTarget(name, hash):
 		return false
-	case hash == StampedTarget(n), slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return t.Hash == hash }):
+	case hash == StampedTarget(n):
+		return true
+	case !slices.ContainsFunc(HistoryIn(n), func(r RolloutRecord) bool { return r.Target == hash }):
 		return true
 	}
-	return !slices.ContainsFunc(HistoryIn(n), func(r RolloutRecord) bool { return r.Target == hash })
+	return s.templateMovedBack(name, hash)
+}
+
+// templateMovedBack reports whether node name's StatefulSet's template
+// makes pods of hash, a target the node was released for before, after
+// its latest release was carried out: that release's rollout converged,
+// or a pod of it runs its target — the template moved off it without a
+// release (a revert in audit, superseded after the switch). A template
+// that makes what the node ran before a release its operator never acted
+// on (overtaken by the next change) has not moved: its pods, lost, evicted
+// or added, are a recovery of what the node runs, which the pod rule
+// judges; held for the release, they would leave the node Ready only once
+// released and let it go first, by the provisioning order, ahead of its
+// upgrade prerequisites. (A release carried out part way, then moved back
+// in audit, looks so once no pod of its target is left.)
+func (s *Snapshot) templateMovedBack(name, hash string) bool {
+	if !slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return t.Hash == hash }) {
+		return false
+	}
+	released := ReleasedTarget(s.Nodes[name])
+	return s.releaseConverged(name) || slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash == released })
 }
 
 // OfUnreleasedTarget reports whether a new pod of node name whose

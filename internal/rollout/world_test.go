@@ -737,7 +737,9 @@ func (w *world) createPod(name, hash string, add bool) {
 		Owners:  []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: setUID(n), Controller: ptr.To(true)}},
 		Created: metav1.Time{Time: w.now},
 	}
-	if !w.podMayStart(name) {
+	// As the pod webhook admits it (PodMayStart): the pod rule, and the
+	// node's release where the pod awaits it.
+	if !w.podMayStart(name) || w.snapshot().AwaitsRelease(name, hash) {
 		pod.Gates = []string{v2alpha1.GateSequencer}
 	} else if w.oracle != nil {
 		if ok, why := podsMayStartOracle(w, name, nil); !ok {
