@@ -20,11 +20,7 @@ import (
 // would leave be Ready only once released and let it go first, by the
 // provisioning order, ahead of fe1 and fe2.
 func TestAnOvertakenNodesPodsMadeAgainFromItsUnmovedTemplateAreARecoveryNotARollout(t *testing.T) {
-	for name, loss := range map[string]func(*world){
-		"lost":      func(w *world) { w.lose("be") },
-		"evicted":   func(w *world) { w.evict("be") },
-		"scaled up": func(w *world) { w.scaleUp("be") },
-	} {
+	for name, loss := range beLosesPods {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, "acme")
 			settled(3)(w)
@@ -49,11 +45,7 @@ func TestAnOvertakenNodesPodsMadeAgainFromItsUnmovedTemplateAreARecoveryNotARoll
 // DependencyCycle — the loop is not broken through a hold of the
 // sequencer's own making.
 func TestAnOvertakenNodesRecoveryDoesNotBreakALoopOfUpgradeWaits(t *testing.T) {
-	for name, loss := range map[string]func(*world){
-		"lost":      func(w *world) { w.lose("be") },
-		"evicted":   func(w *world) { w.evict("be") },
-		"scaled up": func(w *world) { w.scaleUp("be") },
-	} {
+	for name, loss := range beLosesPods {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, "acme")
 			w.create("be", v1, func(s *v2alpha1.NodeSpec) {
@@ -83,6 +75,13 @@ func TestAnOvertakenNodesRecoveryDoesNotBreakALoopOfUpgradeWaits(t *testing.T) {
 			assert.True(t, w.snapshot().isReady(w.name("be")), "be's pods made again on what it runs start")
 		})
 	}
+}
+
+// beLosesPods are the ways be's pods are made again from its template.
+var beLosesPods = map[string]func(*world){
+	"lost":      func(w *world) { w.lose("be") },
+	"evicted":   func(w *world) { w.evict("be") },
+	"scaled up": func(w *world) { w.scaleUp("be") },
 }
 
 // rolloutsTo lists the nodes whose pods started on target since mark, in
