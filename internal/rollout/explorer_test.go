@@ -303,6 +303,8 @@ func (w *world) clone() *world {
 	c.seenConverged = maps.Clone(w.seenConverged)
 	c.targetWrite, c.idWrite, c.brokenTarget = maps.Clone(w.targetWrite), maps.Clone(w.idWrite), maps.Clone(w.brokenTarget)
 	c.scaledDown, c.renders, c.renderOrder = maps.Clone(w.scaledDown), maps.Clone(w.renders), slices.Clone(w.renderOrder)
+	c.setGen, c.genAtRelease, c.setSpec = maps.Clone(w.setGen), maps.Clone(w.genAtRelease), maps.Clone(w.setSpec)
+	c.scaleUps, c.lastRun = maps.Clone(w.scaleUps), maps.Clone(w.lastRun)
 	c.gone = make(map[string]*goneWorkload, len(w.gone))
 	for name, g := range w.gone {
 		gc := *g
@@ -343,6 +345,12 @@ func (w *world) stateKey() string {
 		Broken       string
 		ScaledDown   bool
 		Stuck        bool
+		// The StatefulSet's generation, the one the latest release read,
+		// what its spec was, how often it was scaled up, and the target its
+		// pods last started on.
+		SetGen, GenAtRelease int64
+		SetSpec, LastRun     string
+		ScaleUps             int
 		// Gone is what is left of an earlier node of the name.
 		Gone *goneState
 	}
@@ -354,7 +362,8 @@ func (w *world) stateKey() string {
 			Rolling: w.rolling[name], Crashed: w.crashed[name], Blipped: w.blipped[name], Scaling: w.scaling[name], LastHash: w.lastHash[name],
 			SetCurrent: w.setCurrent[name], Converged: w.convergedSince[name], Seen: w.seenConverged[name], Bare: w.releasedBare[name],
 			WithoutNewID: w.changedWithoutNewID(name), Broken: w.brokenTarget[name], ScaledDown: w.scaledDown[name],
-			Stuck: w.stuck[name],
+			Stuck: w.stuck[name], SetGen: w.setGen[name], GenAtRelease: w.genAtRelease[name], SetSpec: w.setSpec[name],
+			LastRun: w.lastRun[name], ScaleUps: w.scaleUps[name],
 		}
 	}
 	for name, st := range state {

@@ -275,26 +275,27 @@ func (o *oracle) needsReleaseToBeReady(m string) bool {
 
 // podHeldForRelease: a pod of m held by the sequencer's scheduling gate is
 // made for a target m is not released for that it starts only with m's
-// release, whatever the pod rule says: its current target, one it was
-// never released for (not in its rollout-history), or the one its
-// StatefulSet's template carries (the world makes every pod from it) once
-// m's latest release was carried out — converged since, by the world's
-// truth, or a pod of it runs its target — so that the template moved off
-// it. A template still making what m ran before a release its operator
-// never acted on makes a recovery the pod rule starts.
+// release, whatever the pod rule says: its current target; or the one its
+// StatefulSet's template carries (the world makes every pod from it),
+// unless that StatefulSet's spec is as it was when m's latest release read
+// it — the world's own count of its changes, template, replicas or
+// scale-ups — so that the template makes what m ran then, a release never
+// acted on, and the pod is a recovery; or one its rollout-history does not
+// name.
 func (o *oracle) podHeldForRelease(m string) bool {
 	released := o.w.nodes[m].GetAnnotations()[v2alpha1.AnnotationReleasedTarget]
 	history := HistoryIn(o.w.nodes[m])
-	carriedOut := o.w.convergedSince[m] == released || o.w.seenConverged[m] == released ||
-		slices.ContainsFunc(o.w.pods[m], func(p Pod) bool { return p.Hash == released })
+	unmoved := released != "" && o.w.genAtRelease[m] > 0 && o.w.genAtRelease[m] == o.w.setGen[m]
 	return slices.ContainsFunc(o.w.pods[m], func(p Pod) bool {
 		switch {
 		case !p.HeldBySequencer() || p.Hash == released:
 			return false
-		case p.Hash == o.hash(m), !slices.ContainsFunc(history, func(r RolloutRecord) bool { return r.Target == p.Hash }):
+		case p.Hash == o.hash(m):
 			return true
+		case p.Hash == o.w.lastHash[m]:
+			return !unmoved
 		}
-		return p.Hash == o.w.lastHash[m] && carriedOut
+		return !slices.ContainsFunc(history, func(r RolloutRecord) bool { return r.Target == p.Hash })
 	})
 }
 

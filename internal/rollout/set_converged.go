@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,8 +36,9 @@ func setOf(sets []appsv1.StatefulSet, name string) (appsv1.StatefulSet, bool) {
 }
 
 // setRevisions returns, by node name, what a release of the node records
-// of its StatefulSet (released-set-revision): "<uid>/<currentRevision>" of
-// its one live StatefulSet with replicas, none for a node without one.
+// of its StatefulSet (released-set-revision):
+// "<uid>/<currentRevision>/<generation>" of its one live StatefulSet with
+// replicas, none for a node without one (releasedSet reads it back).
 func setRevisions(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map[string]string {
 	var out map[string]string
 	for name := range nodes {
@@ -47,7 +49,7 @@ func setRevisions(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map
 		if out == nil {
 			out = map[string]string{}
 		}
-		out[name] = string(sts.UID) + "/" + sts.Status.CurrentRevision
+		out[name] = string(sts.UID) + "/" + sts.Status.CurrentRevision + "/" + strconv.FormatInt(sts.Generation, 10)
 	}
 	return out
 }
@@ -70,8 +72,32 @@ func recordsConvergence(sts appsv1.StatefulSet, n v2alpha1.Node) bool {
 		return false
 	}
 	current := sts.Status.CurrentRevision
-	uid, atRelease, ok := strings.Cut(n.GetAnnotations()[v2alpha1.AnnotationReleasedSetRevision], "/")
-	return ok && uid == string(sts.UID) && atRelease != current && current != "" && current == sts.Status.UpdateRevision
+	at, ok := releasedSet(n)
+	return ok && at.uid == string(sts.UID) && at.revision != current && current != "" && current == sts.Status.UpdateRevision
+}
+
+// setAtRelease is what a node's latest release recorded of its StatefulSet
+// (released-set-revision).
+type setAtRelease struct {
+	uid, revision string
+	// generation is 0 where the release recorded none (an earlier version
+	// of the sequencer wrote "<uid>/<currentRevision>").
+	generation int64
+}
+
+// releasedSet reads node n's released-set-revision; false where it has
+// none.
+func releasedSet(n v2alpha1.Node) (setAtRelease, bool) {
+	uid, rest, ok := strings.Cut(n.GetAnnotations()[v2alpha1.AnnotationReleasedSetRevision], "/")
+	if !ok {
+		return setAtRelease{}, false
+	}
+	at := setAtRelease{uid: uid, revision: rest}
+	if revision, gen, hasGen := strings.Cut(rest, "/"); hasGen {
+		at.revision = revision
+		at.generation, _ = strconv.ParseInt(gen, 10, 64)
+	}
+	return at, true
 }
 
 // setsConverged returns the nodes of s in flight (released, not Ready on

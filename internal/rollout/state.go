@@ -136,10 +136,12 @@ func newTarget(n v2alpha1.Node) bool { return StampedTarget(n) != ReleasedTarget
 // sequencer gated it at the switch to enforce (an unbounded window while
 // no sequencer leads), or an operator that rolls a gated node.
 //
-// A pod of a target the node's StatefulSet template was moved back to
-// after its latest release was carried out waits too, whatever the history
-// says (templateMovedBack; fresh snapshots only: the cache holds no
-// template, and every release is planned again on a fresh read).
+// A pod of a target the node's StatefulSet template makes waits too,
+// whatever the history says, unless that StatefulSet's spec has not
+// changed since the node's latest release (templateUnmovedSinceRelease);
+// so does one of a target no record names, unless so made (fresh
+// snapshots only: the cache holds no template, and every release is
+// planned again on a fresh read).
 //
 // Judged by the pod rule alone: a pod of the target the node is released
 // for, or of another its history records and its template does not make
@@ -158,30 +160,32 @@ func (s *Snapshot) AwaitsRelease(name, hash string) bool {
 		return false
 	case hash == StampedTarget(n):
 		return true
+	case s.templateUnmovedSinceRelease(name, hash):
+		return false
 	case !slices.ContainsFunc(HistoryIn(n), func(r RolloutRecord) bool { return r.Target == hash }):
 		return true
 	}
-	return s.templateMovedBack(name, hash)
+	return slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return t.Hash == hash })
 }
 
-// templateMovedBack reports whether node name's StatefulSet's template
-// makes pods of hash, a target the node was released for before, after
-// its latest release was carried out: that release's rollout converged,
-// or a pod of it runs its target — the template moved off it without a
-// release (a revert in audit, superseded after the switch). A template
-// that makes what the node ran before a release its operator never acted
-// on (overtaken by the next change) has not moved: its pods, lost, evicted
-// or added, are a recovery of what the node runs, which the pod rule
-// judges; held for the release, they would leave the node Ready only once
-// released and let it go first, by the provisioning order, ahead of its
-// upgrade prerequisites. (A release carried out part way, then moved back
-// in audit, looks so once no pod of its target is left.)
-func (s *Snapshot) templateMovedBack(name, hash string) bool {
-	if !slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool { return t.Hash == hash }) {
-		return false
-	}
-	released := ReleasedTarget(s.Nodes[name])
-	return s.releaseConverged(name) || slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash == released })
+// templateUnmovedSinceRelease reports whether the StatefulSet node name's
+// latest release recorded (released-set-revision) still makes pods of hash
+// with its spec as it was then: the same UID and metadata.generation,
+// which every change of its template moves on. That template makes what
+// the node ran when it was released, a release its operator never acted
+// on (overtaken by the next change): its pods, lost or evicted and made
+// again, are a recovery of what the node runs, which the pod rule judges.
+// Held for the release, they would leave the node Ready only once
+// released, and let it go first, by the provisioning order, ahead of its
+// upgrade prerequisites. A StatefulSet whose generation moved on — its
+// template moved away and back (a release carried out, then reverted in
+// audit, or by an operator that rolls a gated node), or only scaled — is
+// not told apart from one whose template moved: its pods wait.
+func (s *Snapshot) templateUnmovedSinceRelease(name, hash string) bool {
+	at, ok := releasedSet(s.Nodes[name])
+	return ok && at.generation > 0 && slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool {
+		return t.Hash == hash && t.SetUID == at.uid && t.Generation == at.generation
+	})
 }
 
 // OfUnreleasedTarget reports whether a new pod of node name whose

@@ -17,9 +17,13 @@ import (
 // as an upgrade (DESIGN §4, "New target").
 
 // Template is what a StatefulSet's pod template says of the target it
-// makes pods for: its target-hash, version and revision labels.
+// makes pods for: its target-hash, version and revision labels; and the
+// StatefulSet's UID and metadata.generation, which any change of its spec
+// (its template among them) moves on.
 type Template struct {
 	Hash, Version, Revision string
+	SetUID                  string
+	Generation              int64
 }
 
 // madeForAnother reports whether the template says it was made for a target
@@ -97,6 +101,7 @@ func setTemplates(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map
 		}
 		out[name] = append(out[name], Template{
 			Hash: labels[v2alpha1.LabelTargetHash], Version: labels[v2alpha1.LabelExpressVersion], Revision: labels[v2alpha1.LabelDeploymentRevision],
+			SetUID: string(sts.UID), Generation: sts.Generation,
 		})
 	}
 	return out

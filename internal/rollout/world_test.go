@@ -126,6 +126,15 @@ type world struct {
 	cyclesMaySettle bool
 	// settledOnLoops counts the times the tenant settled so.
 	settledOnLoops int
+	// setGen is each node's StatefulSet's metadata.generation, moved on by
+	// every change of its spec (setSpec: its template, replicas, and
+	// scaleUps, the times it was scaled up); genAtRelease is the one the
+	// node's latest release recorded (released-set-revision).
+	setGen, genAtRelease map[string]int64
+	setSpec              map[string]string
+	scaleUps             map[string]int
+	// lastRun is, by node name, the target its pods last started on (start).
+	lastRun        map[string]string
 	frozen         *frozenPlan
 	wakes, refused int
 	// scoped: the sequencer plans as with --scoped-reads (PlanOnScoped):
@@ -413,9 +422,12 @@ func (w *world) recreate(keys ...string) {
 			}
 			w.gone[name] = &goneWorkload{node: old, pods: w.pods[name], hash: w.lastHash[name], looks: looks}
 		}
-		for _, m := range []map[string]string{w.lastHash, w.setCurrent, w.brokenTarget, w.convergedSince, w.seenConverged} {
+		for _, m := range []map[string]string{w.lastHash, w.setCurrent, w.brokenTarget, w.convergedSince, w.seenConverged, w.setSpec} {
 			delete(m, name)
 		}
+		delete(w.setGen, name) // another StatefulSet
+		delete(w.lastRun, name)
+		delete(w.genAtRelease, name)
 		for _, m := range []map[string]int{w.rolling, w.crashed, w.blipped, w.scaling} {
 			delete(m, name)
 		}
@@ -590,6 +602,10 @@ func (w *world) scaleUp(keys ...string) {
 			continue // a crashed node is re-provisioned, not scaled
 		}
 		w.scaling[name]++
+		if w.scaleUps == nil {
+			w.scaleUps = map[string]int{}
+		}
+		w.scaleUps[name]++ // its spec.replicas, moved on
 		w.logf("StatefulSet of %s scaled up", k)
 	}
 }
@@ -678,12 +694,28 @@ func (w *world) statefulSets() []appsv1.StatefulSet {
 		if !Live(n) || w.scaledDown[name] {
 			sts.Spec.Replicas = ptr.To[int32](0)
 		}
+		sts.Generation = w.setGeneration(name, *sts.Spec.Replicas)
+		sts.Status.ObservedGeneration = sts.Generation
 		out = append(out, sts)
 	}
 	for _, g := range w.gone {
 		out = append(out, w.statefulSetOf(g.node, g.hash))
 	}
 	return out
+}
+
+// setGeneration is node name's StatefulSet's generation, moved on where
+// its spec changed since it was last read: its template, its replicas, or
+// a scale-up.
+func (w *world) setGeneration(name string, replicas int32) int64 {
+	if w.setGen == nil {
+		w.setGen, w.setSpec = map[string]int64{}, map[string]string{}
+	}
+	if spec := fmt.Sprint(w.lastHash[name], replicas, w.scaleUps[name]); w.setSpec[name] != spec {
+		w.setSpec[name] = spec
+		w.setGen[name]++
+	}
+	return w.setGen[name]
 }
 
 // statefulSetOf is node n's StatefulSet with one replica, its template on
@@ -767,7 +799,23 @@ func (w *world) createPod(name, hash string, add bool) {
 }
 
 // start records that node name's new pods, of target, became schedulable.
+//
+// It fails the test where the pods roll the node (DESIGN §4, §9): they
+// start on a target other than the one its pods last started on, and the
+// node is released neither for that target nor for its current one (once
+// it is, its held pods of a superseded target start and are replaced as
+// the operator rolls the release out: docs/sequencer.md, Recovery).
 func (w *world) start(name, target string) {
+	if w.lastRun == nil {
+		w.lastRun = map[string]string{}
+	}
+	n := w.nodes[name]
+	if last, ok := w.lastRun[name]; ok && target != "" && target != last && target != ReleasedTarget(n) && !released(n) {
+		w.t.Fatalf("tick %d: %s's pods start on %s, rolling it without a release: its pods last ran %s, it is released for %s and stamped %s\n%s\n%s",
+			w.tick, w.key(name), w.specOfHash[target].version, w.specOfHash[last].version,
+			w.specOfHash[ReleasedTarget(n)].version, w.specOfHash[StampedTarget(n)].version, strings.Join(w.log, "\n"), w.dump())
+	}
+	w.lastRun[name] = target
 	w.started = append(w.started, w.key(name))
 	w.startedAt = append(w.startedAt, w.tick)
 	w.startedTarget = append(w.startedTarget, target)
@@ -926,6 +974,11 @@ func (w *world) applyCertified(decisions, certificate []Decision) {
 					w.seenConverged[d.Node] = StampedTarget(n)
 				}
 				w.releasedBare[d.Node] = w.setCurrent[d.Node] == ""
+				if w.genAtRelease == nil {
+					w.genAtRelease = map[string]int64{}
+				}
+				_, gen, _ := strings.Cut(strings.TrimPrefix(d.ReleasedSetRevision, string(setUID(n))+"/"), "/")
+				w.genAtRelease[d.Node], _ = strconv.ParseInt(gen, 10, 64) // 0: none recorded, or another StatefulSet's
 				if d.ReleasedConverged {
 					d.ReleasedAfter = maps.Clone(d.ReleasedAfter)
 					if d.ReleasedAfter == nil {
