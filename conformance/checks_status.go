@@ -273,7 +273,7 @@ func checkFailingPods(ctx context.Context, p *probe) error {
 		case apierrors.IsNotFound(err):
 			gone = "gone"
 		case err != nil:
-			return false, err
+			return false, fmt.Errorf("reading pod %s, reported failing: %w", seen.Name, err)
 		case pod.UID != seen.UID:
 			gone = "replaced by another pod of its name"
 		case pod.DeletionTimestamp != nil:

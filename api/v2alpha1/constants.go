@@ -72,13 +72,15 @@ const (
 
 	// AnnotationReleasedSetRevision records, in the patch that releases a
 	// node, the StatefulSet its pods ran from at that moment:
-	// "<uid>/<status.currentRevision>/<metadata.generation>" (a sequencer
-	// of an earlier version wrote no generation). That StatefulSet's
+	// "<uid>@<metadata.generation>/<status.currentRevision>" (a sequencer
+	// of an earlier version wrote "<uid>/<status.currentRevision>", and
+	// reads this as another StatefulSet's). That StatefulSet's
 	// currentRevision moving on since, to its updateRevision, on a template
 	// carrying the node's target hash, is its controller's own record that
 	// the released rollout converged: every replica updated and Ready at
-	// once. Its generation unchanged says its template is what it was at
-	// the release: pods made from it are a recovery of what the node ran.
+	// once. Its generation unchanged, and the revision recorded its
+	// updateRevision, say its template is what it was, rolled out whole,
+	// at the release: pods made from it are a recovery of what the node ran.
 	AnnotationReleasedSetRevision = "express.medallia.com/released-set-revision"
 
 	// AnnotationReleasedAt is when the sequencer released the node for its

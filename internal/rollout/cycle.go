@@ -530,19 +530,28 @@ func (g waitGraph) loopByDepthFirst(from, to string, through func(string) bool, 
 // avoids that. Each found is a loop; none found proves nothing (the ways
 // that share no vertex need not include a shortest one), so it answers
 // only where the depth-first search ran out. Each vertex costs two
-// breadth-first searches and two searches that avoid their result.
+// breadth-first searches and two searches that avoid their result; it
+// tries as many as maxShortestWaysSteps allows, then keeps the wait.
 func (g waitGraph) loopByShortestWays(from, to string, through func(string) bool, leadsTo map[string]bool) bool {
 	if through(to) {
 		return leadsTo[from] // the depth-first search ends at "to" on any way
 	}
+	edges := 1
+	for _, ws := range g {
+		edges += len(ws)
+	}
+	tries := max(1, maxShortestWaysSteps/(4*edges)) // each try walks the graph up to four times
 	for _, r := range g.reachableWithin(from, leadsTo) {
 		switch {
+		case tries == 0:
+			return false // out of steps: the wait is kept
 		case !through(r):
 		case r == from:
 			return g.reachesAvoiding(from, to, nil) // as the depth-first search asks
 		default:
 			// Neither way may pass "to" on the way to r, nor "from" on the
 			// way on.
+			tries--
 			if there := g.shortestWay(from, r, map[string]bool{to: true}); there != nil && g.reachesAvoiding(r, to, less(there, r)) {
 				return true
 			}
@@ -608,6 +617,11 @@ func less(set map[string]bool, v string) map[string]bool {
 	}
 	return out
 }
+
+// maxShortestWaysSteps bounds loopByShortestWays: the waits it may follow
+// in all, about; each vertex it tries costs up to four walks of the whole
+// graph, and at least one is tried.
+const maxShortestWaysSteps = 1_000_000
 
 // maxLoopSearchSteps bounds loopThrough's search. The default lists of a
 // tenant of 200 nodes need a few steps where a loop is and run it out where

@@ -37,8 +37,12 @@ func setOf(sets []appsv1.StatefulSet, name string) (appsv1.StatefulSet, bool) {
 
 // setRevisions returns, by node name, what a release of the node records
 // of its StatefulSet (released-set-revision):
-// "<uid>/<currentRevision>/<generation>" of its one live StatefulSet with
-// replicas, none for a node without one (releasedSet reads it back).
+// "<uid>@<generation>/<currentRevision>" of its one live StatefulSet with
+// replicas, none for a node without one (releasedSet reads it back). The
+// generation rides on the UID so that a sequencer of an earlier version,
+// which reads "<uid>/<currentRevision>", finds another UID there and takes
+// the StatefulSet for no record of the release, not for one whose
+// revision moved on since it.
 func setRevisions(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map[string]string {
 	var out map[string]string
 	for name := range nodes {
@@ -49,7 +53,7 @@ func setRevisions(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map
 		if out == nil {
 			out = map[string]string{}
 		}
-		out[name] = string(sts.UID) + "/" + sts.Status.CurrentRevision + "/" + strconv.FormatInt(sts.Generation, 10)
+		out[name] = string(sts.UID) + "@" + strconv.FormatInt(sts.Generation, 10) + "/" + sts.Status.CurrentRevision
 	}
 	return out
 }
@@ -88,13 +92,13 @@ type setAtRelease struct {
 // releasedSet reads node n's released-set-revision; false where it has
 // none.
 func releasedSet(n v2alpha1.Node) (setAtRelease, bool) {
-	uid, rest, ok := strings.Cut(n.GetAnnotations()[v2alpha1.AnnotationReleasedSetRevision], "/")
+	set, revision, ok := strings.Cut(n.GetAnnotations()[v2alpha1.AnnotationReleasedSetRevision], "/")
 	if !ok {
 		return setAtRelease{}, false
 	}
-	at := setAtRelease{uid: uid, revision: rest}
-	if revision, gen, hasGen := strings.Cut(rest, "/"); hasGen {
-		at.revision = revision
+	at := setAtRelease{uid: set, revision: revision}
+	if uid, gen, hasGen := strings.Cut(set, "@"); hasGen {
+		at.uid = uid
 		at.generation, _ = strconv.ParseInt(gen, 10, 64)
 	}
 	return at, true

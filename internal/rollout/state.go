@@ -170,8 +170,11 @@ func (s *Snapshot) AwaitsRelease(name, hash string) bool {
 
 // templateUnmovedSinceRelease reports whether the StatefulSet node name's
 // latest release recorded (released-set-revision) still makes pods of hash
-// with its spec as it was then: the same UID and metadata.generation,
-// which every change of its template moves on. That template makes what
+// with its spec as it was then — the same UID and metadata.generation,
+// which every change of its template moves on — and had finished rolling
+// onto that template then (its currentRevision, recorded, is the revision
+// its template is: a rolling update under way at the release would make
+// pods of a target the node did not run whole). That template makes what
 // the node ran when it was released, a release its operator never acted
 // on (overtaken by the next change): its pods, lost or evicted and made
 // again, are a recovery of what the node runs, which the pod rule judges.
@@ -184,7 +187,7 @@ func (s *Snapshot) AwaitsRelease(name, hash string) bool {
 func (s *Snapshot) templateUnmovedSinceRelease(name, hash string) bool {
 	at, ok := releasedSet(s.Nodes[name])
 	return ok && at.generation > 0 && slices.ContainsFunc(s.SetTemplates[name], func(t Template) bool {
-		return t.Hash == hash && t.SetUID == at.uid && t.Generation == at.generation
+		return t.Hash == hash && t.SetUID == at.uid && t.Generation == at.generation && t.UpdateRevision == at.revision
 	})
 }
 

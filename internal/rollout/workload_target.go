@@ -18,11 +18,12 @@ import (
 
 // Template is what a StatefulSet's pod template says of the target it
 // makes pods for: its target-hash, version and revision labels; and the
-// StatefulSet's UID and metadata.generation, which any change of its spec
-// (its template among them) moves on.
+// StatefulSet's UID, metadata.generation, which any change of its spec
+// (its template among them) moves on, and status.updateRevision, the
+// revision its template is.
 type Template struct {
 	Hash, Version, Revision string
-	SetUID                  string
+	SetUID, UpdateRevision  string
 	Generation              int64
 }
 
@@ -101,7 +102,7 @@ func setTemplates(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map
 		}
 		out[name] = append(out[name], Template{
 			Hash: labels[v2alpha1.LabelTargetHash], Version: labels[v2alpha1.LabelExpressVersion], Revision: labels[v2alpha1.LabelDeploymentRevision],
-			SetUID: string(sts.UID), Generation: sts.Generation,
+			SetUID: string(sts.UID), Generation: sts.Generation, UpdateRevision: sts.Status.UpdateRevision,
 		})
 	}
 	return out

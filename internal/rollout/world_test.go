@@ -977,8 +977,12 @@ func (w *world) applyCertified(decisions, certificate []Decision) {
 				if w.genAtRelease == nil {
 					w.genAtRelease = map[string]int64{}
 				}
-				_, gen, _ := strings.Cut(strings.TrimPrefix(d.ReleasedSetRevision, string(setUID(n))+"/"), "/")
+				set, _, _ := strings.Cut(d.ReleasedSetRevision, "/")
+				gen, _ := strings.CutPrefix(set, string(setUID(n))+"@")
 				w.genAtRelease[d.Node], _ = strconv.ParseInt(gen, 10, 64) // 0: none recorded, or another StatefulSet's
+				if w.setCurrent[d.Node] != w.lastHash[d.Node] {
+					w.genAtRelease[d.Node] = 0 // a rolling update under way: its template is not what the node ran
+				}
 				if d.ReleasedConverged {
 					d.ReleasedAfter = maps.Clone(d.ReleasedAfter)
 					if d.ReleasedAfter == nil {
