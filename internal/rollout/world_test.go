@@ -1158,7 +1158,7 @@ func (w *world) settled() bool {
 		// re-provisioned (not until it is let go), and pods held
 		// scheduling-gated never start.
 		crashed := w.crashed[name] > 0 && !(w.cyclesMaySettle && Gated(n))
-		rolling := w.rolling[name] > 0 && !(w.cyclesMaySettle && len(w.pods[name]) > 0 && !slices.ContainsFunc(w.pods[name], func(p Pod) bool { return !p.HeldBySequencer() }))
+		rolling := w.rolling[name] > 0 && !(w.cyclesMaySettle && slices.ContainsFunc(w.pods[name], Pod.HeldBySequencer))
 		if rolling || crashed || w.blipped[name] > 0 || w.scaling[name] > 0 || n.GetDeletionTimestamp() != nil {
 			return false
 		}
