@@ -72,9 +72,12 @@ const (
 
 	// AnnotationReleasedSetRevision records, in the patch that releases a
 	// node, the StatefulSet its pods ran from at that moment:
-	// "<uid>@<metadata.generation>/<status.currentRevision>" (a sequencer
-	// of an earlier version wrote "<uid>/<status.currentRevision>", and
-	// reads this as another StatefulSet's). That StatefulSet's
+	// "<uid>@<metadata.generation>/<status.currentRevision>", the
+	// generation left out ("<uid>/…") unless the node's pods were all
+	// Ready on the template's target hash and status.observedGeneration
+	// had reached it (a sequencer of an earlier version wrote
+	// "<uid>/<status.currentRevision>", and reads this as another
+	// StatefulSet's). That StatefulSet's
 	// currentRevision moving on since, to its updateRevision, on a template
 	// carrying the node's target hash, is its controller's own record that
 	// the released rollout converged: every replica updated and Ready at

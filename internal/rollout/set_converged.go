@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,9 +44,21 @@ func setOf(sets []appsv1.StatefulSet, name string) (appsv1.StatefulSet, bool) {
 // which reads "<uid>/<currentRevision>", finds another UID there and takes
 // the StatefulSet for no record of the release, not for one whose
 // revision moved on since it.
-func setRevisions(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map[string]string {
+//
+// The generation says that the StatefulSet's template makes what the node
+// runs (templateUnmovedSinceRelease): it is recorded only where s shows
+// that so — every pod of the node Ready, none missing, each carrying the
+// template's target hash — and the controller has acted on that
+// generation (status.observedGeneration). A StatefulSet's own status
+// proves neither: a brand-new one (made again by another hand, adopting
+// the pods) has equal revisions from the start, and one whose controller
+// has not acted on its spec names an earlier template's revision while it
+// makes the new template's pods (it writes its status after them). Without
+// it the record reads as an earlier version's: no generation, no recovery
+// of that kind.
+func setRevisions(sets []appsv1.StatefulSet, s *Snapshot) map[string]string {
 	var out map[string]string
-	for name := range nodes {
+	for name := range s.Nodes {
 		sts, ok := setOf(sets, name)
 		if !ok || sts.Status.CurrentRevision == "" {
 			continue
@@ -53,9 +66,19 @@ func setRevisions(sets []appsv1.StatefulSet, nodes map[string]v2alpha1.Node) map
 		if out == nil {
 			out = map[string]string{}
 		}
-		out[name] = string(sts.UID) + "@" + strconv.FormatInt(sts.Generation, 10) + "/" + sts.Status.CurrentRevision
+		set := string(sts.UID)
+		if sts.Status.ObservedGeneration == sts.Generation && s.runsWhole(name, sts.Spec.Template.Labels[v2alpha1.LabelTargetHash]) {
+			set += "@" + strconv.FormatInt(sts.Generation, 10)
+		}
+		out[name] = set + "/" + sts.Status.CurrentRevision
 	}
 	return out
+}
+
+// runsWhole reports whether node name is Ready with every pod of target
+// hash.
+func (s *Snapshot) runsWhole(name, hash string) bool {
+	return hash != "" && s.isReady(name) && !slices.ContainsFunc(s.Pods[name], func(p Pod) bool { return p.Hash != hash })
 }
 
 // recordsConvergence reports whether StatefulSet sts says that node n's

@@ -294,7 +294,7 @@ func SnapshotOf(read Objects, tenant Tenant, orders defaults.Orders, now time.Ti
 		own = append(own, &read.Pods[i])
 	}
 	s.MissingPods = missingPods(own, sets, s.Nodes)
-	s.SetRevisions = setRevisions(sets, s.Nodes)
+	s.SetRevisions = setRevisions(sets, s)
 	s.SetTemplates = setTemplates(sets, s.Nodes) // before setsConverged, which reads them
 	s.SetsConverged = setsConverged(s, sets)
 	return s

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
@@ -77,4 +78,41 @@ func TestAReleasedSetRecordReadsAsAnotherStatefulSetsToAnEarlierVersion(t *testi
 	uid, _, _ := strings.Cut(record, "/")
 	assert.NotEqual(t, at.uid, uid, "an earlier version's reading of %q", record)
 	assert.Equal(t, string(setUID(w.nodes[be])), at.uid)
+}
+
+// The release read be's StatefulSet just after its template was moved to
+// a target be was never released for (an operator that rolls a gated
+// node, or audit mode), before the controller acted on it: its status
+// still names the revision of the template before. The controller makes
+// the new template's pods before it writes the status that says so, so a
+// pod of that target meets the StatefulSet at the generation the release
+// read, its update revision the one recorded. Recorded with that
+// generation, the pod was taken for a recovery of what be ran and started
+// by the pod rule: be rolled onto a target it was never released for.
+func TestAReleaseThatReadAStatefulSetItsControllerHadNotActedOnRecordsNoGeneration(t *testing.T) {
+	w := newWorld(t, "acme")
+	settled(3)(w)
+	be := w.name("be")
+	w.toggleOtherSystemsGate("be")
+	w.setVersion(v2, "be")
+	w.stepUntilReleased("be")
+	w.setVersion("express-e689.160", keysOf(3)...)
+	never := "never-released"
+	sets := w.statefulSets()
+	i := slices.IndexFunc(sets, func(s appsv1.StatefulSet) bool { return s.Name == be })
+	require.GreaterOrEqual(t, i, 0)
+	sets[i].Spec.Template.Labels[v2alpha1.LabelTargetHash] = never
+	sets[i].Generation++ // the controller has not acted on it: status as before
+
+	s := w.snapshot()
+	s.Nodes = maps.Clone(s.Nodes)
+	n := s.Nodes[be].DeepCopyObject().(v2alpha1.Node)
+	setAnnotation(n, v2alpha1.AnnotationReleasedSetRevision, setRevisions(sets, s)[be])
+	s.Nodes[be] = n
+	s.SetTemplates = setTemplates(sets, s.Nodes)
+	require.NotEqual(t, never, ReleasedTarget(n))
+	require.NotEqual(t, never, StampedTarget(n))
+
+	assert.True(t, s.AwaitsRelease(be, never), "a pod of a target be was never released for waits for its release; recorded %q",
+		n.GetAnnotations()[v2alpha1.AnnotationReleasedSetRevision])
 }

@@ -671,7 +671,7 @@ func (w *world) snapshot() *Snapshot {
 		}
 		s.Pods = CurrentPods(all, w.nodes, sets)
 	}
-	s.SetRevisions = setRevisions(sets, w.nodes)
+	s.SetRevisions = setRevisions(sets, s)
 	s.SetTemplates = setTemplates(sets, w.nodes)
 	s.SetsConverged = setsConverged(s, sets)
 	return s
@@ -977,9 +977,10 @@ func (w *world) applyCertified(decisions, certificate []Decision) {
 				if w.genAtRelease == nil {
 					w.genAtRelease = map[string]int64{}
 				}
-				set, _, _ := strings.Cut(d.ReleasedSetRevision, "/")
-				gen, _ := strings.CutPrefix(set, string(setUID(n))+"@")
-				w.genAtRelease[d.Node], _ = strconv.ParseInt(gen, 10, 64) // 0: none recorded, or another StatefulSet's
+				w.genAtRelease[d.Node] = 0 // none recorded, or another StatefulSet's
+				if at, ok := releasedSet(n); ok && at.uid == string(setUID(n)) {
+					w.genAtRelease[d.Node] = at.generation
+				}
 				if w.setCurrent[d.Node] != w.lastHash[d.Node] {
 					w.genAtRelease[d.Node] = 0 // a rolling update under way: its template is not what the node ran
 				}
@@ -1174,33 +1175,47 @@ func (w *world) settled() bool {
 }
 
 // settledBehindCycles: the tenant cannot move on, by the oracle's reading
-// of the world's truth, not the planner's: every node of pending is either
-// gated as DependencyCycle on a loop each of whose steps is a wait of its
-// lists (genuineLoop), or waits (gated, or its new pods held) for a need
-// unmet on a node that is itself pending; and at least one such loop holds.
+// of the world's truth, not the planner's: some nodes of pending are gated
+// as DependencyCycle on a loop each of whose steps is a wait of its lists
+// (genuineLoop), and every other one waits (gated, or its new pods held)
+// for a need unmet on one of those, or on a node that itself so waits — a
+// chain of waits that ends on a loop, not two nodes waiting on each other
+// with no loop of the lists between them (a deadlock of the planner's).
 // (It does not judge whether the planner should have broken the loop by
 // the provisioning order: a loop of the user's lists that one wait for
 // readiness runs through, held as a cycle, would settle here too. The
 // release oracle judges every release the planner makes.)
 func (w *world) settledBehindCycles(pending []string) bool {
 	o := newOracle(w, nil)
-	isPending := func(m string) bool { return slices.Contains(pending, m) }
-	loops := 0
+	behind := map[string]bool{} // on a genuine loop, or waiting on a node behind one
+	waits := map[string][]need{}
 	for _, m := range pending {
 		c := PrerequisitesCondition(w.nodes[m])
 		if o.gated(m) && c != nil && c.Reason == v2alpha1.ReasonDependencyCycle {
 			if !o.genuineLoop(c.Message) {
 				return false
 			}
-			loops++
+			behind[m] = true
 			continue
 		}
 		unmet, ok := o.unmet(m, o.upgradeMode(m))
-		if !ok || len(unmet) == 0 || !slices.ContainsFunc(unmet, func(nd need) bool { return isPending(nd.node) }) {
+		if !ok || len(unmet) == 0 {
 			return false
 		}
+		waits[m] = unmet
 	}
-	return loops > 0
+	if len(behind) == 0 {
+		return false
+	}
+	for more := true; more; {
+		more = false
+		for m, unmet := range waits {
+			if !behind[m] && slices.ContainsFunc(unmet, func(nd need) bool { return behind[nd.node] }) {
+				behind[m], more = true, true
+			}
+		}
+	}
+	return len(behind) == len(pending)
 }
 
 // step runs one tick: sequencer and operator in turn (random order with rng).
