@@ -92,10 +92,25 @@ func (g waitGraph) loop(start string, follow func(wait) bool) ([]wait, bool) {
 // strongly connected components of more than one vertex, or with a wait on
 // themselves (Tarjan's algorithm, once for the graph).
 func (g waitGraph) onLoops() map[string]bool {
+	comp, loops := g.components()
+	out := map[string]bool{}
+	for v, c := range comp {
+		if loops[c] {
+			out[v] = true
+		}
+	}
+	return out
+}
+
+// components returns, by vertex, the strongly connected component of g it
+// lies in, and for each component whether it holds a loop: more than one
+// vertex, or a wait on itself (Tarjan's algorithm, once for the graph).
+func (g waitGraph) components() (map[string]int, []bool) {
 	index, low := map[string]int{}, map[string]int{}
 	onStack := map[string]bool{}
 	var stack []string
-	out := map[string]bool{}
+	comp := map[string]int{}
+	var loops []bool
 	var connect func(v string)
 	connect = func(v string) {
 		index[v], low[v] = len(index), len(index)
@@ -112,22 +127,18 @@ func (g waitGraph) onLoops() map[string]bool {
 		if low[v] != index[v] {
 			return
 		}
-		var component []string
+		id, size := len(loops), 0
 		for {
 			top := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			onStack[top] = false
-			component = append(component, top)
+			comp[top] = id
+			size++
 			if top == v {
 				break
 			}
 		}
-		selfLoop := slices.ContainsFunc(g[v], func(w wait) bool { return w.to == v })
-		if len(component) > 1 || selfLoop {
-			for _, c := range component {
-				out[c] = true
-			}
-		}
+		loops = append(loops, size > 1 || slices.ContainsFunc(g[v], func(w wait) bool { return w.to == v }))
 	}
 	vertices := make([]string, 0, len(g))
 	for v := range g {
@@ -139,7 +150,39 @@ func (g waitGraph) onLoops() map[string]bool {
 			connect(v)
 		}
 	}
-	return out
+	return comp, loops
+}
+
+// loopFilter tells, without a search, where no loop through a vertex
+// through accepts can be: each component of the graph (components), and
+// whether it holds such a vertex on a loop.
+type loopFilter struct {
+	graph   waitGraph
+	through func(string) bool
+	comp    map[string]int
+	holds   []bool
+}
+
+// loopFilter is g's, for through, worked out when first asked.
+func (g waitGraph) loopFilter(through func(string) bool) *loopFilter {
+	return &loopFilter{graph: g, through: through}
+}
+
+// mayLoop reports whether, g holding a wait from "to" on "from", a way
+// from "from" back to "to" through a vertex through accepts may exist:
+// that way and the wait make a loop, all of whose vertices lie in one
+// component. False is certain; true asks for the search (loopThrough).
+func (f *loopFilter) mayLoop(from, to string) bool {
+	if f.comp == nil {
+		var loops []bool
+		f.comp, loops = f.graph.components()
+		f.holds = make([]bool, len(loops))
+		for v, c := range f.comp {
+			f.holds[c] = f.holds[c] || loops[c] && f.through(v)
+		}
+	}
+	c, ok := f.comp[from]
+	return ok && f.comp[to] == c && f.holds[c]
 }
 
 // names renders a loop of waits from start as its nodes, start first and
@@ -420,7 +463,11 @@ func (s *Snapshot) newPodsComing(name string, held bool) bool {
 // A wait that follows the provisioning order is never dropped (fe2 waiting
 // for fe1 while be waits for fe2), nor is one on a node whose half-done
 // rollout must finish first (it does not lead back).
-func (p *planner) circularUpgradeWaits(x string, g waitGraph, tier int) []string {
+//
+// filter is g's (loopFilter): a wait in no component with a wait for
+// readiness on a loop is not searched (dense lists make many such waits,
+// each of which the search would walk to its bound).
+func (p *planner) circularUpgradeWaits(x string, g waitGraph, filter *loopFilter, tier int) []string {
 	rel := vertex(stateRelease, x)
 	var out []string
 	for _, w := range g[rel] {
@@ -442,7 +489,7 @@ func (p *planner) circularUpgradeWaits(x string, g waitGraph, tier int) []string
 				continue
 			}
 		}
-		if g.loopThrough(w.to, rel, readiness) {
+		if filter.mayLoop(w.to, rel) && p.loopThrough(g, w.to, rel) {
 			out = append(out, b)
 		}
 	}
@@ -484,19 +531,53 @@ func (g waitGraph) without(drops []dropped, keep dropped) waitGraph {
 // wait is kept, and a node on a loop it cannot tell is held as on a loop,
 // never released early.
 func (g waitGraph) loopThrough(from, to string, through func(string) bool) bool {
-	leadsTo := g.reaching(to)
-	found, ranOut := g.loopByDepthFirst(from, to, through, leadsTo)
-	if found || !ranOut {
-		return found
-	}
-	return g.loopByShortestWays(from, to, through, leadsTo)
+	found, _ := g.loopThroughCounted(from, to, through)
+	return found
 }
 
-// loopByDepthFirst is loopThrough's depth-first search; ranOut says it
-// stopped at maxLoopSearchSteps.
-func (g waitGraph) loopByDepthFirst(from, to string, through func(string) bool, leadsTo map[string]bool) (found, ranOut bool) {
+// loopThroughCounted is loopThrough, with the work it did in waits
+// followed (about: each walk of the graph counts all its waits).
+func (g waitGraph) loopThroughCounted(from, to string, through func(string) bool) (bool, int) {
+	edges := g.edges()
+	leadsTo := g.reaching(to)
+	found, steps := g.loopByDepthFirst(from, to, through, leadsTo)
+	work := edges + steps
+	if found || steps < maxLoopSearchSteps {
+		return found, work
+	}
+	found, tries := g.loopByShortestWays(from, to, through, leadsTo)
+	return found, work + edges*(1+4*tries)
+}
+
+// loopThrough is g.loopThrough for a wait for readiness, within the
+// pass's budget: once its searches have followed maxLoopWorkPerPlan waits,
+// it answers no — the wait is kept, never dropped, and the node held as on
+// a loop (a cost to progress, never to the order) — so that lists dense
+// enough to make every wait circular (each search walking a graph of tens
+// of thousands of waits, for each of them) cannot hold a pass for
+// minutes.
+func (p *planner) loopThrough(g waitGraph, from, to string) bool {
+	if p.loopWork >= maxLoopWorkPerPlan {
+		return false
+	}
+	found, work := g.loopThroughCounted(from, to, readiness)
+	p.loopWork += work
+	return found
+}
+
+// edges counts g's waits.
+func (g waitGraph) edges() int {
+	n := 0
+	for _, ws := range g {
+		n += len(ws)
+	}
+	return n
+}
+
+// loopByDepthFirst is loopThrough's depth-first search, and the steps it
+// took: maxLoopSearchSteps where it ran out.
+func (g waitGraph) loopByDepthFirst(from, to string, through func(string) bool, leadsTo map[string]bool) (found bool, steps int) {
 	onPath := map[string]bool{}
-	steps := 0
 	var walk func(v string) bool
 	walk = func(v string) bool {
 		if v == to {
@@ -521,7 +602,7 @@ func (g waitGraph) loopByDepthFirst(from, to string, through func(string) bool, 
 		return false
 	}
 	found = walk(from)
-	return found, steps >= maxLoopSearchSteps
+	return found, steps
 }
 
 // loopByShortestWays looks, for each vertex through accepts on a way from
@@ -532,35 +613,33 @@ func (g waitGraph) loopByDepthFirst(from, to string, through func(string) bool, 
 // only where the depth-first search ran out. Each vertex costs two
 // breadth-first searches and two searches that avoid their result; it
 // tries as many as maxShortestWaysSteps allows, then keeps the wait.
-func (g waitGraph) loopByShortestWays(from, to string, through func(string) bool, leadsTo map[string]bool) bool {
+// It returns the vertices it tried too.
+func (g waitGraph) loopByShortestWays(from, to string, through func(string) bool, leadsTo map[string]bool) (bool, int) {
 	if through(to) {
-		return leadsTo[from] // the depth-first search ends at "to" on any way
+		return leadsTo[from], 0 // the depth-first search ends at "to" on any way
 	}
-	edges := 1
-	for _, ws := range g {
-		edges += len(ws)
-	}
-	tries := max(1, maxShortestWaysSteps/(4*edges)) // each try walks the graph up to four times
+	budget := max(1, maxShortestWaysSteps/(4*(g.edges()+1))) // each try walks the graph up to four times
+	tried := 0
 	for _, r := range g.reachableWithin(from, leadsTo) {
 		switch {
-		case tries == 0:
-			return false // out of steps: the wait is kept
+		case tried == budget:
+			return false, tried // out of steps: the wait is kept
 		case !through(r):
 		case r == from:
-			return g.reachesAvoiding(from, to, nil) // as the depth-first search asks
+			return g.reachesAvoiding(from, to, nil), tried // as the depth-first search asks
 		default:
 			// Neither way may pass "to" on the way to r, nor "from" on the
 			// way on.
-			tries--
+			tried++
 			if there := g.shortestWay(from, r, map[string]bool{to: true}); there != nil && g.reachesAvoiding(r, to, less(there, r)) {
-				return true
+				return true, tried
 			}
 			if on := g.shortestWay(r, to, map[string]bool{from: true}); on != nil && g.shortestWay(from, r, less(on, r)) != nil {
-				return true
+				return true, tried
 			}
 		}
 	}
-	return false
+	return false, tried
 }
 
 // reachableWithin returns the vertices a way from "from" reaches through
@@ -622,6 +701,15 @@ func less(set map[string]bool, v string) map[string]bool {
 // in all, about; each vertex it tries costs up to four walks of the whole
 // graph, and at least one is tried.
 const maxShortestWaysSteps = 1_000_000
+
+// maxLoopWorkPerPlan bounds the work of one pass's loop searches, in waits
+// followed (planner.loopThrough), with the graphs made for them: about 3 s
+// of one of this machine's cores (BenchmarkPlan, 200 nodes whose every
+// wait is circular). The default lists of a tenant of 200 nodes, the
+// backend crash-looping, need about 120,000; lists that make every wait of
+// hundreds of nodes circular run it out, and the waits left unsearched
+// are kept.
+const maxLoopWorkPerPlan = 20_000_000
 
 // maxLoopSearchSteps bounds loopThrough's search. The default lists of a
 // tenant of 200 nodes need a few steps where a loop is and run it out where

@@ -142,6 +142,9 @@ type planner struct {
 	// snapshot and dropUpgrade, so each round of findWaits starts it anew
 	// (a round's drops change it), and after the last round it holds.
 	waits map[reqsKey]waitResult
+	// loopWork is the work the pass's loop searches have done, in waits
+	// followed (about): past maxLoopWorkPerPlan a search answers no.
+	loopWork int
 }
 
 // waitResult is what wait returns. Its slices are shared by every caller:
@@ -256,13 +259,14 @@ func (p *planner) evaluateAll() waitGraph {
 // of a node whose provisioning the others wait for, else the first by
 // name (provisionedAfter orders only the nodes the lists link).
 func (p *planner) nextDrops(g waitGraph) []dropped {
+	filter := g.loopFilter(readiness)
 	for tier := range 3 {
 		var found []dropped
 		for _, name := range p.names {
 			if len(p.blockers[name]) == 0 || !Gated(p.Nodes[name]) || p.mode(name) != ModeUpgrade {
 				continue
 			}
-			for _, r := range p.circularUpgradeWaits(name, g, tier) {
+			for _, r := range p.circularUpgradeWaits(name, g, filter, tier) {
 				if !p.dropUpgrade[name][r] {
 					found = append(found, dropped{name, r})
 				}
@@ -273,7 +277,11 @@ func (p *planner) nextDrops(g waitGraph) []dropped {
 		}
 		var alone []dropped
 		for _, d := range found {
-			if g.without(found, d).loopThrough(vertex(stateTarget, d.on), vertex(stateRelease, d.node), readiness) {
+			if p.loopWork >= maxLoopWorkPerPlan {
+				break // out of the pass's budget: no more is searched
+			}
+			p.loopWork += len(g) + len(found) // the graph made without the others' waits
+			if p.loopThrough(g.without(found, d), vertex(stateTarget, d.on), vertex(stateRelease, d.node)) {
 				alone = append(alone, d)
 			}
 		}
@@ -295,7 +303,7 @@ func (p *planner) nextDrops(g waitGraph) []dropped {
 // every other drop made (g is the wait graph of the drops made).
 func (p *planner) unfounded(g waitGraph, made []dropped) (dropped, bool) {
 	for _, d := range slices.Backward(made) {
-		if !g.loopThrough(vertex(stateTarget, d.on), vertex(stateRelease, d.node), readiness) {
+		if !p.loopThrough(g, vertex(stateTarget, d.on), vertex(stateRelease, d.node)) {
 			return d, true
 		}
 	}

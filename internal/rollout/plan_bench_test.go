@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
@@ -25,25 +23,25 @@ func BenchmarkPlan(b *testing.B) {
 		// loop of upgrade waits only, through every frontend in as many
 		// ways as there are subsets of them (the loop search's bound).
 		loop bool
+		// dense: every node's upgrade list names every other node: loops
+		// of upgrade waits only through every pair, the densest wait
+		// graph the lists can make.
+		dense bool
 	}{
-		{"every node Ready on its target", 200, false, false, false},
-		{"a change to all just admitted", 200, true, false, false},
-		{"a change to all just admitted, the backend crash-looping", 200, true, true, false},
-		{"8 nodes, a change to all just admitted", 8, true, false, false},
-		{"a change to all just admitted, the backend's upgrade list naming the last frontend", 200, true, false, true},
-		{"a change to all just admitted, the backend's upgrade list naming the last frontend, the backend crash-looping", 200, true, true, true},
+		{"every node Ready on its target", 200, false, false, false, false},
+		{"a change to all just admitted", 200, true, false, false, false},
+		{"a change to all just admitted, the backend crash-looping", 200, true, true, false, false},
+		{"8 nodes, a change to all just admitted", 8, true, false, false, false},
+		{"a change to all just admitted, the backend's upgrade list naming the last frontend", 200, true, false, true, false},
+		{"a change to all just admitted, the backend's upgrade list naming the last frontend, the backend crash-looping", 200, true, true, true, false},
+		{"a change to all just admitted, every upgrade list naming every other node", 200, true, false, false, true},
+		{"20 nodes, a change to all just admitted, every upgrade list naming every other node, the backend crash-looping", 20, true, true, false, true},
+		{"a change to all just admitted, every upgrade list naming every other node, the backend crash-looping", 200, true, true, false, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			w := newWorld(b, "acme")
 			w.tenant(c.size, "v1")
-			for name, n := range w.nodes { // released, Ready on target
-				hash := n.GetAnnotations()[v2alpha1.AnnotationTargetHash]
-				n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = hash
-				n.NodeSpec().RolloutGates = nil
-				w.pods[name] = []Pod{{Name: name + "-0", Version: "v1", Hash: hash,
-					Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionTrue)}}}
-				w.setCurrent[name] = hash
-			}
+			everyNodeReleasedAndReady(w)
 			if c.change {
 				keys := make([]string, 0, c.size)
 				for i := range c.size {
@@ -55,6 +53,13 @@ func BenchmarkPlan(b *testing.B) {
 				w.update("be", func(n v2alpha1.Node) {
 					n.NodeSpec().DeploymentDependencies.UpgradePrerequisites = []v2alpha1.Prerequisite{prereqOf(w, fmt.Sprintf("fe%d", c.size-1))}
 				})
+			}
+			if c.dense {
+				keys := make([]string, 0, c.size)
+				for i := range c.size {
+					keys = append(keys, map[bool]string{true: "be", false: fmt.Sprintf("fe%d", i)}[i == 0])
+				}
+				everyUpgradeListNamesEveryOther(w, keys)
 			}
 			if c.crash {
 				w.crash("be")
