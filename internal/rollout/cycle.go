@@ -541,7 +541,7 @@ func (g waitGraph) loopThroughCounted(from, to string, through func(string) bool
 	edges := g.edges()
 	leadsTo := g.reaching(to)
 	found, steps := g.loopByDepthFirst(from, to, through, leadsTo)
-	work := edges + steps
+	work := edges + steps*(2*edges/max(1, len(g))+1) // each step looks at its waits twice
 	if found || steps < maxLoopSearchSteps {
 		return found, work
 	}
@@ -703,13 +703,13 @@ func less(set map[string]bool, v string) map[string]bool {
 const maxShortestWaysSteps = 1_000_000
 
 // maxLoopWorkPerPlan bounds the work of one pass's loop searches, in waits
-// followed (planner.loopThrough), with the graphs made for them: about 3 s
-// of one of this machine's cores (BenchmarkPlan, 200 nodes whose every
-// wait is circular). The default lists of a tenant of 200 nodes, the
-// backend crash-looping, need about 120,000; lists that make every wait of
-// hundreds of nodes circular run it out, and the waits left unsearched
-// are kept.
-const maxLoopWorkPerPlan = 20_000_000
+// looked at (planner.loopThrough), with the graphs made for them: about a
+// second of one of this machine's cores. The default lists of a tenant of
+// 200 nodes, the backend crash-looping, need about 165,000 (BenchmarkPlan);
+// 20 nodes whose every upgrade list names every other node, the backend
+// crash-looping, 4.5 million; 30 such nodes run it out, and then every
+// wait is kept (findWaits).
+const maxLoopWorkPerPlan = 10_000_000
 
 // maxLoopSearchSteps bounds loopThrough's search. The default lists of a
 // tenant of 200 nodes need a few steps where a loop is and run it out where
@@ -901,6 +901,16 @@ func (p *planner) waitsOnlyForItself(name string, b blocker) bool {
 		return Gated(p.Nodes[name])
 	}
 	return !slices.ContainsFunc(p.Pods[name], func(pod Pod) bool { return !pod.HeldBySequencer() })
+}
+
+// cycleMessage is cycleMessage of node name's loop, saying where the
+// pass's loop searches ran out of their budget.
+func (p *planner) cycleMessage(name string) string {
+	m := cycleMessage(p.cycles[name])
+	if p.outOfLoopBudget() {
+		m += "; the tenant's lists make more loops than one pass searches (every wait is kept: a crashed node on one does not go first)"
+	}
+	return m
 }
 
 // cycleMessage says that the nodes of a loop can never proceed.

@@ -98,3 +98,41 @@ func TestAPassThatRunsOutOfItsLoopSearchBudgetKeepsEveryWaitItDidNotSearch(t *te
 		})
 	}
 }
+
+// Past the budget, the exception that lets a rollout in flight start its
+// pods while a predecessor is not Ready (that predecessor's readiness may
+// wait for the rollout) is not made either: it rests on the loops the
+// searches would have found. be, crash-looping, names every frontend but
+// fe5 in its upgrade list; fe5, released for v2, has a new pod held. A
+// search without bound lets be go first and holds fe5's pod for be Ready;
+// with the waits kept, fe5's pod was let go while be was down (DESIGN §4).
+func TestAPassOutOfItsLoopSearchBudgetHoldsThePodsOfARolloutInFlightForItsPredecessors(t *testing.T) {
+	const size = 200
+	w := denseTenant(t, size)
+	fe5, be := w.name("fe5"), w.name("be")
+	w.update("be", func(n v2alpha1.Node) {
+		var list []v2alpha1.Prerequisite
+		for i := 1; i < size; i++ {
+			if i != 5 {
+				list = append(list, prereqOf(w, fmt.Sprintf("fe%d", i)))
+			}
+		}
+		n.NodeSpec().DeploymentDependencies.UpgradePrerequisites = list
+	})
+	n := w.nodes[fe5]
+	n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] = StampedTarget(n)
+	n.NodeSpec().RolloutGates = nil
+	w.pods[fe5] = []Pod{{Name: fe5 + "-0", Version: "v2", Hash: StampedTarget(n), Gates: []string{v2alpha1.GateSequencer},
+		Conditions: map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)}}}
+	s := w.snapshot()
+	require.True(t, s.inFlight(fe5))
+	require.False(t, s.isReady(be))
+
+	p := newPlanner(s)
+	p.findWaits()
+	require.True(t, p.outOfLoopBudget(), "the searches ran out: %d", p.loopWork)
+	d := p.decide(fe5)
+	assert.Empty(t, d.PodsToRelease, "fe5's pod waits for be Ready: %s", d.Condition.Message)
+	assert.True(t, p.decide(be).Gated)
+	assert.Contains(t, p.decide(be).Condition.Message, "more loops than one pass searches")
+}

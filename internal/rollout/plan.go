@@ -211,9 +211,28 @@ func (p *planner) requirements(name string, upgrade bool) []requirement {
 // made earlier that no longer lies on a loop with every other drop made:
 // the drops that stand are those that each lie on a loop with all the
 // others made.
+//
+// Where the pass's loop searches run out of their budget
+// (maxLoopWorkPerPlan), every drop is taken back: a drop that stood when
+// the searches stopped might not stand at the end of a search without
+// bound, and with every wait kept no node goes before all it waits for.
 func (p *planner) findWaits() {
+	p.findDrops()
+	if p.outOfLoopBudget() {
+		clear(p.dropUpgrade)
+		p.evaluateAll()
+	}
+}
+
+// outOfLoopBudget reports whether the pass's loop searches ran out of
+// their budget: every wait is kept, and no exception that rests on the
+// loops they would find (podsMayStart's for a rollout in flight) is made.
+func (p *planner) outOfLoopBudget() bool { return p.loopWork >= maxLoopWorkPerPlan }
+
+// findDrops is findWaits' search, round after round.
+func (p *planner) findDrops() {
 	var made []dropped
-	for round := 0; ; round++ {
+	for round := 0; !p.outOfLoopBudget(); round++ { // out of it, findWaits takes every drop back
 		letGo := p.evaluateAll()
 		if d, ok := p.unfounded(letGo, made); ok {
 			made = p.takeBack(made, d)
@@ -280,7 +299,7 @@ func (p *planner) nextDrops(g waitGraph) []dropped {
 			if p.loopWork >= maxLoopWorkPerPlan {
 				break // out of the pass's budget: no more is searched
 			}
-			p.loopWork += len(g) + len(found) // the graph made without the others' waits
+			p.loopWork += g.edges() // the graph made without the others' waits
 			if p.loopThrough(g.without(found, d), vertex(stateTarget, d.on), vertex(stateRelease, d.node)) {
 				alone = append(alone, d)
 			}
@@ -600,7 +619,7 @@ func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []
 	if len(blockers) == 0 {
 		return true, nil
 	}
-	if p.inFlight(name) && !slices.ContainsFunc(blockers, func(b blocker) bool { return !p.readinessMayWaitFor(b, name, releasing) }) {
+	if p.inFlight(name) && !p.outOfLoopBudget() && !slices.ContainsFunc(blockers, func(b blocker) bool { return !p.readinessMayWaitFor(b, name, releasing) }) {
 		return true, nil // every predecessor still not Ready may wait for this rollout: holding it could hold them all
 	}
 	return false, blockers
@@ -671,7 +690,7 @@ func (p *planner) decide(name string) Decision {
 		}
 	case p.cycles[name] != nil:
 		d.WaitingFor = blockerNodes(podBlockers)
-		set(false, metav1.ConditionFalse, v2alpha1.ReasonDependencyCycle, "recovering: new pods held scheduling-gated; %s", cycleMessage(p.cycles[name]))
+		set(false, metav1.ConditionFalse, v2alpha1.ReasonDependencyCycle, "recovering: new pods held scheduling-gated; %s", p.cycleMessage(name))
 	case !podsOK:
 		// The blocker's reason, as for a gated node: a missing or paused
 		// prerequisite says so (Argo CD Degraded or Suspended, the alert).
@@ -719,7 +738,7 @@ func (p *planner) decideGated(name string, d *Decision) {
 		}
 	case p.cycles[name] != nil:
 		d.WaitingFor = blockerNodes(p.blockers[name])
-		set(true, metav1.ConditionFalse, v2alpha1.ReasonDependencyCycle, "%s", cycleMessage(p.cycles[name]))
+		set(true, metav1.ConditionFalse, v2alpha1.ReasonDependencyCycle, "%s", p.cycleMessage(name))
 	case len(p.blockers[name]) > 0:
 		d.WaitingFor = blockerNodes(p.blockers[name])
 		b := nearest(p.blockers[name])
