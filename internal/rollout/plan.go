@@ -143,7 +143,8 @@ type planner struct {
 	// (a round's drops change it), and after the last round it holds.
 	waits map[reqsKey]waitResult
 	// loopWork is the work the pass's loop searches have done, in waits
-	// followed (about): past maxLoopWorkPerPlan a search answers no.
+	// looked at (about): past maxLoopWorkPerPlan every wait is kept
+	// (findWaits).
 	loopWork int
 }
 

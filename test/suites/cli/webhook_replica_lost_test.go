@@ -39,6 +39,8 @@ type roundRobin struct {
 	mu       sync.Mutex
 	backends []string
 	next     int
+	// open are the client connections being served.
+	open map[net.Conn]bool
 	// unanswered counts connections sent to a backend that did not answer.
 	unanswered atomic.Int64
 }
@@ -47,7 +49,7 @@ func newRoundRobin(t *testing.T, backends ...string) *roundRobin {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	r := &roundRobin{ln: ln, backends: backends}
+	r := &roundRobin{ln: ln, backends: backends, open: map[net.Conn]bool{}}
 	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
@@ -66,7 +68,13 @@ func (r *roundRobin) serve(conn net.Conn) {
 	r.mu.Lock()
 	backend := r.backends[r.next%len(r.backends)]
 	r.next++
+	r.open[conn] = true
 	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.open, conn)
+		r.mu.Unlock()
+	}()
 	up, err := net.DialTimeout("tcp", backend, time.Second)
 	if err != nil {
 		r.unanswered.Add(1)
@@ -77,6 +85,18 @@ func (r *roundRobin) serve(conn net.Conn) {
 	go func() { _, _ = io.Copy(up, conn); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(conn, up); done <- struct{}{} }()
 	<-done
+}
+
+// closeAll closes every client connection being served: the API server
+// dials again for its next calls, and those are spread over the backends
+// as they are then. Without it, the calls after a backend is lost may all
+// ride connections kept open to the other one, and the loss go unfelt.
+func (r *roundRobin) closeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for conn := range r.open {
+		_ = conn.Close()
+	}
 }
 
 func (r *roundRobin) drop(backend string) {
@@ -175,6 +195,7 @@ func TestAWebhookReplicaLostMidHelmUpgradeLeavesEveryNodeWholeAndGated(t *testin
 	}
 	time.Sleep(tenants / 2 * 100 * time.Millisecond) // half of them on their way
 	stopA()
+	service.closeAll()          // the calls still to come dial again, half of them to the lost replica
 	time.Sleep(2 * time.Second) // until the endpoints controller takes it out
 	service.drop(addrA)
 	wg.Wait()
