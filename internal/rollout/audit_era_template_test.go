@@ -58,15 +58,7 @@ func TestAPodOfATemplateItsNodeNeverRanWaitsThoughItsStatefulSetWasUnchangedSinc
 				}
 				return out
 			}
-			snapshot := func() *Snapshot {
-				s := &Snapshot{Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
-					Nodes: w.nodes, Pods: w.pods, MissingPods: w.missingPods(), Now: w.now, Grouping: w.grouping}
-				read := sets()
-				s.SetRevisions = setRevisions(read, s)
-				s.SetTemplates = setTemplates(read, s.Nodes)
-				s.SetsConverged = setsConverged(s, read)
-				return s
-			}
+			snapshot := func() *Snapshot { return w.snapshotOf(sets()) }
 
 			_, gate := Unheld(snapshot())
 			require.Contains(t, gate, be, "the switch to enforce gates be")
@@ -80,9 +72,7 @@ func TestAPodOfATemplateItsNodeNeverRanWaitsThoughItsStatefulSetWasUnchangedSinc
 				}
 				w.tick++
 				w.now = w.now.Add(time.Second)
-				w.seeConvergence()
-				w.apply(Plan(snapshot())) // the operator acts on nothing
-				w.seenThisPass = nil
+				w.sequenceOn(snapshot()) // the operator acts on nothing
 			}
 			require.False(t, Gated(w.nodes[be]), "be is released for v1")
 			require.Equal(t, v1hash, ReleasedTarget(w.nodes[be]))

@@ -656,14 +656,18 @@ func (w *world) evict(keys ...string) {
 	}
 }
 
-func (w *world) snapshot() *Snapshot {
+func (w *world) snapshot() *Snapshot { return w.snapshotOf(w.statefulSets()) }
+
+// snapshotOf is the tenant as a fresh read finds it with sets for its
+// nodes' StatefulSets: a test that moves a StatefulSet as the world does
+// not (edited with its controller behind, made again) reads it so.
+func (w *world) snapshotOf(sets []appsv1.StatefulSet) *Snapshot {
 	s := &Snapshot{
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
 		Nodes: w.nodes, Pods: w.pods, MissingPods: w.missingPods(), Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
 	}
 	// As the fresh reads do: the StatefulSets of the nodes, and only the
 	// workload of each node as it is now.
-	sets := w.statefulSets()
 	if len(w.gone) > 0 {
 		all := maps.Clone(w.pods)
 		for name, g := range w.gone {
@@ -832,12 +836,20 @@ func (w *world) gatedSuffix(name string) string {
 // checking each release — of a node and of a pod — against the
 // independent oracle.
 func (w *world) sequence() {
-	w.seeConvergence()
 	if !w.scoped {
-		w.apply(Plan(w.snapshot()))
-	} else {
-		w.apply(w.planScoped())
+		w.sequenceOn(w.snapshot())
+		return
 	}
+	w.seeConvergence()
+	w.apply(w.planScoped())
+	w.seenThisPass = nil
+}
+
+// sequenceOn plans once on s, the tenant as a fresh read finds it, and
+// applies the decisions as sequence does, the oracle checking each release.
+func (w *world) sequenceOn(s *Snapshot) {
+	w.seeConvergence()
+	w.apply(Plan(s))
 	w.seenThisPass = nil
 }
 

@@ -181,6 +181,10 @@ type Result struct {
 	Steps      map[string]time.Duration
 	PeakRSSKiB int
 	CPU        time.Duration
+	// StackCPU is the CPU time, from its start to the run's end, of each
+	// process the benchmark started but express-sequencer (kube-apiserver,
+	// etcd and, with -cluster, the control loops and KWOK), by name.
+	StackCPU map[string]time.Duration
 	// Crash is the crash measurement, when asked for.
 	Crash CrashResult
 	// FleetView is what the fleet view costs on the settled fleet.
@@ -275,6 +279,7 @@ func run(o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB%s\n", res.PeakRSSKiB/1024, limit)
 	fmt.Fprintf(out, "  sequencer CPU time:      %s (of %s wall clock for both phases)\n", res.CPU.Round(time.Second), (res.Provision + res.Upgrade).Round(time.Second))
+	reportStackCPU(out, res.StackCPU, 2*o.tenants*o.nodes)
 	reportFleetView(out, res.FleetView)
 	if o.slowest > 0 {
 		idx := make([]int, len(res.Latencies))
@@ -512,6 +517,9 @@ func measure(o options, out io.Writer) (Result, error) {
 	if res.CPU, err = cpuTime(seq.Process.Pid); err != nil {
 		return res, err
 	}
+	if res.StackCPU, err = stackCPU(seq.Process.Pid); err != nil {
+		return res, err
+	}
 	calls, err := metricSum(metricsURL, "rest_client_requests_total") // client-go's
 	if err != nil {
 		return res, err
@@ -640,7 +648,7 @@ func waitCount(ctx context.Context, out io.Writer, what string, counter *atomic.
 func cpuTime(pid int) (time.Duration, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading the sequencer's CPU time: %w", err)
+		return 0, fmt.Errorf("reading the CPU time of process %d: %w", pid, err)
 	}
 	// Fields after the command name, which is in parentheses and may hold spaces.
 	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
