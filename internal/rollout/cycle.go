@@ -531,22 +531,25 @@ func (g waitGraph) without(drops []dropped, keep dropped) waitGraph {
 // wait is kept, and a node on a loop it cannot tell is held as on a loop,
 // never released early.
 func (g waitGraph) loopThrough(from, to string, through func(string) bool) bool {
-	found, _ := g.loopThroughCounted(from, to, through)
+	found, _, _ := g.loopThroughCounted(from, to, through)
 	return found
 }
 
 // loopThroughCounted is loopThrough, with the work it did in waits
-// followed (about: each walk of the graph counts all its waits).
-func (g waitGraph) loopThroughCounted(from, to string, through func(string) bool) (bool, int) {
+// followed (about: each walk of the graph counts all its waits), and
+// whether its answer is sure: a no is sure only where the depth-first
+// search ended within maxLoopSearchSteps, having tried every way; the
+// shortest ways it tries next find a loop or say nothing.
+func (g waitGraph) loopThroughCounted(from, to string, through func(string) bool) (found bool, work int, sure bool) {
 	edges := g.edges()
 	leadsTo := g.reaching(to)
 	found, steps := g.loopByDepthFirst(from, to, through, leadsTo)
-	work := edges + steps*(2*edges/max(1, len(g))+1) // each step looks at its waits twice
+	work = edges + steps*(2*edges/max(1, len(g))+1) // each step looks at its waits twice
 	if found || steps < maxLoopSearchSteps {
-		return found, work
+		return found, work, true
 	}
 	found, tries := g.loopByShortestWays(from, to, through, leadsTo)
-	return found, work + edges*(1+4*tries)
+	return found, work + edges*(1+4*tries), found
 }
 
 // loopThrough is g.loopThrough for a wait for readiness, within the
@@ -556,12 +559,16 @@ func (g waitGraph) loopThroughCounted(from, to string, through func(string) bool
 // enough to make every wait circular (each search walking a graph of tens
 // of thousands of waits, for each of them) cannot hold a pass for
 // minutes.
+//
+// A search that answers no without having tried every way (it ran out of
+// maxLoopSearchSteps) keeps its wait too, and is noted (loopsUnsure).
 func (p *planner) loopThrough(g waitGraph, from, to string) bool {
 	if p.loopWork >= maxLoopWorkPerPlan {
 		return false
 	}
-	found, work := g.loopThroughCounted(from, to, readiness)
+	found, work, sure := g.loopThroughCounted(from, to, readiness)
 	p.loopWork += work
+	p.unsure = p.unsure || !sure
 	return found
 }
 

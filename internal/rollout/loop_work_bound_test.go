@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -135,4 +136,62 @@ func TestAPassOutOfItsLoopSearchBudgetHoldsThePodsOfARolloutInFlightForItsPredec
 	assert.Empty(t, d.PodsToRelease, "fe5's pod waits for be Ready: %s", d.Condition.Message)
 	assert.True(t, p.decide(be).Gated)
 	assert.Contains(t, p.decide(be).Condition.Message, "more loops than one pass searches")
+}
+
+// A loop search that runs out of its steps (maxLoopSearchSteps) with the
+// pass's budget left keeps its wait, as one past the budget does, and is
+// noted: 20 nodes whose every upgrade list names every other node, the
+// backend crash-looping, need searches longer than that bound and stay
+// within the budget (BenchmarkPlan).
+func TestALoopSearchThatRunsOutOfItsStepsIsNotedThoughThePassHasBudgetLeft(t *testing.T) {
+	w := denseTenant(t, 20)
+	w.crash("be")
+	p := newPlanner(w.snapshot())
+	p.findWaits()
+	require.False(t, p.outOfLoopBudget(), "within the budget: %d", p.loopWork)
+	assert.True(t, p.loopsUnsure(), "a search ran out of its %d steps", maxLoopSearchSteps)
+}
+
+// fe2 rolling a change to all when the backend, gated for the same change
+// and waiting for fe2, crashes and fe2's pods are lost: be's readiness
+// waits for fe2, so fe2's new pods start (the half-done rollout finishes
+// first). A pass whose loop searches answered no without trying every way
+// makes no such exception: a wait kept for want of a search is one more
+// way be's readiness may wait for fe2, and a search without bound could
+// drop it — be going first by the provisioning order, fe2's pods held for
+// it — so fe2's pods wait for be.
+func TestAPassWhoseLoopSearchesAreUnsureHoldsThePodsOfARolloutInFlightForItsPredecessors(t *testing.T) {
+	w := newWorld(t, "acme")
+	mark := settledTenant(w, 5)
+	w.setVersion(v2, keysOf(5)...)
+	for !strings.HasSuffix(w.startedSince(mark), "fe2") {
+		w.step()
+	}
+	w.crash("be")
+	w.evict("fe2")
+	fe2, be := w.name("fe2"), w.name("be")
+	require.NotEmpty(t, w.pods[fe2])
+	for i := range w.pods[fe2] { // as the pod webhook's read by name holds them
+		w.pods[fe2][i].Gates = []string{v2alpha1.GateSequencer}
+	}
+	s := w.snapshot()
+	require.True(t, s.inFlight(fe2))
+	require.False(t, s.isReady(be))
+
+	p := newPlanner(s)
+	p.findWaits()
+	require.False(t, p.loopsUnsure())
+	ok, _ := p.podsMayStart(fe2, nil)
+	require.True(t, ok, "be waits for fe2's rollout: its pods start")
+	require.NotEmpty(t, p.decide(fe2).PodsToRelease)
+
+	p = newPlanner(s)
+	p.unsure = true // a search ran out of its steps (above)
+	p.findWaits()
+	ok, blockers := p.podsMayStart(fe2, nil)
+	assert.False(t, ok, "fe2's pods wait for be")
+	assert.NotEmpty(t, blockers)
+	d := p.decide(fe2)
+	assert.Equal(t, v2alpha1.ReasonRolloutPodsHeld, d.Condition.Reason)
+	assert.Contains(t, d.Condition.Message, "loops longer than one pass searches", "and it says why they are not let start")
 }

@@ -146,6 +146,9 @@ type planner struct {
 	// looked at (about): past maxLoopWorkPerPlan every wait is kept
 	// (findWaits).
 	loopWork int
+	// unsure: a loop search of the pass answered no without trying every
+	// way (loopsUnsure).
+	unsure bool
 }
 
 // waitResult is what wait returns. Its slices are shared by every caller:
@@ -226,9 +229,18 @@ func (p *planner) findWaits() {
 }
 
 // outOfLoopBudget reports whether the pass's loop searches ran out of
-// their budget: every wait is kept, and no exception that rests on the
-// loops they would find (podsMayStart's for a rollout in flight) is made.
+// their budget: every wait is kept (findWaits).
 func (p *planner) outOfLoopBudget() bool { return p.loopWork >= maxLoopWorkPerPlan }
+
+// loopsUnsure reports whether a wait of the pass may have been kept for
+// want of a search, not for want of a loop: the searches ran out of their
+// budget, or one ran out of its steps. A wait kept is a hold for a
+// release, but, for podsMayStart's exception for a rollout in flight, one
+// more way a predecessor's readiness may wait for it: a search without
+// bound could find the loop and drop that wait — letting the crashed
+// predecessor go first, the rollout's pods held for it — where the wait
+// kept lets them start while it is down. So no such exception is made.
+func (p *planner) loopsUnsure() bool { return p.unsure || p.outOfLoopBudget() }
 
 // findDrops is findWaits' search, round after round.
 func (p *planner) findDrops() {
@@ -620,10 +632,16 @@ func (p *planner) podsMayStart(name string, releasing map[string]bool) (bool, []
 	if len(blockers) == 0 {
 		return true, nil
 	}
-	if p.inFlight(name) && !p.outOfLoopBudget() && !slices.ContainsFunc(blockers, func(b blocker) bool { return !p.readinessMayWaitFor(b, name, releasing) }) {
+	if p.inFlight(name) && !p.loopsUnsure() && p.eachMayWaitFor(blockers, name, releasing) {
 		return true, nil // every predecessor still not Ready may wait for this rollout: holding it could hold them all
 	}
 	return false, blockers
+}
+
+// eachMayWaitFor reports whether the readiness of every node of blockers
+// may wait for node target (readinessMayWaitFor).
+func (p *planner) eachMayWaitFor(blockers []blocker, target string, releasing map[string]bool) bool {
+	return !slices.ContainsFunc(blockers, func(b blocker) bool { return !p.readinessMayWaitFor(b, target, releasing) })
 }
 
 // readinessMayWaitFor reports whether node from may not become Ready until
@@ -682,8 +700,12 @@ func (p *planner) decide(name string) Decision {
 		set(false, metav1.ConditionTrue, v2alpha1.ReasonRolloutComplete, "%s", msg)
 	case p.inFlight(name) && !podsOK && slices.ContainsFunc(p.Pods[name], Pod.HeldBySequencer):
 		d.WaitingFor = blockerNodes(podBlockers)
+		why := nearest(podBlockers).message
+		if p.loopsUnsure() && p.eachMayWaitFor(podBlockers, name, p.releasing) {
+			why += unsureLoopsNote
+		}
 		set(false, metav1.ConditionFalse, v2alpha1.ReasonRolloutPodsHeld, "rolling out %s (released); new pods held scheduling-gated: %s",
-			describeTarget(n), nearest(podBlockers).message)
+			describeTarget(n), why)
 	case p.inFlight(name):
 		p.inProgress(n, &d)
 		if note := "; " + sharedNameBlocker(name).message; p.SharedNames[name] && !strings.HasSuffix(d.Condition.Message, note) {
@@ -871,6 +893,12 @@ const (
 	podsReleasedNote     = "scheduling gate removed from"
 	podsWouldReleaseNote = "audit: enforcing would now remove the scheduling gate from"
 )
+
+// unsureLoopsNote ends the message of a rollout in flight whose new pods
+// are held though every predecessor they wait for may wait for it: the
+// exception that lets them start rests on loops a search did not follow
+// to their end (loopsUnsure).
+const unsureLoopsNote = "; they may wait for this rollout, but the tenant's lists make loops longer than one pass searches, so its pods are not let start before them (express.medallia.com/ignore-prerequisites on this node lets them)"
 
 // withPods is message with what it adds about pods: note, then their names.
 func withPods(message, note string, pods []string) string {
