@@ -117,6 +117,13 @@ bench-reads: control-plane ## The fresh reads of the whole tenant against the re
 	$(GO) run ./bench -cluster -controller-qps 200 -tenants 1000 -scoped-reads=false && \
 	$(GO) run ./bench -cluster -controller-qps 200 -tenants 1000 -scoped-reads=true -pod-reads-by-name=true
 
+.PHONY: bench-guard
+bench-guard: control-plane ## What the release guard and the scoped read cost kube-apiserver, side by side (docs/performance.md): 200 tenants at 2 tenants/s with both (the default), with the whole tenant read instead of the scoped read, and without the guard.
+	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
+	$(GO) run ./bench -tenants 200 -upgrade-rate 2 && \
+	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -scoped-reads=false && \
+	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -recheck-releases=false
+
 .PHONY: bench-audit
 bench-audit: control-plane ## The order auditor's cost beside the sequencer's: 200 and 1,000 tenants, each without it, then with it; then 1,000 with it under a 250 MiB Go memory limit (docs/performance.md).
 	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
