@@ -145,7 +145,6 @@ func TestAPassOutOfItsLoopSearchBudgetHoldsThePodsOfARolloutInFlightForItsPredec
 // within the budget (BenchmarkPlan).
 func TestALoopSearchThatRunsOutOfItsStepsIsNotedThoughThePassHasBudgetLeft(t *testing.T) {
 	w := denseTenant(t, 20)
-	w.crash("be")
 	p := newPlanner(w.snapshot())
 	p.findWaits()
 	require.False(t, p.outOfLoopBudget(), "within the budget: %d", p.loopWork)
@@ -193,5 +192,30 @@ func TestAPassWhoseLoopSearchesAreUnsureHoldsThePodsOfARolloutInFlightForItsPred
 	assert.NotEmpty(t, blockers)
 	d := p.decide(fe2)
 	assert.Equal(t, v2alpha1.ReasonRolloutPodsHeld, d.Condition.Reason)
-	assert.Contains(t, d.Condition.Message, "loops longer than one pass searches", "and it says why they are not let start")
+	assert.Contains(t, d.Condition.Message, "longer than one pass searches", "and it says why they are not let start")
+	assert.True(t, p.decide(be).Gated, "be waits for fe2 (a cost to progress: ignore-prerequisites on fe2 lets its pods start)")
+}
+
+// The default lists of a tenant of 200 nodes, a change to all just
+// admitted and the backend crash-looping (with, or without, its upgrade
+// list naming the last frontend): every loop search ends within its steps,
+// so the exception for a rollout in flight stays open to such tenants.
+func TestTheDefaultListsOf200NodesWithACrashAreSearchedToTheEnd(t *testing.T) {
+	for _, loop := range []bool{false, true} {
+		w := newWorld(t, "acme")
+		w.tenant(200, "v1")
+		everyNodeReleasedAndReady(w)
+		keys := keysOf(200)
+		w.setVersion("v2", keys...)
+		if loop {
+			w.update("be", func(n v2alpha1.Node) {
+				n.NodeSpec().DeploymentDependencies.UpgradePrerequisites = []v2alpha1.Prerequisite{prereqOf(w, "fe199")}
+			})
+		}
+		w.crash("be")
+		p := newPlanner(w.snapshot())
+		p.findWaits()
+		assert.Positive(t, p.loopWork, "loop=%v: the crash makes loops to search", loop)
+		assert.False(t, p.loopsUnsure(), "loop=%v: every search ended within its steps (%d waits looked at)", loop, p.loopWork)
+	}
 }

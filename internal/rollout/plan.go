@@ -239,7 +239,14 @@ func (p *planner) outOfLoopBudget() bool { return p.loopWork >= maxLoopWorkPerPl
 // more way a predecessor's readiness may wait for it: a search without
 // bound could find the loop and drop that wait — letting the crashed
 // predecessor go first, the rollout's pods held for it — where the wait
-// kept lets them start while it is down. So no such exception is made.
+// kept lets them start while it is down. So no such exception is made in
+// the pass. Not only where the exception rests on such a wait: drops are
+// made and taken back round by round, and which waits a search without
+// bound would leave cannot be told from the waits kept unsure alone; the
+// pods held are never out of order. The cost is to progress, in tenants
+// whose lists defeat the search — dense explicit lists the validating
+// webhook refuses (a definite loop): the default lists of 200 nodes, a
+// crash included, search to the end.
 func (p *planner) loopsUnsure() bool { return p.unsure || p.outOfLoopBudget() }
 
 // findDrops is findWaits' search, round after round.
@@ -701,7 +708,7 @@ func (p *planner) decide(name string) Decision {
 	case p.inFlight(name) && !podsOK && slices.ContainsFunc(p.Pods[name], Pod.HeldBySequencer):
 		d.WaitingFor = blockerNodes(podBlockers)
 		why := nearest(podBlockers).message
-		if p.loopsUnsure() && p.eachMayWaitFor(podBlockers, name, p.releasing) {
+		if p.loopsUnsure() && !p.SharedNames[name] && p.eachMayWaitFor(podBlockers, name, p.releasing) {
 			why += unsureLoopsNote
 		}
 		set(false, metav1.ConditionFalse, v2alpha1.ReasonRolloutPodsHeld, "rolling out %s (released); new pods held scheduling-gated: %s",
@@ -898,7 +905,7 @@ const (
 // are held though every predecessor they wait for may wait for it: the
 // exception that lets them start rests on loops a search did not follow
 // to their end (loopsUnsure).
-const unsureLoopsNote = "; they may wait for this rollout, but the tenant's lists make loops longer than one pass searches, so its pods are not let start before them (express.medallia.com/ignore-prerequisites on this node lets them)"
+const unsureLoopsNote = "; they may wait for this rollout, but through loops of the tenant's lists longer than one pass searches, so its pods are not let start before them (" + v2alpha1.AnnotationIgnorePrerequisites + " on this node lets them)"
 
 // withPods is message with what it adds about pods: note, then their names.
 func withPods(message, note string, pods []string) string {

@@ -181,7 +181,7 @@ type Result struct {
 	Steps      map[string]time.Duration
 	PeakRSSKiB int
 	CPU        time.Duration
-	// StackCPU is the CPU time, from its start to the run's end, of each
+	// StackCPU is the CPU time, over provisioning and upgrade, of each
 	// process the benchmark started but express-sequencer (kube-apiserver,
 	// etcd and, with -cluster, the control loops and KWOK), by name.
 	StackCPU map[string]time.Duration
@@ -376,6 +376,10 @@ func measure(o options, out io.Writer) (Result, error) {
 
 	total := int64(o.tenants * o.nodes)
 	fmt.Fprintf(out, "Creating %d tenants of %d nodes…\n", o.tenants, o.nodes)
+	stackBefore, err := stackCPU(seq.Process.Pid)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	if err := parallel(ctx, o.workers, o.tenants, func(i int) error { return createTenant(ctx, c, i, o.nodes, o.rolloutID) }); err != nil {
 		return res, err
@@ -438,6 +442,14 @@ func measure(o options, out io.Writer) (Result, error) {
 	writesAfter, err := settledWrites(ctx, metricsURL)
 	if err != nil {
 		return res, err
+	}
+	stackAfter, err := stackCPU(seq.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	res.StackCPU = map[string]time.Duration{}
+	for name, cpu := range stackAfter {
+		res.StackCPU[name] = cpu - stackBefore[name]
 	}
 	if res.FleetView, err = measureFleetView(ctx, st.cfg, c, o.tenants); err != nil {
 		return res, err
@@ -515,9 +527,6 @@ func measure(o options, out io.Writer) (Result, error) {
 		return res, err
 	}
 	if res.CPU, err = cpuTime(seq.Process.Pid); err != nil {
-		return res, err
-	}
-	if res.StackCPU, err = stackCPU(seq.Process.Pid); err != nil {
 		return res, err
 	}
 	calls, err := metricSum(metricsURL, "rest_client_requests_total") // client-go's

@@ -5,13 +5,15 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 )
 
 // stackCPU reads the CPU time of each process the benchmark started but
-// sequencer (its pid), by command name, adding up processes of one name:
+// sequencer (its pid), by the name of its executable (comm, in /proc,
+// keeps 15 characters: kube-controller-manager's would be cut), adding up
+// processes of one name:
 // what the rest of the stack spent beside express-sequencer, kube-apiserver
 // above all, whose cost the sequencer's reads and writes drive.
 func stackCPU(sequencer int) (map[string]time.Duration, error) {
@@ -24,7 +26,7 @@ func stackCPU(sequencer int) (map[string]time.Duration, error) {
 		if pid == sequencer {
 			continue
 		}
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		if err != nil {
 			continue // gone meanwhile: a process the run has finished with
 		}
@@ -32,7 +34,7 @@ func stackCPU(sequencer int) (map[string]time.Duration, error) {
 		if err != nil {
 			continue
 		}
-		out[strings.TrimSpace(string(comm))] += cpu
+		out[filepath.Base(exe)] += cpu
 	}
 	if _, ok := out["kube-apiserver"]; !ok {
 		return nil, fmt.Errorf("no kube-apiserver among the benchmark's processes %v", children)
@@ -44,7 +46,7 @@ func stackCPU(sequencer int) (map[string]time.Duration, error) {
 // process's, beside the node rollouts of both phases.
 func reportStackCPU(out io.Writer, cpu map[string]time.Duration, rollouts int) {
 	api := cpu["kube-apiserver"]
-	fmt.Fprintf(out, "  kube-apiserver CPU time: %s, %.1f ms per node rollout (from its start, both phases; every client's calls, not the sequencer's alone)", api.Round(time.Second), float64(api.Microseconds())/1000/float64(max(1, rollouts)))
+	fmt.Fprintf(out, "  kube-apiserver CPU time: %s, %.1f ms per node rollout (provisioning and upgrade; every client's calls, not the sequencer's alone)", api.Round(time.Second), float64(api.Microseconds())/1000/float64(max(1, rollouts)))
 	for _, name := range slices.Sorted(maps.Keys(cpu)) {
 		if name != "kube-apiserver" {
 			fmt.Fprintf(out, "; %s %s", name, cpu[name].Round(time.Second))
