@@ -917,7 +917,7 @@ func (p *planner) waitsOnlyForItself(name string, b blocker) bool {
 func (p *planner) cycleMessage(name string) string {
 	m := cycleMessage(p.cycles[name])
 	if p.outOfLoopBudget() {
-		m += "; the tenant's lists make more loops than one pass searches (every wait is kept: a crashed node on one does not go first)"
+		m += outOfBudgetNote
 	}
 	return m
 }

@@ -901,6 +901,10 @@ const (
 	podsWouldReleaseNote = "audit: enforcing would now remove the scheduling gate from"
 )
 
+// outOfBudgetNote ends the message of a node on a loop when the pass's
+// loop searches ran out of their budget (cycleMessage).
+const outOfBudgetNote = "; the tenant's lists make more loops than one pass searches (every wait is kept: a crashed node on one does not go first)"
+
 // unsureLoopsNote ends the message of a rollout in flight whose new pods
 // are held though every predecessor they wait for may wait for it: the
 // exception that lets them start rests on loops a search did not follow

@@ -25,6 +25,8 @@ func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	assert.Positive(t, res.PeakRSSKiB)
 	assert.Positive(t, res.StackCPU["kube-apiserver"], "kube-apiserver's CPU time is read: %v", res.StackCPU)
 	assert.Positive(t, res.StackCPU["etcd"], "so is etcd's, apart from it: %v", res.StackCPU)
+	assert.Positive(t, res.StackCPU["express-sequencer"], "and the sequencer's, over the same window: %v", res.StackCPU)
+	assert.LessOrEqual(t, res.StackCPU["express-sequencer"], res.CPU, "within its CPU time over the whole run: %v", res.StackCPU)
 	assert.Positive(t, res.Steps["release"], "a releasing reconcile's steps are timed: %v", res.Steps)
 	assert.Positive(t, res.Steps["release-guard/fresh_read"], "the release guard's read is timed: %v", res.Steps)
 	assert.LessOrEqual(t, res.Percentile(50), res.Percentile(99))

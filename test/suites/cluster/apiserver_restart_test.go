@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,12 +121,18 @@ func convergesWithTheScheduler(t *testing.T, namespaces []string) {
 	t.Helper()
 	ctx := context.Background()
 	restarted := false
-	require.True(t, waitFor(3*time.Minute, func() bool {
-		settled := true
+	var unsettled map[string]string
+	ok := waitFor(3*time.Minute, func() bool {
+		unsettled = map[string]string{}
 		var stuck []string
 		for _, ns := range namespaces {
-			done, _, err := controlplane.Settled(ctx, harness.Client, ns)
-			settled = settled && err == nil && done
+			done, why, err := controlplane.Settled(ctx, harness.Client, ns)
+			if err != nil {
+				why = err.Error()
+			}
+			if err != nil || !done {
+				unsettled[ns] = why
+			}
 			var list corev1.PodList
 			if harness.Client.List(ctx, &list, client.InNamespace(ns), client.HasLabels{v2alpha1.LabelNode}) != nil {
 				continue
@@ -141,6 +148,12 @@ func convergesWithTheScheduler(t *testing.T, namespaces []string) {
 			require.NoError(t, cluster.RestartScheduler())
 			restarted = true
 		}
-		return settled
-	}), "every tenant settles")
+		return len(unsettled) == 0
+	})
+	if !ok {
+		for _, ns := range slices.Sorted(maps.Keys(unsettled)) {
+			dump(t, ns)
+		}
+	}
+	require.True(t, ok, "every tenant settles; not settled: %v", unsettled)
 }
