@@ -123,6 +123,9 @@ func (a *Auditor) Start(ctx context.Context) error {
 			return fmt.Errorf("the auditor's watches of %v did not sync", group)
 		}
 	}
+	a.mu.Lock()
+	a.judge.FoundUnderWay()
+	a.mu.Unlock()
 	a.Log.Info("Auditing rollouts", "default mode", a.DefaultMode)
 	tick := a.Clock.NewTicker(settleEvery)
 	defer tick.Stop()

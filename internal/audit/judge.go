@@ -229,6 +229,8 @@ type podLife struct {
 	// was made from (FromSet only).
 	set, revision    string
 	created, deleted uint64 // 0: before the auditor's view / not deleted
+	// started is its creation time (metadata.creationTimestamp).
+	started time.Time
 	// letGo is, for a pod enforcing would have held, when the plan would
 	// have let it go (zero while it has not).
 	letGo time.Time
@@ -348,9 +350,41 @@ func (j *Judge) PodCreated(rv uint64, p PodSeen) {
 	}
 }
 
+// FoundUnderWay opens, once the auditor's first lists are fed, the
+// would-have-helds they show under way: a node in audit, held as listed —
+// the plan has not let its target go — with a pod of that target made
+// before the auditor's view. The pod could be made only once the target
+// was the node's, and the node has been held for it since, so it started
+// while the plan held the node, as a pod judged on its creation would
+// have shown (a restart, or another replica leading, loses no open
+// would-have-held). It ends as any does (letGo). Only a pod with the
+// target-hash label counts: on the contract's fallback a pod's version and
+// revision are those of the target before a config-only change too.
+func (j *Judge) FoundUnderWay() {
+	for k, l := range j.nodes {
+		if len(l.revs) == 0 || j.open[k] != nil {
+			continue
+		}
+		first := l.revs[0]
+		if first.heldSince == 0 || !first.seen.Audit || first.seen.Gone || j.reported[k] == first.heldSince {
+			continue
+		}
+		i := slices.IndexFunc(j.pods[k], func(p podLife) bool {
+			return p.created == 0 && p.deleted == 0 && p.target == first.seen.Target
+		})
+		if i < 0 {
+			continue
+		}
+		p := j.pods[k][i]
+		j.reported[k] = first.heldSince
+		j.open[k] = &Finding{Kind: KindWouldHaveHeld, Node: k, NodeKind: first.seen.Kind, Pod: p.name, Target: p.target,
+			HeldAt: first.heldSince, CreatedAt: first.heldSince, Started: p.started, Waiting: first.seen.Waiting}
+	}
+}
+
 // lifeOf is the life of pod p, created at rv.
 func lifeOf(rv uint64, p PodSeen) podLife {
-	l := podLife{name: p.Name, uid: p.UID, target: p.Target, created: rv}
+	l := podLife{name: p.Name, uid: p.UID, target: p.Target, created: rv, started: p.Created}
 	if p.FromSet {
 		l.set, l.revision = p.Set, p.Revision
 	}
@@ -464,6 +498,18 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 			case f.Recovery:
 				j.openPods[f.Node] = &f
 			case f.Kind == KindWouldHaveHeld:
+				if prev := j.open[f.Node]; prev != nil {
+					// A hold of an earlier target, judged in the same pass:
+					// the new hold ended it, so it ends here, before this
+					// one takes its place.
+					done, ok := j.letGo(f.Node, prev)
+					if !ok {
+						done = *prev
+					}
+					if j.reportable(done) {
+						out = append(out, done)
+					}
+				}
 				j.open[f.Node] = &f
 			default:
 				out = append(out, f)
@@ -615,7 +661,12 @@ func (j *Judge) letGo(k NodeKey, f *Finding) (Finding, bool) {
 		}
 		done := *f
 		done.Waiting = waiting
-		if !r.seen.Gone && (r.seen.Target == f.Target || r.seen.Key == f.Target) && !r.seen.ReleasedAt.IsZero() {
+		// Ended by a release of the target the pod started on: the node's
+		// released-target is its target. A hold can end without one — the
+		// node taken down or deleted, its target changed — and its
+		// released-at then dates an earlier release, before the pod.
+		released := r.seen.Released != "" && r.seen.Released == r.seen.Target
+		if !r.seen.Gone && released && (r.seen.Target == f.Target || r.seen.Key == f.Target) && !r.seen.ReleasedAt.IsZero() {
 			done.ReleasedAt = r.seen.ReleasedAt
 			if d := r.seen.ReleasedAt.Sub(f.Started); d > 0 {
 				done.HeldFor = d

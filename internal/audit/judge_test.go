@@ -31,9 +31,15 @@ func nodeGone(rv uint64, uid string) step {
 	return func(j *Judge) { j.Node(rv, fe1, NodeSeen{Kind: "Frontend", UID: uid, Gone: true}) }
 }
 
+// auditNode is fe1 in audit mode at rv: held for target, or let go on it
+// at releasedAt (its released-target is its target).
 func auditNode(rv uint64, held bool, target string, releasedAt time.Time) step {
+	released := target
+	if held {
+		released = ""
+	}
 	return func(j *Judge) {
-		j.Node(rv, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Held: held, Audit: true, Target: target, ReleasedAt: releasedAt, Waiting: "would hold acme-fe1: waiting for acme-be"})
+		j.Node(rv, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Held: held, Audit: true, Target: target, Released: released, ReleasedAt: releasedAt, Waiting: "would hold acme-fe1: waiting for acme-be"})
 	}
 }
 
@@ -263,6 +269,82 @@ func TestAWouldHaveHeldSaysHowLongEnforcingWouldHaveHeldIt(t *testing.T) {
 	assert.Equal(t, 12*time.Second, found[0].HeldFor)
 	assert.Equal(t, at(12), found[0].ReleasedAt)
 	assert.Equal(t, "would hold acme-fe1: waiting for acme-fe2 (Frontend) to be Ready", found[0].Waiting, "what it waited for last")
+}
+
+// On-call takes fe1 down after its new target started out of order in
+// audit: the hold ends with no release of that target, and the node's
+// released-at still dates the release before it. The would-have-held is
+// reported with no end, not as held for no time.
+func TestAWouldHaveHeldThatEndsWithTheNodeTakenDownIsReportedWithNoEnd(t *testing.T) {
+	j := NewJudge()
+	j.Grace = 2 * time.Second
+	for _, s := range []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), auditNode(20, true, "v2", at(0)), pod(21, "acme-fe1-1", "v2", true)} {
+		s(j)
+	}
+	assert.Empty(t, j.Settle(everything))
+	j.Node(30, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Audit: true, Target: "v2", Released: "v1", ReleasedAt: at(0)}) // up: false
+	found := j.Settle(everything)
+	require.Len(t, found, 1, "the would-have-held is reported")
+	assert.Equal(t, "v2", found[0].Target)
+	assert.True(t, found[0].ReleasedAt.IsZero(), "the plan never let v2 go: %v", found[0].ReleasedAt)
+	assert.Contains(t, Describe(found[0]), "with no end the plan recorded")
+	assert.Empty(t, j.open)
+}
+
+// Two targets of fe1 start while the plan holds each, their pods judged in
+// one pass (their node's watch was behind both): the first hold is
+// reported, ended by the second, not replaced by it.
+func TestTwoWouldHaveHeldsOfANodeJudgedInOnePassAreBothReported(t *testing.T) {
+	j := NewJudge()
+	j.Grace = 2 * time.Second
+	for _, s := range []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), auditNode(20, true, "v2", at(0)), pod(21, "acme-fe1-1", "v2", true),
+		auditNode(30, true, "v3", at(0)), pod(31, "acme-fe1-2", "v3", true)} {
+		s(j)
+	}
+	found := j.Settle(everything)
+	require.Len(t, found, 1, "v2's hold, ended by v3's")
+	assert.Equal(t, "v2", found[0].Target)
+	auditNode(40, false, "v3", at(12))(j)
+	found = j.Settle(everything)
+	require.Len(t, found, 1, "v3's hold, ended by the plan letting v3 go")
+	assert.Equal(t, "v3", found[0].Target)
+	assert.Equal(t, 12*time.Second, found[0].HeldFor)
+}
+
+// The auditor starts (a restart, another replica leading) while fe1's
+// target v2, started ahead of the plan in audit, is still held by it: the
+// first lists show fe1 held for v2 and its pod of v2. The would-have-held
+// is opened from them, and reported when the plan lets v2 go; a pod of
+// what fe1 ran before opens none.
+func TestAWouldHaveHeldUnderWayWhenTheAuditorStartsIsReported(t *testing.T) {
+	for name, c := range map[string]struct {
+		podTarget string
+		reported  bool
+	}{
+		"a pod of the target the plan holds": {podTarget: "v2", reported: true},
+		"a pod of what the node ran before":  {podTarget: "v1", reported: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := NewJudge()
+			j.Grace = 2 * time.Second
+			auditNode(50, true, "v2", at(0))(j)
+			pod(0, "acme-fe1-0", c.podTarget, true)(j) // listed: made before the auditor's view
+			j.FoundUnderWay()
+			assert.Empty(t, j.Settle(everything), "reported before the plan let the node go")
+			auditNode(60, false, "v2", at(12))(j)
+			found := j.Settle(everything)
+			if !c.reported {
+				assert.Empty(t, found)
+				return
+			}
+			require.Len(t, found, 1)
+			assert.Equal(t, KindWouldHaveHeld, found[0].Kind)
+			assert.Equal(t, "acme-fe1-0", found[0].Pod)
+			assert.Equal(t, 12*time.Second, found[0].HeldFor)
+			pod(61, "acme-fe1-1", "v3", true)(j)
+			assert.Empty(t, j.Settle(everything), "fe1 let go: nothing more")
+		})
+	}
 }
 
 func TestTheJudgeForgetsWhatNoJudgementNeeds(t *testing.T) {

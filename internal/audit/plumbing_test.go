@@ -72,6 +72,16 @@ func versionedNode(name, uid string, rv uint64, gated bool, version, releasedVer
 	return stripped.(*unstructured.Unstructured)
 }
 
+// releasedAt is fe1 at rv, let go on version by the plan at when (its
+// released-target and released-at).
+func releasedAt(rv uint64, version string, when time.Time) *unstructured.Unstructured {
+	rel := versionedNode("acme-fe1", "u1", rv, false, version, version)
+	ann := rel.GetAnnotations()
+	ann[v2alpha1.AnnotationReleasedAt] = when.Format(time.RFC3339Nano)
+	rel.SetAnnotations(ann)
+	return rel
+}
+
 // labelsOf are pods' (or templates') labels for version: with the target
 // hash, or on the contract's fallback, the version and revision alone.
 var labelsOf = map[string]func(version string) map[string]string{
@@ -175,11 +185,7 @@ func TestARolloutLetGoWithinTheGraceIsNotReportedOnTheFallbackLabelsToo(t *testi
 			p2.CreationTimestamp = metav1.NewTime(at(0))
 			rollsTo(a, labels, "2", 21, p1, p2)
 			assert.Empty(t, a.settleThrough(24), "open until the plan lets it go")
-			rel := versionedNode("acme-fe1", "u1", 25, false, "2", "2")
-			ann := rel.GetAnnotations()
-			ann[v2alpha1.AnnotationReleasedAt] = at(1).Format(time.RFC3339Nano)
-			rel.SetAnnotations(ann)
-			a.onNode(v2alpha1.KindFrontend, rel, false)
+			a.onNode(v2alpha1.KindFrontend, releasedAt(25, "2", at(1)), false)
 			assert.Empty(t, a.settleThrough(30), "held 1 s, less than the 5 s grace")
 		})
 	}
@@ -308,4 +314,45 @@ func TestStatusWritesOfAStatefulSetDoNotPileUpDuringAHold(t *testing.T) {
 		a.settleThrough(rv + 1)
 	}
 	assert.Len(t, a.judge.sets[fe1]["acme-fe1"], 1, "versions of one template kept")
+}
+
+// The auditor starts in audit while fe1's version 2, started ahead of the
+// plan, is still held by it: its first lists show fe1 held for 2 and a pod
+// of 2 made before them. The would-have-held is reported when the plan lets
+// 2 go, with pods carrying the target hash; on the contract's fallback a
+// pod's version and revision cannot tell 2 from the target before a
+// config-only change, and nothing is opened.
+func TestAWouldHaveHeldUnderWayInTheFirstListsIsReportedWhenThePlanLetsItGo(t *testing.T) {
+	for name, c := range map[string]struct {
+		labels   func(version string) map[string]string
+		reported bool
+	}{
+		"target-hash labels": {labels: labelsOf["target-hash labels"], reported: true},
+		"fallback labels":    {labels: labelsOf["fallback labels"], reported: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := handFedAuditor(v2alpha1.ModeAudit)
+			a.judge.Grace = 5 * time.Second
+			s := setObj("s1", "5", "")
+			labelled(&s.Spec.Template, c.labels("2"))
+			a.onSet(s, true, false)
+			p := podObj("p2", "6", "")
+			labelled(p, c.labels("2"))
+			p.CreationTimestamp = metav1.NewTime(at(0))
+			a.onPodAdded(p, true)
+			a.onNode(v2alpha1.KindFrontend, versionedNode("acme-fe1", "u1", 20, false, "2", "1"), false) // the plan holds 2
+			a.judge.FoundUnderWay()
+			assert.Empty(t, a.settleThrough(21), "open until the plan lets it go")
+			a.onNode(v2alpha1.KindFrontend, releasedAt(25, "2", at(30)), false)
+			found := a.settleThrough(30)
+			if !c.reported {
+				assert.Empty(t, found)
+				return
+			}
+			if assert.Len(t, found, 1) {
+				assert.Equal(t, KindWouldHaveHeld, found[0].Kind)
+				assert.Equal(t, 30*time.Second, found[0].HeldFor)
+			}
+		})
+	}
 }

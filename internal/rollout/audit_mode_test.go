@@ -244,3 +244,43 @@ func TestAnAdoptionKeepsTheConvergedRolloutsItsNodeRecords(t *testing.T) {
 	s.Nodes[fe1] = n
 	assert.Equal(t, map[string]string{be: string(s.Nodes[be].GetUID()) + "/2"}, AdoptionRecords(s, fe1))
 }
+
+// In audit the Express operator rolls the Backend as soon as a change to
+// all lands on it, where enforcing would have gated it behind fe1 and fe2.
+// Its new pod starting, the plan on the audit view still holds it behind
+// them: the would-have-held is reported once the plan lets it go. Its new
+// version failing, the Backend is a crashed node, which goes first by the
+// provisioning order — as enforcing would, from that state — and nothing
+// is said of it (docs/operations.md, "When the auditor fires").
+func TestInAuditABackendRolledFirstIsHeldBehindTheFrontendsUnlessItsNewVersionFails(t *testing.T) {
+	for name, c := range map[string]struct {
+		failing bool
+		held    bool
+	}{
+		"its new pod starting, it is held behind fe1 and fe2": {held: true},
+		"its new pod failing, it goes first":                  {failing: true, held: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w, stored := auditLeftAChangeToAll(t)
+			be := w.name("be")
+			rolled := make([]Pod, len(stored.Pods[be]))
+			for i, p := range stored.Pods[be] {
+				p.Hash = StampedTarget(stored.Nodes[be])
+				p.Conditions = map[string]string{string(corev1.PodReady): string(corev1.ConditionFalse)}
+				p.Failing = c.failing
+				rolled[i] = p
+			}
+			s := *stored
+			s.Pods = maps.Clone(stored.Pods)
+			s.Pods[be] = rolled
+			view := AuditView(&s)
+			d := decisionOf(t, AuditDecisions(view, Plan(view)), be)
+			assert.Equal(t, c.held, d.Gated, "%s: %s", d.Condition.Reason, d.Condition.Message)
+			if c.held {
+				assert.Contains(t, d.Condition.Message, "would hold acme-be: waiting for acme-fe2")
+			} else {
+				assert.Contains(t, d.Condition.Message, "by the provisioning order")
+			}
+		})
+	}
+}
