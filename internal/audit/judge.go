@@ -359,7 +359,11 @@ func (j *Judge) PodCreated(rv uint64, p PodSeen) {
 // have shown (a restart, or another replica leading, loses no open
 // would-have-held). It ends as any does (letGo). Only a pod with the
 // target-hash label counts: on the contract's fallback a pod's version and
-// revision are those of the target before a config-only change too.
+// revision are those of the target before a config-only change too. What
+// the lists cannot show is a pod of the held target left from before a
+// revert (the target released once, rolled away from, then back): it is
+// taken for one started ahead of the plan, where a judge that saw the
+// hold begin counts it as run.
 func (j *Judge) FoundUnderWay() {
 	for k, l := range j.nodes {
 		if len(l.revs) == 0 || j.open[k] != nil {
