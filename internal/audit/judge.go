@@ -359,11 +359,14 @@ func (j *Judge) PodCreated(rv uint64, p PodSeen) {
 // have shown (a restart, or another replica leading, loses no open
 // would-have-held). It ends as any does (letGo). Only a pod with the
 // target-hash label counts: on the contract's fallback a pod's version and
-// revision are those of the target before a config-only change too. What
-// the lists cannot show is a pod of the held target left from before a
-// revert (the target released once, rolled away from, then back): it is
-// taken for one started ahead of the plan, where a judge that saw the
-// hold begin counts it as run.
+// revision are those of the target before a config-only change too. And
+// only a pod made since the node's last release (its released-at): the
+// held target came after that release, and so did every pod started
+// ahead of the plan for it, where a pod of the held target made before it
+// is left from before a revert (the target released once, rolled away
+// from, then back), which a judge that saw the hold begin counts as run.
+// One its StatefulSet made up from such a target after that release is
+// what the lists cannot tell apart: it is taken for one started ahead.
 func (j *Judge) FoundUnderWay() {
 	for k, l := range j.nodes {
 		if len(l.revs) == 0 || j.open[k] != nil {
@@ -374,7 +377,7 @@ func (j *Judge) FoundUnderWay() {
 			continue
 		}
 		i := slices.IndexFunc(j.pods[k], func(p podLife) bool {
-			return p.created == 0 && p.deleted == 0 && p.target == first.seen.Target
+			return p.created == 0 && p.deleted == 0 && p.target == first.seen.Target && madeSince(p.started, first.seen.ReleasedAt)
 		})
 		if i < 0 {
 			continue
@@ -384,6 +387,13 @@ func (j *Judge) FoundUnderWay() {
 		j.open[k] = &Finding{Kind: KindWouldHaveHeld, Node: k, NodeKind: first.seen.Kind, Pod: p.name, Target: p.target,
 			HeldAt: first.heldSince, CreatedAt: first.heldSince, Started: p.started, Waiting: first.seen.Waiting}
 	}
+}
+
+// madeSince reports whether a pod created at created (kube-apiserver's
+// clock, in whole seconds) may have been made after a release at released
+// (the sequencer's clock): not before its second. Never released, any.
+func madeSince(created, released time.Time) bool {
+	return released.IsZero() || !created.Before(released.Truncate(time.Second))
 }
 
 // lifeOf is the life of pod p, created at rv.

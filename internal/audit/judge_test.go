@@ -318,16 +318,22 @@ func TestTwoWouldHaveHeldsOfANodeJudgedInOnePassAreBothReported(t *testing.T) {
 // what fe1 ran before opens none.
 func TestAWouldHaveHeldUnderWayWhenTheAuditorStartsIsReported(t *testing.T) {
 	for name, c := range map[string]struct {
-		podTarget string
-		reported  bool
+		podTarget     string
+		releasedAfter bool
+		reported      bool
 	}{
 		"a pod of the target the plan holds": {podTarget: "v2", reported: true},
 		"a pod of what the node ran before":  {podTarget: "v1", reported: false},
+		"a pod of the held target made before the node's last release (left from before a revert)": {podTarget: "v2", releasedAfter: true, reported: false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			j := NewJudge()
 			j.Grace = 2 * time.Second
-			auditNode(50, true, "v2", at(0))(j)
+			lastRelease := at(0) // the pod, made at(0), is not before its second
+			if c.releasedAfter {
+				lastRelease = at(3)
+			}
+			auditNode(50, true, "v2", lastRelease)(j)
 			pod(0, "acme-fe1-0", c.podTarget, true)(j) // listed: made before the auditor's view
 			j.FoundUnderWay()
 			assert.Empty(t, j.Settle(everything), "reported before the plan let the node go")
