@@ -73,10 +73,13 @@ type Auditor struct {
 
 	nodeInformers map[string]toolscache.SharedIndexInformer
 	podInformer   toolscache.SharedIndexInformer
-	setInformer   toolscache.SharedIndexInformer
-	nsInformer    toolscache.SharedIndexInformer
-	dyn           dynamic.Interface
-	cs            kubernetes.Interface
+	// fed: whether the node and pod handlers have been fed their
+	// informer's first list.
+	fed         []toolscache.InformerSynced
+	setInformer toolscache.SharedIndexInformer
+	nsInformer  toolscache.SharedIndexInformer
+	dyn         dynamic.Interface
+	cs          kubernetes.Interface
 }
 
 // ConditionWriter writes a node's OrderKept condition.
@@ -109,6 +112,7 @@ func (a *Auditor) Start(ctx context.Context) error {
 	a.confirmedNode, a.confirmSet, a.waitingSince = map[NodeKey]uint64{}, map[NodeKey]uint64{}, map[NodeKey]time.Time{}
 	a.handled, a.listedOnce, a.listRV = map[string]uint64{}, map[string]bool{}, map[string]uint64{}
 	a.makeInformers()
+	a.fed = nil
 	if err := a.wire(a.podInformer); err != nil {
 		return err
 	}
@@ -122,6 +126,12 @@ func (a *Auditor) Start(ctx context.Context) error {
 		if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 			return fmt.Errorf("the auditor's watches of %v did not sync", group)
 		}
+	}
+	// An informer synced has its cache filled; its handlers may still be
+	// fed the first list's objects. The holds under way are read off the
+	// judge once the node and pod handlers have had every one.
+	if !toolscache.WaitForCacheSync(ctx.Done(), a.fed...) {
+		return fmt.Errorf("the auditor's handlers of nodes and pods were not fed their first lists")
 	}
 	a.mu.Lock()
 	a.judge.FoundUnderWay()
@@ -200,22 +210,26 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 		if err := inf.SetTransform(stripNode); err != nil {
 			return err
 		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		h, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 			AddFunc:    func(o any, _ bool) { a.onNode(kind, o, false) },
 			UpdateFunc: func(_, o any) { a.onNode(kind, o, false) },
 			DeleteFunc: func(o any) { a.onNode(kind, o, true) },
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
+		a.fed = append(a.fed, h.HasSynced)
 	}
-	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+	h, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    a.onPodAdded,
 		UpdateFunc: a.onPodUpdated,
 		DeleteFunc: func(o any) { a.onPodDeleted(o, podInformer) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	_, err := a.setInformer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+	a.fed = append(a.fed, h.HasSynced)
+	_, err = a.setInformer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(o any, initial bool) { a.onSet(o, initial, false) },
 		UpdateFunc: func(_, o any) { a.onSet(o, false, false) },
 		DeleteFunc: func(o any) { a.onSet(o, false, true) },

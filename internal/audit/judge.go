@@ -356,8 +356,9 @@ func (j *Judge) PodCreated(rv uint64, p PodSeen) {
 // before the auditor's view. The pod could be made only once the target
 // was the node's, and the node has been held for it since, so it started
 // while the plan held the node, as a pod judged on its creation would
-// have shown (a restart, or another replica leading, loses no open
-// would-have-held). It ends as any does (letGo). Only a pod with the
+// have shown: after a restart, or with another replica leading, the open
+// would-have-helds the lists can show are kept (docs/operations.md says
+// which they cannot). It ends as any does (letGo). Only a pod with the
 // target-hash label counts: on the contract's fallback a pod's version and
 // revision are those of the target before a config-only change too. And
 // only a pod made since the node's last release (its released-at): the
@@ -376,13 +377,18 @@ func (j *Judge) FoundUnderWay() {
 		if first.heldSince == 0 || !first.seen.Audit || first.seen.Gone || j.reported[k] == first.heldSince {
 			continue
 		}
-		i := slices.IndexFunc(j.pods[k], func(p podLife) bool {
-			return p.created == 0 && p.deleted == 0 && p.target == first.seen.Target && madeSince(p.started, first.seen.ReleasedAt)
-		})
-		if i < 0 {
+		// The earliest such pod: a StatefulSet rolls from its last ordinal
+		// down, so list order (by name) is not the order they started in.
+		var p podLife
+		for _, l := range j.pods[k] {
+			if l.created == 0 && l.deleted == 0 && l.target == first.seen.Target && madeSince(l.started, first.seen.ReleasedAt) &&
+				(p.name == "" || l.started.Before(p.started)) {
+				p = l
+			}
+		}
+		if p.name == "" {
 			continue
 		}
-		p := j.pods[k][i]
 		j.reported[k] = first.heldSince
 		j.open[k] = &Finding{Kind: KindWouldHaveHeld, Node: k, NodeKind: first.seen.Kind, Pod: p.name, Target: p.target,
 			HeldAt: first.heldSince, CreatedAt: first.heldSince, Started: p.started, Waiting: first.seen.Waiting}
@@ -666,9 +672,13 @@ func (j *Judge) letGo(k NodeKey, f *Finding) (Finding, bool) {
 		return *f, true
 	}
 	waiting := f.Waiting
+	var hold NodeSeen // the node as its hold began
 	for _, r := range l.revs {
-		if r.rv <= f.CreatedAt || r.heldSince == f.HeldAt {
-			if r.heldSince == f.HeldAt && r.seen.Waiting != "" {
+		if r.heldSince == f.HeldAt && hold.UID == "" {
+			hold = r.seen
+		}
+		if r.rv <= f.CreatedAt || r.heldSince == f.HeldAt || stillHeld(hold, r.seen) {
+			if (r.heldSince == f.HeldAt || stillHeld(hold, r.seen)) && r.seen.Waiting != "" {
 				waiting = r.seen.Waiting // what it waited for last: the hold the release ended
 			}
 			continue
@@ -689,6 +699,16 @@ func (j *Judge) letGo(k NodeKey, f *Finding) (Finding, bool) {
 		return done, true
 	}
 	return Finding{}, false
+}
+
+// stillHeld reports whether version seen of a node is the same hold as
+// hold, the node as that hold began, though the judge counts a new one
+// from it (a blind span between them): the same object, still held in
+// audit for the same target, with the same release recorded — every
+// release writes its own released-at, so none came between.
+func stillHeld(hold, seen NodeSeen) bool {
+	return hold.UID != "" && seen.Held && seen.Audit && hold.Audit && !seen.Gone && seen.UID == hold.UID &&
+		seen.Target == hold.Target && seen.Released == hold.Released && seen.ReleasedAt.Equal(hold.ReleasedAt)
 }
 
 // nodeAt is the version of node k stored last at or before revision rv.

@@ -73,7 +73,7 @@ func Describe(f Finding) string {
 		return fmt.Sprintf("%s recovered: its new pod %s (created %s) started at once, where express-sequencer would have held it scheduling-gated %s; it would have waited: %s",
 			f.Node.Name, f.Pod, f.Started.UTC().Format(time.RFC3339), held, waiting(f.Waiting))
 	case f.Kind == KindWouldHaveHeld:
-		held := "with no end the plan recorded (its target changed, or the node went down or was deleted, before the plan let it go)"
+		held := "with no end the plan recorded (its target changed, the node went down or was deleted, or its namespace was switched to enforce and the node gated, before the plan let it go)"
 		if !f.ReleasedAt.IsZero() {
 			held = fmt.Sprintf("for %s more, until %s", f.HeldFor.Round(time.Second), f.ReleasedAt.UTC().Format(time.RFC3339))
 		}
