@@ -521,10 +521,12 @@ func (j *Judge) Settle(known func(NodeKey) uint64) []Finding {
 				if prev := j.open[f.Node]; prev != nil {
 					// A hold of an earlier target, judged in the same pass:
 					// the new hold ended it, so it ends here, before this
-					// one takes its place.
+					// one takes its place. One whose node's versions show
+					// it going on (a blind span between: stillHeld) goes
+					// on, and the new finding is its own again.
 					done, ok := j.letGo(f.Node, prev)
 					if !ok {
-						done = *prev
+						continue
 					}
 					if j.reportable(done) {
 						out = append(out, done)
