@@ -272,11 +272,61 @@ func TestAWouldHaveHeldSaysHowLongEnforcingWouldHaveHeldIt(t *testing.T) {
 	assert.Equal(t, "would hold acme-fe1: waiting for acme-fe2 (Frontend) to be Ready", found[0].Waiting, "what it waited for last")
 }
 
-// On-call takes fe1 down after its new target started out of order in
-// audit: the hold ends with no release of that target, and the node's
-// released-at still dates the release before it. The would-have-held is
-// reported with no end, not as held for no time.
-func TestAWouldHaveHeldThatEndsWithTheNodeTakenDownIsReportedWithNoEnd(t *testing.T) {
+// fe1's v2 started ahead of the plan in audit; its hold ends in one of the
+// ways a hold ends. Only the plan letting v2 go dates the end: a switch to
+// enforce that adopts fe1 (the operator already rolls v2) records that
+// release, and the would-have-held ends there. Every other ending leaves an
+// earlier release's date on the node, before the pod, and is reported with
+// no end.
+func TestAWouldHaveHeldEndsAtAReleaseOfItsTargetOrWithNoEnd(t *testing.T) {
+	for name, c := range map[string]struct {
+		ending   NodeSeen
+		released time.Time
+	}{
+		"the node taken down (up: false) is reported with no end": {
+			ending: NodeSeen{Kind: "Frontend", UID: "u1", Audit: true, Target: "v2", Released: "v1", ReleasedAt: at(0)},
+		},
+		"the node deleted is reported with no end": {
+			ending: NodeSeen{Kind: "Frontend", UID: "u1", Audit: true, Gone: true, Target: "v2", Released: "v1", ReleasedAt: at(0)},
+		},
+		"its target changed again is reported with no end": {
+			ending: NodeSeen{Kind: "Frontend", UID: "u1", Audit: true, Held: true, Target: "v3", Released: "", ReleasedAt: at(0)},
+		},
+		"a switch to enforce that gates the node is reported with no end": {
+			ending: NodeSeen{Kind: "Frontend", UID: "u1", Held: true, Target: "v2", Released: "v1", ReleasedAt: at(0)},
+		},
+		"a switch to enforce that adopts the node ends it at the adoption": {
+			ending:   NodeSeen{Kind: "Frontend", UID: "u1", Target: "v2", Released: "v2", ReleasedAt: at(9)},
+			released: at(9),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := NewJudge()
+			j.Grace = 2 * time.Second
+			for _, s := range []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), auditNode(20, true, "v2", at(0)), pod(21, "acme-fe1-1", "v2", true)} {
+				s(j)
+			}
+			assert.Empty(t, j.Settle(everything))
+			j.Node(30, fe1, c.ending)
+			found := j.Settle(everything)
+			require.Len(t, found, 1, "the would-have-held is reported")
+			assert.Equal(t, "v2", found[0].Target)
+			assert.Equal(t, c.released, found[0].ReleasedAt)
+			if c.released.IsZero() {
+				assert.Contains(t, Describe(found[0]), "with no end the plan recorded")
+			} else {
+				assert.Equal(t, c.released.Sub(at(0)), found[0].HeldFor)
+			}
+			assert.Empty(t, j.open)
+		})
+	}
+}
+
+// fe1's v2 started ahead of the plan in audit and was reported when
+// on-call took fe1 down; brought back up on v2, which the plan still holds,
+// its pods start ahead of the plan again: a second would-have-held, by the
+// live judge and by one that starts (a restart) while it is under way.
+func TestANodeBroughtBackUpOnATargetThePlanStillHoldsIsAWouldHaveHeldAgain(t *testing.T) {
 	j := NewJudge()
 	j.Grace = 2 * time.Second
 	for _, s := range []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), auditNode(20, true, "v2", at(0)), pod(21, "acme-fe1-1", "v2", true)} {
@@ -284,12 +334,26 @@ func TestAWouldHaveHeldThatEndsWithTheNodeTakenDownIsReportedWithNoEnd(t *testin
 	}
 	assert.Empty(t, j.Settle(everything))
 	j.Node(30, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Audit: true, Target: "v2", Released: "v1", ReleasedAt: at(0)}) // up: false
+	podGone(31, "acme-fe1-1")(j)
+	require.Len(t, j.Settle(everything), 1, "the first hold, ended with no end")
+	auditNode(40, true, "v2", at(0))(j) // up again, held for v2
+	pod(41, "acme-fe1-1", "v2", true)(j)
+	assert.Empty(t, j.Settle(everything))
+	auditNode(50, false, "v2", at(12))(j)
 	found := j.Settle(everything)
-	require.Len(t, found, 1, "the would-have-held is reported")
-	assert.Equal(t, "v2", found[0].Target)
-	assert.True(t, found[0].ReleasedAt.IsZero(), "the plan never let v2 go: %v", found[0].ReleasedAt)
-	assert.Contains(t, Describe(found[0]), "with no end the plan recorded")
-	assert.Empty(t, j.open)
+	require.Len(t, found, 1, "the second hold, reported as the plan lets v2 go")
+	assert.Equal(t, uint64(40), found[0].HeldAt)
+	assert.Equal(t, 12*time.Second, found[0].HeldFor)
+
+	restarted := NewJudge()
+	restarted.Grace = 2 * time.Second
+	auditNode(45, true, "v2", at(0))(restarted)
+	pod(0, "acme-fe1-1", "v2", true)(restarted)
+	restarted.FoundUnderWay()
+	auditNode(50, false, "v2", at(12))(restarted)
+	found = restarted.Settle(everything)
+	require.Len(t, found, 1, "found under way in the first lists")
+	assert.Equal(t, 12*time.Second, found[0].HeldFor)
 }
 
 // Two targets of fe1 start while the plan holds each, their pods judged in
@@ -388,6 +452,30 @@ func TestAWouldHaveHeldDoesNotEndAtABrokenWatch(t *testing.T) {
 	auditNode(40, false, "v2", at(2))(j)
 	assert.Empty(t, j.Settle(everything), "let go 2 s after its pod started, within the grace")
 	assert.Empty(t, j.open)
+}
+
+// fe1 held in audit for v2 from revision 20; its pod of v2 started ahead
+// (21) and was deleted (22); a broken watch (25–28) makes the judge count a
+// hold from the node's next version (30), the same hold by every field,
+// and a second pod of v2 (31) is judged a would-have-held of that hold in
+// the same pass as the first. One hold, one report: the first pod's, when
+// the plan lets v2 go.
+func TestASecondWouldHaveHeldOfAHoldThatGoesOnIsNotReportedApart(t *testing.T) {
+	j := NewJudge()
+	j.Grace = 5 * time.Second
+	for _, s := range []step{auditNode(10, false, "v1", at(0)), set(11, "v1"), auditNode(20, true, "v2", at(0)), pod(21, "acme-fe1-1", "v2", true),
+		podGone(22, "acme-fe1-1"), func(j *Judge) { j.Blind("pods", 25, 28) }, auditNode(30, true, "v2", at(0)), pod(31, "acme-fe1-2", "v2", true)} {
+		s(j)
+	}
+	assert.Empty(t, j.Settle(everything), "still held: no end")
+	require.Contains(t, j.open, fe1)
+	assert.Equal(t, "acme-fe1-1", j.open[fe1].Pod, "the hold's first pod stays the finding")
+	auditNode(40, false, "v2", at(12))(j)
+	found := j.Settle(everything)
+	require.Len(t, found, 1, "one hold, one report")
+	assert.Equal(t, "acme-fe1-1", found[0].Pod)
+	assert.Equal(t, at(12), found[0].ReleasedAt)
+	assert.Equal(t, 12*time.Second, found[0].HeldFor)
 }
 
 func TestTheJudgeForgetsWhatNoJudgementNeeds(t *testing.T) {

@@ -86,6 +86,8 @@ type options struct {
 	scopedReads bool
 	// podReadsByName: express-sequencer's --pod-reads-by-name.
 	podReadsByName bool
+	// noWatchCache: kube-apiserver --watch-cache=false.
+	noWatchCache bool
 	// pin gives kube-apiserver and etcd one core, express-sequencer and
 	// the driver the other (pin.go).
 	pin bool
@@ -128,6 +130,7 @@ func main() {
 	flag.BoolVar(&o.recheckReleases, "recheck-releases", true, "express-sequencer's --recheck-releases: the webhooks judge every release again on a fresh read of its tenant; false measures without that read.")
 	flag.BoolVar(&o.scopedReads, "scoped-reads", true, "express-sequencer's --scoped-reads (its default): a release is planned on the cache with the workload it rests on read by name, the whole tenant read by the release guard alone; false reads the whole tenant in the sequencer too.")
 	flag.BoolVar(&o.podReadsByName, "pod-reads-by-name", false, "express-sequencer's --pod-reads-by-name (experimental): the pod webhook lets a new Express pod start on a read by name of what its start rests on, read twice to be one moment; false (its default) reads the whole tenant.")
+	flag.BoolVar(&o.noWatchCache, "no-watch-cache", false, "Run kube-apiserver with --watch-cache=false: every LIST and WATCH is served by etcd, a consistent LIST with no wait for the watch cache to prove itself current. To measure what that wait costs releases and pod admissions; no real cluster runs so (every watch becomes an etcd watch).")
 	flag.BoolVar(&o.pin, "pin", false, "Pin kube-apiserver and etcd (and, with -cluster, the control loops) to the first core, express-sequencer and the driver to the second (taskset), so that what the sequencer costs kube-apiserver shows apart from what it costs itself.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
 	flag.StringVar(&o.memoryLimit, "sequencer-memory-limit", "", "GOMEMLIMIT for express-sequencer alone (e.g. 140MiB): its memory against its CPU; empty leaves it to the binary.")
@@ -235,7 +238,11 @@ func run(o options, out io.Writer) error {
 	if o.podReadsByName {
 		podReads = "what a pod's start rests on, by name, read twice (--pod-reads-by-name)"
 	}
-	fmt.Fprintf(out, "  the sequencer's fresh read: %s; the pod webhook's: %s; cores: %s\n", reads, podReads, cores)
+	server := "kube-apiserver's watch cache on (its default)"
+	if o.noWatchCache {
+		server = "kube-apiserver --watch-cache=false (every read from etcd)"
+	}
+	fmt.Fprintf(out, "  the sequencer's fresh read: %s; the pod webhook's: %s; cores: %s; %s\n", reads, podReads, cores, server)
 	fmt.Fprintf(out, "  provisioning:            %s\n", res.Provision.Round(time.Millisecond))
 	fmt.Fprintf(out, "  upgrade:                 %s (the change applied to every node after %s)\n", res.Upgrade.Round(time.Millisecond), res.Applied.Round(time.Millisecond))
 	fmt.Fprintf(out, "  release latency p50:     %s\n", res.Percentile(50).Round(100*time.Microsecond))

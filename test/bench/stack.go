@@ -68,8 +68,14 @@ func startStack(ctx context.Context, o options, out io.Writer) (st *stack, stop 
 			return nil, stop, fmt.Errorf("building express-sequencer: %w", err)
 		}
 	}
-	fmt.Fprintln(out, "Starting kube-apiserver and etcd…")
-	cp, err := controlplane.Start()
+	var serverFlags map[string]string
+	if o.noWatchCache {
+		serverFlags = map[string]string{"watch-cache": "false"}
+		fmt.Fprintln(out, "Starting kube-apiserver --watch-cache=false and etcd…")
+	} else {
+		fmt.Fprintln(out, "Starting kube-apiserver and etcd…")
+	}
+	cp, err := controlplane.StartWith(serverFlags)
 	if err != nil {
 		return nil, stop, err
 	}

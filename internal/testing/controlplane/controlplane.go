@@ -67,7 +67,12 @@ type ControlPlane struct {
 
 // Start starts the control plane. KUBEBUILDER_ASSETS must name a directory
 // with kube-apiserver and etcd (`hack/control-plane.sh` prints one).
-func Start() (*ControlPlane, error) {
+func Start() (*ControlPlane, error) { return StartWith(nil) }
+
+// StartWith starts the control plane with kube-apiserver flags set beside
+// envtest's (name without dashes → value), as a benchmark compares
+// settings of the server.
+func StartWith(apiServerFlags map[string]string) (*ControlPlane, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd and sets it")
 	}
@@ -77,6 +82,9 @@ func Start() (*ControlPlane, error) {
 		return nil, err
 	}
 	env := &envtest.Environment{CRDs: crds}
+	for name, value := range apiServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)

@@ -9,6 +9,7 @@ package tenant
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -109,6 +111,26 @@ func (s Suite) Update(t testing.TB, ns string, edit func(v2alpha1.Node), keys ..
 			return s.Client.Update(context.Background(), n) == nil
 		}, 10*time.Second, 10*time.Millisecond)
 	}
+}
+
+// SetMode labels namespace ns with the sequencing mode (v2alpha1.ModeAudit
+// or ModeEnforce); "" removes the label, leaving the installation's default.
+func SetMode(t testing.TB, c client.Client, ns, mode string) {
+	t.Helper()
+	var label any
+	if mode != "" {
+		label = mode
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{v2alpha1.LabelSequencing: label}}})
+	require.NoError(t, err)
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	require.NoError(t, c.Patch(context.Background(), n, client.RawPatch(types.MergePatchType, patch)), "labelling namespace %s %q", ns, mode)
+}
+
+// SetMode labels the suite's namespace ns with the sequencing mode.
+func (s Suite) SetMode(t testing.TB, ns, mode string) {
+	t.Helper()
+	SetMode(t, s.Client, ns, mode)
 }
 
 // SetVersion sets the expressVersion of nodes.

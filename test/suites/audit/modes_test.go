@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -64,15 +63,6 @@ func setAnnotation(n v2alpha1.Node, key, value string) {
 		ann[key] = value
 	}
 	n.SetAnnotations(ann)
-}
-
-// setMode labels namespace ns with mode.
-func setMode(t *testing.T, ns, mode string) {
-	t.Helper()
-	var n corev1.Namespace
-	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKey{Name: ns}, &n))
-	n.Labels[v2alpha1.LabelSequencing] = mode
-	require.NoError(t, harness.Client.Update(context.Background(), &n))
 }
 
 // first is the first event of node k's pods on version in ns that is Ready
@@ -138,7 +128,7 @@ func TestSwitchingAuditToEnforceMidRolloutAdoptsWhatRollsAndOrdersTheRest(t *tes
 		_, fe3 := first(ns, "fe3", v2, false)
 		return fe1 && fe3
 	}, 30*time.Second, 20*time.Millisecond, "the operator starts fe1 and fe3 together, by its own lists")
-	setMode(t, ns, v2alpha1.ModeEnforce)
+	tenants.SetMode(t, ns, v2alpha1.ModeEnforce)
 	// fe2 and fe4 wait in the operator for fe1 and fe3 (3 s to Ready): the
 	// sequencer gates them first, and adopts fe1 and fe3.
 	require.Eventually(t, func() bool { return len(gated(t, ns, 5)) > 0 }, 10*time.Second, 20*time.Millisecond, "nothing gated after the switch")
@@ -171,7 +161,7 @@ func TestSwitchingEnforceToAuditMidRolloutLiftsEveryGate(t *testing.T) {
 	require.Eventually(t, func() bool { _, ok := first(ns, "fe1", v2, true); return ok }, 30*time.Second, 20*time.Millisecond)
 	assert.ElementsMatch(t, []string{"be", "fe2", "fe3"}, gated(t, ns, 4), "fe2 paused; be and fe3 behind it")
 
-	setMode(t, ns, v2alpha1.ModeAudit)
+	tenants.SetMode(t, ns, v2alpha1.ModeAudit)
 	require.Eventually(t, func() bool { return len(gated(t, ns, 4)) == 0 }, 10*time.Second, 20*time.Millisecond, "audit holds nothing")
 	require.Eventually(t, func() bool { _, ok := first(ns, "fe2", v2, false); return ok }, 30*time.Second, 20*time.Millisecond,
 		"the operator rolls fe2, paused only for express-sequencer")

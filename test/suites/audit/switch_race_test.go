@@ -135,7 +135,7 @@ func rollIntoTheSwitch(ctx context.Context, t *testing.T) (ns string, mark time.
 	}, 30*time.Second, 20*time.Millisecond, "in audit the operator rolls fe3 at once: its StatefulSet deletes fe3's old pod")
 	broken.Set(ns, expressoperator.Breakage{Paused: true})
 	require.Eventually(t, func() bool { return operator.Quiet(ns) }, 10*time.Second, 5*time.Millisecond, "the operator's reconciles under way end")
-	setMode(t, ns, v2alpha1.ModeEnforce)
+	tenants.SetMode(t, ns, v2alpha1.ModeEnforce)
 	require.Eventually(t, func() bool { return slices.Contains(gated(t, ns, 4), "fe3") }, 20*time.Second, 20*time.Millisecond, "the switch gates fe3, rolling and not released")
 	tenants.Update(t, ns, render("true"), "fe1")
 	tenants.Update(t, ns, render(""), "fe2", "be")

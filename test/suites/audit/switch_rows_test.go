@@ -284,7 +284,7 @@ func switchTo(t *testing.T, ns, mode string, mark time.Time) time.Time {
 	t.Helper()
 	at := time.Now()
 	if mode != v2alpha1.ModeEnforce {
-		setMode(t, ns, mode)
+		tenants.SetMode(t, ns, mode)
 		return at
 	}
 	// The operator is held still while the switch lands: a rollout it
@@ -296,7 +296,7 @@ func switchTo(t *testing.T, ns, mode string, mark time.Time) time.Time {
 	// A reconcile that began before the pause, on an ungated read, would
 	// land its write after the gate: wait for it to end.
 	require.Eventually(t, func() bool { return operator.Quiet(ns) }, 10*time.Second, 5*time.Millisecond, "the operator's reconciles under way end")
-	setMode(t, ns, mode)
+	tenants.SetMode(t, ns, mode)
 	require.Eventually(t, func() bool {
 		for _, k := range tenant.Keys(rowTenant) {
 			n := tenant.Node(ns, k)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,10 +26,7 @@ import (
 func TestAWouldHaveHeldUnderWayWhenTheAuditorRestartsIsReported(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	var n corev1.Namespace
-	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Name: ns}, &n))
-	n.Labels = map[string]string{v2alpha1.LabelSequencing: v2alpha1.ModeAudit}
-	require.NoError(t, harness.Client.Update(ctx, &n))
+	tenants.SetMode(t, ns, v2alpha1.ModeAudit)
 	replicas.set(ns, 1)
 	createNodes(t, ns, 3)
 	waitSettled(t, ns)

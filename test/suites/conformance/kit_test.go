@@ -7,13 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/conformance"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+	"github.com/medallia/express-sequencer/test/framework/tenant"
 )
 
 // unacted is a field of the test CRDs no operator acts on: under
@@ -65,10 +64,7 @@ func TestTheKitRunsWithoutExpressSequencer(t *testing.T) {
 // to run them.
 func TestTheKitInAnAuditedNamespaceSkipsWhatNeedsEnforcing(t *testing.T) {
 	ns := namespace(t, expressoperator.Breakage{})
-	var n corev1.Namespace
-	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKey{Name: ns}, &n))
-	n.Labels[v2alpha1.LabelSequencing] = v2alpha1.ModeAudit
-	require.NoError(t, harness.Client.Update(context.Background(), &n))
+	tenant.SetMode(t, harness.Client, ns, v2alpha1.ModeAudit)
 	report := conformance.Run(t, conformance.Config{
 		RESTConfig: harness.Config, Namespace: ns, HoldWindow: 4 * time.Second, UnactedField: unacted,
 		Clauses: []string{"rolls-labelled", "gate-only-hold", "sequencer-release"},

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -85,10 +84,7 @@ func TestArgoCDHealthOfNodesInEveryState(t *testing.T) {
 	// Audit mode: the sequencer says what enforcing would hold; nothing
 	// holds the node.
 	audited := tenant()
-	ns := &corev1.Namespace{}
-	require.NoError(t, harness.Client.Get(context.Background(), client.ObjectKey{Name: audited}, ns))
-	ns.Labels[v2alpha1.LabelSequencing] = v2alpha1.ModeAudit
-	require.NoError(t, harness.Client.Update(context.Background(), ns))
+	tenants.SetMode(t, audited, v2alpha1.ModeAudit)
 	stick(audited, "be")
 	createTenant(t, audited, 2, nil)
 	waitReason(audited, "fe1", v2alpha1.ReasonWouldHold)

@@ -93,17 +93,8 @@ func TestAPodReadByNameIsHeldOnAPredecessorsCrashACacheHasNotSeen(t *testing.T) 
 	assert.True(t, addsTheGate(resp), "fe1's new pod is held for the crashed backend: %v", resp.Patches)
 	assert.Equal(t, heldByName+1, podAdmissionReads(t, rollout.ReadDecision, "held"), "held on the read by name alone")
 
-	var namespace corev1.Namespace
-	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Name: ns}, &namespace))
-	if namespace.Labels == nil {
-		namespace.Labels = map[string]string{}
-	}
-	namespace.Labels[v2alpha1.LabelSequencing] = v2alpha1.ModeAudit
-	require.NoError(t, harness.Client.Update(ctx, &namespace))
-	t.Cleanup(func() {
-		delete(namespace.Labels, v2alpha1.LabelSequencing)
-		assert.NoError(t, harness.Client.Update(ctx, &namespace))
-	})
+	tenants.SetMode(t, ns, v2alpha1.ModeAudit)
+	t.Cleanup(func() { tenants.SetMode(t, ns, "") })
 	held := podAdmissionReads(t, rollout.ReadTenant, "held")
 	resp = byNameGate(cache, harness.Client).Handle(ctx, create)
 	require.True(t, resp.Allowed, "%v", resp.Result)
