@@ -727,6 +727,16 @@ const maxLoopWorkPerPlan = 10_000_000
 // rests on loops (loopsUnsure) — a cost to progress, never to the order.
 const maxLoopSearchSteps = 20000
 
+// Why a pass's loop searches were cut short (Decision.LoopsUnsure), as
+// express_sequencer_tenants_loops_unsure labels them.
+const (
+	// LoopsOutOfBudget: the pass's searches ran out of their budget
+	// (maxLoopWorkPerPlan).
+	LoopsOutOfBudget = "budget"
+	// LoopsOutOfSteps: a search ran out of its steps (maxLoopSearchSteps).
+	LoopsOutOfSteps = "steps"
+)
+
 // reaching returns the vertices of g from which a path leads to "to" ("to"
 // included).
 func (g waitGraph) reaching(to string) map[string]bool {

@@ -151,6 +151,36 @@ func TestALoopSearchThatRunsOutOfItsStepsIsNotedThoughThePassHasBudgetLeft(t *te
 	assert.True(t, p.loopsUnsure(), "a search ran out of its %d steps", maxLoopSearchSteps)
 }
 
+// Every decision of a pass says why its loop searches were cut short, as
+// the sequencer's express_sequencer_tenants_loops_unsure gauge counts it:
+// nothing where every search ended, a search out of its steps (20 dense
+// nodes), the pass out of its budget (200).
+func TestEveryDecisionOfAPassSaysWhyItsLoopSearchesWereCutShort(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		plan func(t *testing.T) []Decision
+		why  string
+	}{
+		{"a tenant changed by the default lists is searched to the end", func(t *testing.T) []Decision {
+			w := newWorld(t, "acme")
+			settledTenant(w, 5)
+			w.setVersion(v2, keysOf(5)...)
+			w.crash("be")
+			return Plan(w.snapshot())
+		}, ""},
+		{"20 nodes whose every list names every other run a search out of its steps", func(t *testing.T) []Decision { return Plan(denseTenant(t, 20).snapshot()) }, LoopsOutOfSteps},
+		{"200 such nodes run the pass out of its budget", func(t *testing.T) []Decision { return Plan(denseTenant(t, 200).snapshot()) }, LoopsOutOfBudget},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			decisions := c.plan(t)
+			require.NotEmpty(t, decisions)
+			for _, d := range decisions {
+				assert.Equal(t, c.why, d.LoopsUnsure, d.Node)
+			}
+		})
+	}
+}
+
 // fe2 rolling a change to all when the backend, gated for the same change
 // and waiting for fe2, crashes and fe2's pods are lost: be's readiness
 // waits for fe2, so fe2's new pods start (the half-done rollout finishes

@@ -77,6 +77,13 @@ type Decision struct {
 	// says what it would be (a landing hold not explained yet, or not
 	// brought up to date while the apply goes on).
 	KeepCondition bool
+	// LoopsUnsure, the same on every decision of a pass, says why the
+	// pass's loop searches were cut short, empty where none was:
+	// LoopsOutOfBudget or LoopsOutOfSteps (loopsUnsure). Every wait not
+	// searched was kept: nothing goes out of order, but a crashed node on
+	// a loop does not go first, and a rollout in flight's new pods wait
+	// for its predecessors.
+	LoopsUnsure string
 }
 
 // Event is an Event to record on a node.
@@ -172,6 +179,11 @@ func Plan(s *Snapshot) []Decision {
 		d.Event = eventFor(s.Nodes[name], d, p.landing)
 		decisions = append(decisions, d)
 	}
+	if why := p.loopsUnsureWhy(); why != "" {
+		for i := range decisions {
+			decisions[i].LoopsUnsure = why
+		}
+	}
 	return decisions
 }
 
@@ -248,6 +260,18 @@ func (p *planner) outOfLoopBudget() bool { return p.loopWork >= maxLoopWorkPerPl
 // webhook refuses (a definite loop): the default lists of 200 nodes, a
 // crash included, search to the end.
 func (p *planner) loopsUnsure() bool { return p.unsure || p.outOfLoopBudget() }
+
+// loopsUnsureWhy says why the pass's loop searches were cut short, empty
+// where none was (Decision.LoopsUnsure).
+func (p *planner) loopsUnsureWhy() string {
+	switch {
+	case p.outOfLoopBudget():
+		return LoopsOutOfBudget
+	case p.unsure:
+		return LoopsOutOfSteps
+	}
+	return ""
+}
 
 // findDrops is findWaits' search, round after round.
 func (p *planner) findDrops() {

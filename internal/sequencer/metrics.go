@@ -26,6 +26,11 @@ var (
 		Help: "Every node the sequencer plans, gated or not, by the reason of its PrerequisitesReady condition (a stalled rollout shows as ProgressDeadlineExceeded).",
 	}, []string{"reason"})
 
+	loopsUnsureTenants = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "express_sequencer_tenants_loops_unsure",
+		Help: "Tenants whose last plan cut its wait-for loop searches short, by why: budget (the pass's searches ran out of their budget) or steps (a search ran out of its steps). Every wait not searched is kept: nothing goes out of order, but a crashed node on a loop does not go first, and a rollout in flight's new pods wait for its predecessors.",
+	}, []string{"why"})
+
 	releaseLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "express_sequencer_release_latency_seconds",
 		Help:    "Time from the sequencer observing the change that met a node's last prerequisite to the node's gate being removed.",
@@ -116,7 +121,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, podAdmissionReads, departuresUndated, convergenceRecords, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, loopsUnsureTenants, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, podAdmissionReads, departuresUndated, convergenceRecords, reconcileErrors}
 
 // ObserveAdmissionStep records that step of webhook took d, for
 // express_sequencer_admission_step_seconds.

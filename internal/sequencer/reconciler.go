@@ -77,6 +77,9 @@ type Reconciler struct {
 	DefaultMode string
 
 	gated, all gatedCounts
+	// loopsUnsure counts the tenants whose last plan cut its loop
+	// searches short, by why.
+	loopsUnsure gatedCounts
 	// observed holds, per tenant, when the oldest change not yet reconciled
 	// was seen: the start of the release latency.
 	observed observations
@@ -275,7 +278,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		// Without one, every release would rest on the cache (DESIGN §4b).
 		return errors.New("the sequencer needs a reader of the API server that bypasses the cache (Fresh)")
 	}
-	r.gated.gauge, r.all.gauge = gatedNodes, nodesByReason
+	r.gated.gauge, r.all.gauge, r.loopsUnsure.gauge = gatedNodes, nodesByReason, loopsUnsureTenants
 	ctx := context.Background()
 	byTenant := func(o client.Object) []string {
 		return []string{o.(v2alpha1.Node).NodeSpec().ClusterConfig.ClusterName}
@@ -437,7 +440,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, snap *rollout.Snapshot, deci
 }
 
 // count sets the tenant's share of the gauges: gated nodes and all nodes,
-// by reason.
+// by reason, and whether its plan cut its loop searches short.
 func (r *Reconciler) count(t rollout.Tenant, decisions []rollout.Decision) {
 	gated, all := map[string]int{}, map[string]int{}
 	for _, d := range decisions {
@@ -448,6 +451,11 @@ func (r *Reconciler) count(t rollout.Tenant, decisions []rollout.Decision) {
 	}
 	r.gated.set(t, gated)
 	r.all.set(t, all)
+	unsure := map[string]int{}
+	if len(decisions) > 0 && decisions[0].LoopsUnsure != "" {
+		unsure[decisions[0].LoopsUnsure] = 1
+	}
+	r.loopsUnsure.set(t, unsure)
 }
 
 // recheckAfter is the soonest another look is asked for, 0 for none.
