@@ -54,6 +54,19 @@ its change-grouping settings: see --landing-timeout, --settle-time,
 	}
 }
 
+// loopsLine is explain's line on a plan that cut its loop searches short,
+// empty for one that did not (Decision.LoopsUnsure).
+func loopsLine(d rollout.Decision) string {
+	why := map[string]string{
+		rollout.LoopsOutOfBudget: "the plan's searches ran out of their budget: every wait is kept, and a crashed node on a loop does not go first",
+		rollout.LoopsOutOfSteps:  "a search ran out of its steps: that wait is kept",
+	}[d.LoopsUnsure]
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("  loops:   the tenant's lists make more wait-for loops than one plan searches (%s); a rollout in flight's new pods wait for its predecessors\n", why)
+}
+
 func explain(e *env, s *rollout.Snapshot, name string) {
 	decisions := map[string]rollout.Decision{}
 	for _, d := range rollout.Plan(s) {
@@ -86,6 +99,7 @@ func explain(e *env, s *rollout.Snapshot, name string) {
 		mode = ", " + string(d.Mode) + " mode"
 	}
 	fmt.Fprintf(e.out, "  now:     %s%s: %s: %s\n", state, mode, d.Condition.Reason, d.Condition.Message)
+	fmt.Fprint(e.out, loopsLine(d))
 	if len(d.WaitingFor) == 0 {
 		switch {
 		case d.Gated && d.Condition.Reason == v2alpha1.ReasonRolloutPaused:

@@ -273,11 +273,12 @@ func TestAWouldHaveHeldSaysHowLongEnforcingWouldHaveHeldIt(t *testing.T) {
 }
 
 // fe1's v2 started ahead of the plan in audit; its hold ends in one of the
-// ways a hold ends. Only the plan letting v2 go dates the end: a switch to
-// enforce that adopts fe1 (the operator already rolls v2) records that
-// release, and the would-have-held ends there. Every other ending leaves an
-// earlier release's date on the node, before the pod, and is reported with
-// no end.
+// ways a hold ends. Only a release of v2 dates the end: the plan's, or a
+// switch to enforce that adopts fe1 (the operator already rolls v2) and
+// records one — the would-have-held then ends at the switch. Every other
+// ending leaves an earlier release's date on the node, before the pod, or
+// is no release (a node deleted, whatever its record says), and is
+// reported with no end.
 func TestAWouldHaveHeldEndsAtAReleaseOfItsTargetOrWithNoEnd(t *testing.T) {
 	for name, c := range map[string]struct {
 		ending   NodeSeen
@@ -287,7 +288,7 @@ func TestAWouldHaveHeldEndsAtAReleaseOfItsTargetOrWithNoEnd(t *testing.T) {
 			ending: NodeSeen{Kind: "Frontend", UID: "u1", Audit: true, Target: "v2", Released: "v1", ReleasedAt: at(0)},
 		},
 		"the node deleted is reported with no end": {
-			ending: NodeSeen{Kind: "Frontend", UID: "u1", Audit: true, Gone: true, Target: "v2", Released: "v1", ReleasedAt: at(0)},
+			ending: NodeSeen{Kind: "Frontend", UID: "u1", Audit: true, Gone: true, Target: "v2", Released: "v2", ReleasedAt: at(0)},
 		},
 		"its target changed again is reported with no end": {
 			ending: NodeSeen{Kind: "Frontend", UID: "u1", Audit: true, Held: true, Target: "v3", Released: "", ReleasedAt: at(0)},

@@ -28,7 +28,7 @@ var (
 
 	loopsUnsureTenants = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "express_sequencer_tenants_loops_unsure",
-		Help: "Tenants whose last plan cut its wait-for loop searches short, by why: budget (the pass's searches ran out of their budget) or steps (a search ran out of its steps). Every wait not searched is kept: nothing goes out of order, but a crashed node on a loop does not go first, and a rollout in flight's new pods wait for its predecessors.",
+		Help: "Tenants in enforce whose last plan cut its wait-for loop searches short, by why: budget (the pass's searches ran out of their budget: every wait is kept, so a crashed node on a loop does not go first) or steps (a search ran out of its steps: that wait is kept). Either way a rollout in flight's new pods wait for its predecessors. Nothing goes out of order; the tenant may stall. The leader logs each tenant as it starts and stops.",
 	}, []string{"why"})
 
 	releaseLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -182,15 +182,17 @@ type gatedCounts struct {
 	total    map[string]int
 }
 
-func (g *gatedCounts) set(t rollout.Tenant, counts map[string]int) {
+// set sets tenant t's counts and returns those it had.
+func (g *gatedCounts) set(t rollout.Tenant, counts map[string]int) (before map[string]int) {
 	if g.gauge == nil {
-		return // a Reconciler not set up with a manager exports nothing
+		return nil // a Reconciler not set up with a manager exports nothing
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.byTenant == nil {
 		g.byTenant, g.total = map[rollout.Tenant]map[string]int{}, map[string]int{}
 	}
+	before = g.byTenant[t]
 	for reason, n := range g.byTenant[t] {
 		g.total[reason] -= n
 	}
@@ -205,4 +207,5 @@ func (g *gatedCounts) set(t rollout.Tenant, counts map[string]int) {
 	for reason, n := range g.total {
 		g.gauge.WithLabelValues(reason).Set(float64(n))
 	}
+	return before
 }

@@ -384,7 +384,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile
 	if audit {
 		decisions = rollout.AuditDecisions(snap, decisions)
 	}
-	r.count(t, decisions)
+	r.count(ctx, t, decisions, audit)
 	releases := rollout.ReleasesAny(snap, decisions)
 	if err := r.applyPlan(ctx, snap, decisions, since, watch, owner); err != nil {
 		r.observed.restore(t, since) // the retry's releases are timed from the same change
@@ -440,8 +440,9 @@ func (r *Reconciler) applyPlan(ctx context.Context, snap *rollout.Snapshot, deci
 }
 
 // count sets the tenant's share of the gauges: gated nodes and all nodes,
-// by reason, and whether its plan cut its loop searches short.
-func (r *Reconciler) count(t rollout.Tenant, decisions []rollout.Decision) {
+// by reason, and, in enforce, whether its plan cut its loop searches short
+// — logged as that starts and stops, since the gauge names no tenant.
+func (r *Reconciler) count(ctx context.Context, t rollout.Tenant, decisions []rollout.Decision, audit bool) {
 	gated, all := map[string]int{}, map[string]int{}
 	for _, d := range decisions {
 		if d.Gated {
@@ -451,11 +452,26 @@ func (r *Reconciler) count(t rollout.Tenant, decisions []rollout.Decision) {
 	}
 	r.gated.set(t, gated)
 	r.all.set(t, all)
-	unsure := map[string]int{}
-	if len(decisions) > 0 && decisions[0].LoopsUnsure != "" {
-		unsure[decisions[0].LoopsUnsure] = 1
+	unsure, why := map[string]int{}, ""
+	if !audit && len(decisions) > 0 {
+		why = decisions[0].LoopsUnsure
 	}
-	r.loopsUnsure.set(t, unsure)
+	if why != "" {
+		unsure[why] = 1
+	}
+	was := ""
+	for w := range r.loopsUnsure.set(t, unsure) {
+		was = w // one at most
+	}
+	if was == why {
+		return
+	}
+	logger := log.FromContext(ctx).WithValues("namespace", t.Namespace, "cluster", t.ClusterName)
+	if why != "" {
+		logger.Info("The tenant's prerequisite lists make more wait-for loops than one plan searches: each wait not searched is kept; nothing goes out of order, but the tenant may stall (express_sequencer_tenants_loops_unsure)", "why", why)
+	} else {
+		logger.Info("The tenant's wait-for loops are searched to the end again")
+	}
 }
 
 // recheckAfter is the soonest another look is asked for, 0 for none.

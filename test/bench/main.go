@@ -191,6 +191,9 @@ type Result struct {
 	// express-sequencer and, with -cluster, the control loops and KWOK),
 	// by name.
 	StackCPU map[string]time.Duration
+	// CacheWaits is what kube-apiserver's watch cache made reads wait over
+	// provisioning and upgrade, by resource; nil without a watch cache.
+	CacheWaits map[string]cacheWait
 	// Crash is the crash measurement, when asked for.
 	Crash CrashResult
 	// FleetView is what the fleet view costs on the settled fleet.
@@ -290,6 +293,7 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "  sequencer peak RSS:      %d MiB%s\n", res.PeakRSSKiB/1024, limit)
 	fmt.Fprintf(out, "  sequencer CPU time:      %s, the whole run (%s wall clock for both phases)\n", res.CPU.Round(time.Second), (res.Provision + res.Upgrade).Round(time.Second))
 	reportStackCPU(out, res.StackCPU, 2*o.tenants*o.nodes)
+	reportCacheWaits(out, res.CacheWaits)
 	reportFleetView(out, res.FleetView)
 	if o.slowest > 0 {
 		idx := make([]int, len(res.Latencies))
@@ -390,6 +394,10 @@ func measure(o options, out io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	waitsBefore, err := apiServerCacheWaits(ctx, cp.Config)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	if err := parallel(ctx, o.workers, o.tenants, func(i int) error { return createTenant(ctx, c, i, o.nodes, o.rolloutID) }); err != nil {
 		return res, err
@@ -461,6 +469,11 @@ func measure(o options, out io.Writer) (Result, error) {
 	for name, cpu := range stackAfter {
 		res.StackCPU[name] = cpu - stackBefore[name]
 	}
+	waitsAfter, err := apiServerCacheWaits(ctx, cp.Config)
+	if err != nil {
+		return res, err
+	}
+	res.CacheWaits = cacheWaitsSince(waitsBefore, waitsAfter)
 	if res.FleetView, err = measureFleetView(ctx, st.cfg, c, o.tenants); err != nil {
 		return res, err
 	}

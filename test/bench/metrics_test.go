@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,4 +72,38 @@ func TestMetricsThatDoNotParseAreAnError(t *testing.T) {
 	defer server.Close()
 	_, err := writes(server.URL)
 	assert.ErrorContains(t, err, "parsing metrics")
+}
+
+// kube-apiserver's histogram of reads that waited for its watch cache, read
+// by resource (group appended), and what a stretch of a run added to it.
+func TestTheWatchCachesWaitsAreReadByResource(t *testing.T) {
+	const text = `# TYPE apiserver_watch_cache_read_wait_seconds histogram
+apiserver_watch_cache_read_wait_seconds_bucket{group="express.medallia.com",resource="frontends",le="0.005"} 2
+apiserver_watch_cache_read_wait_seconds_bucket{group="express.medallia.com",resource="frontends",le="0.025"} 3
+apiserver_watch_cache_read_wait_seconds_bucket{group="express.medallia.com",resource="frontends",le="0.05"} 5
+apiserver_watch_cache_read_wait_seconds_bucket{group="express.medallia.com",resource="frontends",le="0.1"} 9
+apiserver_watch_cache_read_wait_seconds_bucket{group="express.medallia.com",resource="frontends",le="+Inf"} 10
+apiserver_watch_cache_read_wait_seconds_sum{group="express.medallia.com",resource="frontends"} 0.6
+apiserver_watch_cache_read_wait_seconds_count{group="express.medallia.com",resource="frontends"} 10
+apiserver_watch_cache_read_wait_seconds_bucket{group="",resource="pods",le="0.05"} 4
+apiserver_watch_cache_read_wait_seconds_bucket{group="",resource="pods",le="+Inf"} 4
+apiserver_watch_cache_read_wait_seconds_sum{group="",resource="pods"} 0.04
+apiserver_watch_cache_read_wait_seconds_count{group="",resource="pods"} 4
+`
+	waits, err := cacheWaits(strings.NewReader(text))
+	require.NoError(t, err)
+	fe := waits["frontends.express.medallia.com"]
+	assert.Equal(t, cacheWait{Reads: 10, Waited: 600 * time.Millisecond, Over50ms: 5}, fe)
+	assert.Equal(t, 60*time.Millisecond, fe.Mean())
+	assert.Equal(t, uint64(4), waits["pods"].Reads)
+
+	before := map[string]cacheWait{"frontends.express.medallia.com": {Reads: 4, Waited: 100 * time.Millisecond, Over50ms: 1}, "pods": {Reads: 4, Waited: 40 * time.Millisecond}}
+	since := cacheWaitsSince(before, waits)
+	assert.Equal(t, cacheWait{Reads: 6, Waited: 500 * time.Millisecond, Over50ms: 4}, since["frontends.express.medallia.com"])
+	assert.NotContains(t, since, "pods", "no read of pods since")
+
+	none, err := cacheWaits(strings.NewReader("# TYPE apiserver_request_total counter\napiserver_request_total 3\n"))
+	require.NoError(t, err)
+	assert.Nil(t, none, "no watch cache: no histogram")
+	assert.Nil(t, cacheWaitsSince(before, none))
 }
