@@ -153,20 +153,20 @@ func TestALoopSearchThatRunsOutOfItsStepsIsNotedThoughThePassHasBudgetLeft(t *te
 
 // Every decision of a pass says why its loop searches were cut short, as
 // the sequencer's express_sequencer_tenants_loops_unsure gauge counts it:
-// nothing where every search ended, a search out of its steps (20 dense
-// nodes), the pass out of its budget (200).
+// nothing where every search ended (5 dense nodes), a search out of its
+// steps (20), the pass out of its budget (200).
 func TestEveryDecisionOfAPassSaysWhyItsLoopSearchesWereCutShort(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		plan func(t *testing.T) []Decision
 		why  string
 	}{
-		{"a tenant changed by the default lists is searched to the end", func(t *testing.T) []Decision {
-			w := newWorld(t, "acme")
-			settledTenant(w, 5)
-			w.setVersion(v2, keysOf(5)...)
-			w.crash("be")
-			return Plan(w.snapshot())
+		{"5 nodes whose every list names every other are searched to the end", func(t *testing.T) []Decision {
+			s := denseTenant(t, 5).snapshot()
+			p := newPlanner(s)
+			p.findWaits()
+			require.Positive(t, p.loopWork, "loops were searched")
+			return Plan(s)
 		}, ""},
 		{"20 nodes whose every list names every other run a search out of its steps", func(t *testing.T) []Decision { return Plan(denseTenant(t, 20).snapshot()) }, LoopsOutOfSteps},
 		{"200 such nodes run the pass out of its budget", func(t *testing.T) []Decision { return Plan(denseTenant(t, 200).snapshot()) }, LoopsOutOfBudget},

@@ -79,10 +79,10 @@ type Decision struct {
 	KeepCondition bool
 	// LoopsUnsure, the same on every decision of a pass, says why the
 	// pass's loop searches were cut short, empty where none was:
-	// LoopsOutOfBudget or LoopsOutOfSteps (loopsUnsure). Every wait not
-	// searched was kept: nothing goes out of order, but a crashed node on
-	// a loop does not go first, and a rollout in flight's new pods wait
-	// for its predecessors.
+	// LoopsOutOfBudget (every wait is kept: a crashed node on a loop does
+	// not go first) or LoopsOutOfSteps (the wait whose search ran out is
+	// kept) (loopsUnsure). Either way a rollout in flight's new pods wait
+	// for its predecessors; nothing goes out of order.
 	LoopsUnsure string
 }
 
