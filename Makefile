@@ -99,13 +99,13 @@ docker-build: ## Build the container image IMG (needs a Docker engine).
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: bench
-bench: control-plane ## The numbers of docs/performance.md: 1,000 tenants × 8 nodes upgraded all at once (with a heap profile), 200 at 2 tenants/s with a crash of every pod and the admission cost, a config-only change, the sequencer's scoped read against its read of the whole tenant, and the order auditor's cost (200 and 1,000 tenants with and without it).
+bench: control-plane ## The numbers of docs/performance.md: 1,000 tenants × 8 nodes upgraded all at once (with a heap profile), 200 at 2 tenants/s with a crash of every pod and the admission cost, a config-only change, the sequencer's scoped read against its read of the whole tenant, the order auditor's cost (200 and 1,000 tenants with and without it), and what the fresh reads cost against a floor with none.
 	mkdir -p bin
 	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
 	$(GO) run ./bench -tenants 1000 -memprofile $(BIN)/bench-heap.pprof && \
 	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -crash 200 -admission 50 && \
 	$(GO) run ./bench -tenants 1000 -change config && \
-	$(MAKE) -C .. bench-reads bench-audit
+	$(MAKE) -C .. bench-reads bench-audit bench-floor
 
 .PHONY: bench-reads
 bench-reads: control-plane ## The fresh reads of the whole tenant against the reads by name (-scoped-reads, the sequencer's scoped read, and -pod-reads-by-name, the pod webhook's), side by side on Kubernetes' own control loops (StatefulSets name their pods by ordinal): 200 tenants at 2 tenants/s with a crash of every pod and the admission cost, unpinned and with kube-apiserver and etcd on a core of their own (-pin), then 1,000 × 8 at once (docs/performance.md).
@@ -123,6 +123,16 @@ bench-guard: control-plane ## What the release guard and the scoped read cost ku
 	$(GO) run ./bench -tenants 200 -upgrade-rate 2 && \
 	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -scoped-reads=false && \
 	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -recheck-releases=false
+
+.PHONY: bench-floor
+bench-floor: control-plane ## What the fresh reads cost, against a floor with none (docs/performance.md): 200 tenants at 2 tenants/s with the admission cost, then 1,000 × 8 at once without the auditor, each built with -tags cachefloor (every fresh read from the cache) and then as released, one after the other.
+	cd test && export KUBEBUILDER_ASSETS="$$(../hack/control-plane.sh)" && \
+	for floor in true false; do \
+	$(GO) run ./bench -tenants 200 -upgrade-rate 2 -admission 50 -cache-floor=$$floor || exit 1; \
+	done && \
+	for floor in true false; do \
+	$(GO) run ./bench -tenants 1000 -no-audit -cache-floor=$$floor || exit 1; \
+	done
 
 .PHONY: bench-audit
 bench-audit: control-plane ## The order auditor's cost beside the sequencer's: 200 and 1,000 tenants, each without it, then with it; then 1,000 with it under a 250 MiB Go memory limit (docs/performance.md).

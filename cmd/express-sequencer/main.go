@@ -28,7 +28,8 @@ import (
 var version = "dev"
 
 // versionString is the version, the commit it was built from when known,
-// and the Go version.
+// and the Go version; "+cachefloor" marks a build whose fresh reads read
+// the cache (a benchmark's floor, never a release).
 func versionString() string {
 	commit := ""
 	if info, ok := debug.ReadBuildInfo(); ok {
@@ -38,7 +39,11 @@ func versionString() string {
 			}
 		}
 	}
-	return fmt.Sprintf("express-sequencer %s%s (%s %s/%s)", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	floor := ""
+	if app.CacheFloor {
+		floor = "+cachefloor"
+	}
+	return fmt.Sprintf("express-sequencer %s%s%s (%s %s/%s)", version, floor, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 func main() {

@@ -81,6 +81,8 @@ func build() (dashboard.Dashboard, error) {
 			query(`sum by (outcome) (rate(express_sequencer_condition_conflicts_total`+rate+`))`, "conflict {{outcome}}"))).
 		WithPanel(series("API calls", "ops", "Every request of the process's client, by method and code (client-go).",
 			query(`sum by (method, code) (rate(rest_client_requests_total`+rate+`))`, "{{method}} {{code}}"))).
+		WithPanel(series("API calls by part", "ops", "The same requests by the part that sent them and their verb: sequencer (the reconciles' fresh reads and writes), release-guard and pods (the webhooks' fresh reads of the tenant), auditor, other (the caches' lists and watches, leader election, Events, the node webhooks' reads). Which part a rise of API calls comes from; the resources are on express_sequencer_api_requests_total.",
+			query(`sum by (caller, verb) (rate(express_sequencer_api_requests_total`+rate+`))`, "{{caller}} {{verb}}"))).
 		WithPanel(series("Events not written", "ops", "Events dropped with the queue full, or refused by the API server.",
 			query(`sum(rate(express_sequencer_events_dropped_total`+rate+`))`, "dropped"),
 			query(`sum(rate(express_sequencer_event_write_failures_total`+rate+`))`, "refused"))).

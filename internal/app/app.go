@@ -184,6 +184,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 	}
 	o.Log.Info("Default orders", "provisioning", orders.Provisioning.String(), "upgrade", orders.Upgrade.String())
 	scheme := expressscheme.New()
+	// Every request of every part, counted by caller, verb and resource
+	// (express_sequencer_api_requests_total).
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(sequencer.CountRequests)
 
 	var ws webhook.Server
 	var runnables []manager.Runnable
@@ -219,7 +223,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 	}
 	// The pod webhook, the release guard and the sequencer's releases read
 	// the tenant straight from the API server.
-	fresh, err := sequencer.FreshReader(mgr.GetConfig(), mgr.GetAPIReader())
+	fresh, err := freshReader(mgr, o.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +265,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (manager.Manager, err
 			if o.AuditorTransport != nil {
 				cfg.Wrap(o.AuditorTransport)
 			}
+			cfg.Wrap(sequencer.CountAs(sequencer.CallerAuditor))
 			if err := mgr.Add(&audit.Auditor{
 				Config: cfg, Conditions: audit.Conditions{Client: mgr.GetClient(), Clock: o.Clock}, Recorder: events,
 				DefaultMode: o.DefaultMode, ConfirmAfter: auditConfirmAfter, WouldHoldGrace: o.WouldHoldGrace, Clock: clock.RealClock{}, Log: o.Log.WithName("auditor"),

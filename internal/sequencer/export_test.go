@@ -60,3 +60,9 @@ func (d *DeparturesRegistered) Problems() []string {
 func (r *Reconciler) DateFutureDeparturesAgain(ctx context.Context, snap *rollout.Snapshot) (bool, time.Duration) {
 	return r.dateFutureDeparturesAgain(ctx, snap)
 }
+
+// APIRequests is how many requests caller sent with verb to resource
+// (express_sequencer_api_requests_total).
+func APIRequests(caller, verb, resource string) float64 {
+	return testutil.ToFloat64(apiRequests.WithLabelValues(caller, verb, resource))
+}

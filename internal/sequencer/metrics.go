@@ -121,7 +121,7 @@ var (
 )
 
 // collectors are every metric the sequencer exports.
-var collectors = []prometheus.Collector{gatedNodes, nodesByReason, loopsUnsureTenants, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, podAdmissionReads, departuresUndated, convergenceRecords, reconcileErrors}
+var collectors = []prometheus.Collector{gatedNodes, nodesByReason, loopsUnsureTenants, releaseLatency, releaseSteps, admissionSteps, releases, podReleases, modeSwitches, apiWrites, apiRequests, conditionWrites, conditionConflicts, eventsDropped, eventsFailed, partialReads, releaseReads, podAdmissionReads, departuresUndated, convergenceRecords, reconcileErrors}
 
 // ObserveAdmissionStep records that step of webhook took d, for
 // express_sequencer_admission_step_seconds.

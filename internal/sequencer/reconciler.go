@@ -353,6 +353,7 @@ func (r *Reconciler) observe(t rollout.Tenant) { r.observed.see(t, r.Clock.Now()
 
 // Reconcile sequences one tenant: gather and plan, then apply.
 func (r *Reconciler) Reconcile(ctx context.Context, t rollout.Tenant) (reconcile.Result, error) {
+	ctx = WithCaller(ctx, CallerSequencer)
 	mode, err := ReadMode(ctx, r.Client, t.Namespace, r.DefaultMode)
 	if err == nil && mode == v2alpha1.ModeAudit && r.Fresh != nil {
 		// Audit lifts gates and records releases no gate held: only on the

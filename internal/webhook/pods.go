@@ -57,6 +57,7 @@ type PodGate struct {
 // Handle decides one pod creation. It only reads, so dry-run creates are
 // side-effect free.
 func (g *PodGate) Handle(ctx context.Context, req admission.Request) admission.Response {
+	ctx = sequencer.WithCaller(ctx, sequencer.CallerPods)
 	var pod corev1.Pod
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))

@@ -70,7 +70,7 @@ func (g *ReleaseGuard) nodeRelease(ctx context.Context, n v2alpha1.Node) error {
 // switched to enforce would otherwise mark as released a node never let go,
 // and nothing would gate it again.
 func (g *ReleaseGuard) recordWithoutGate(ctx context.Context, n v2alpha1.Node, target string) error {
-	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
+	read, cancel := context.WithTimeout(sequencer.WithCaller(ctx, sequencer.CallerReleaseGuard), freshReadTimeout)
 	defer cancel()
 	mode, err := sequencer.ReadMode(read, g.Reader, n.GetNamespace(), g.DefaultMode)
 	if err != nil {
@@ -96,7 +96,7 @@ func (g *ReleaseGuard) recordWithoutGate(ctx context.Context, n v2alpha1.Node, t
 // returns why its release (of pod, when set) does not stand now, or "" when
 // it does.
 func (g *ReleaseGuard) stands(ctx context.Context, namespace, name, kind, pod string) (string, error) {
-	read, cancel := context.WithTimeout(ctx, freshReadTimeout)
+	read, cancel := context.WithTimeout(sequencer.WithCaller(ctx, sequencer.CallerReleaseGuard), freshReadTimeout)
 	defer cancel()
 	started := time.Now()
 	got := sequencer.ReadModeAndTenant(read, g.Reader, namespace, name, kind, g.DefaultMode, false, g.Orders, g.Clock.Now(), g.Grouping)

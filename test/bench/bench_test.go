@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,10 +31,45 @@ func TestTheBenchmarkRunsAndChecksTheOrder(t *testing.T) {
 	assert.Positive(t, res.Steps["release"], "a releasing reconcile's steps are timed: %v", res.Steps)
 	assert.Positive(t, res.Steps["release-guard/fresh_read"], "the release guard's read is timed: %v", res.Steps)
 	assert.Positive(t, res.CacheWaits["frontends.express.medallia.com"].Reads, "kube-apiserver's watch cache's waits are read: %v", res.CacheWaits)
+	assert.Positive(t, res.Requests["release-guard list frontends"], "the release guard's LISTs are counted as its own: %v", res.Requests)
+	assert.Positive(t, res.Requests["pods list pods"], "so are the pod webhook's: %v", res.Requests)
+	assert.Positive(t, res.Requests["sequencer list frontends"], "and the sequencer's reads of the whole tenant: %v", res.Requests)
+	assert.Positive(t, res.Requests["sequencer apply frontends/status"], "and its condition writes: %v", res.Requests)
+	counted := 0
+	for _, n := range res.Requests {
+		counted += n
+	}
+	assert.LessOrEqual(t, counted, res.APICalls, "the requests of provisioning and upgrade are among client-go's count of the whole run's")
+	var report bytes.Buffer
+	reportRequests(&report, res.Requests, 2*3*4)
+	assert.Regexp(t, `sequencer API calls over provisioning and upgrade: \d+, [\d.]+ per node rollout, by caller:\n( +\S+ +\d+ +[\d.]+ per node rollout:( \S+ \S+ [\d.]+;)+\n)+$`, report.String())
 	assert.LessOrEqual(t, res.Percentile(50), res.Percentile(99))
 	assert.Contains(t, out.String(), "pod create, through the pod webhook:", "the admission measurements run too")
 	assert.Contains(t, out.String(), "last apply → first release, rollout-id:")
 	assert.Contains(t, out.String(), "Frontend create (dry run)", "the webhook cost with and without them is measured")
+}
+
+// -cache-floor builds a binary whose fresh reads are the cache's: neither
+// the webhooks nor the sequencer send a read to the API server, and the
+// run reports the rest of what a rollout costs.
+func TestTheBenchmarksCacheFloorSendsNoFreshRead(t *testing.T) {
+	var out bytes.Buffer
+	res, err := measure(options{tenants: 2, nodes: 4, workers: 2, settle: 200 * time.Millisecond, timeout: 3 * time.Minute, rolloutID: true, recheckReleases: true, scopedReads: true, concurrency: 4, statefulSets: true, noAudit: true, cacheFloor: true}, &out)
+	require.NoError(t, err, out.String())
+	assert.Empty(t, res.OutOfOrder)
+	assert.Len(t, res.Latencies, 2*3)
+	assert.Positive(t, res.Requests["sequencer patch frontends"], "the releases are written: %v", res.Requests)
+	assert.Positive(t, res.Steps["release-guard/fresh_read"], "the release guard judged the releases, on its cache: %v", res.Steps)
+	assert.Positive(t, res.Steps["pods/fresh_read"], "the pod webhook judged the new pods, on its cache: %v", res.Steps)
+	assert.Positive(t, res.Steps["scoped_read"], "the sequencer planned releases on its scoped read, of its cache: %v", res.Steps)
+	for k := range res.Requests {
+		caller, verb, _ := strings.Cut(k, " ")
+		assert.NotContains(t, []string{"release-guard", "pods"}, caller, "the webhooks read nothing from the API server: %s", k)
+		if caller == "sequencer" {
+			assert.NotContains(t, []string{"get", "list"}, strings.Fields(verb)[0], "nor does the sequencer: %s", k)
+		}
+		assert.NotContains(t, []string{"other get namespaces", "other get backends", "other get frontends"}, k, "nor the node webhooks (a node's mode, a name taken)")
+	}
 }
 
 // -fleet-view-only provisions the tenants and times the fleet view on them:
@@ -76,6 +112,7 @@ func TestTheBenchmarkRunsOnKubernetesOwnControlLoops(t *testing.T) {
 	assert.Contains(t, out.String(), "Starting kube-controller-manager (its default client rate limit), kube-scheduler and KWOK")
 	assert.Positive(t, res.UpgradeWrites[readsPrefix+"decision"], "with -scoped-reads, releases planned on the workload read by name: %v", res.UpgradeWrites)
 	assert.Positive(t, res.Steps["scoped_read"], "the scoped read is timed: %v", res.Steps)
+	assert.Positive(t, res.Requests["sequencer get statefulsets"], "the scoped read's GETs are counted as the sequencer's: %v", res.Requests)
 	assert.Empty(t, res.Crash.OutOfOrder)
 	assert.Len(t, res.Crash.Latencies, 2*3, "one latency per pod release after the backend: fe1, fe2, fe3 in each tenant")
 	assert.NotEmpty(t, res.Crash.PodReads, "with -pod-reads-by-name, the recreated pods' admissions are counted by the read they were answered on")

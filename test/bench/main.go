@@ -48,10 +48,13 @@ type options struct {
 	tenants, nodes, workers int
 	settle, timeout         time.Duration
 	binary                  string
-	memoryLimit             string
-	rate                    float64
-	slowest                 int
-	admission               int
+	// cacheFloor builds express-sequencer with -tags cachefloor: its fresh
+	// reads read the cache (a floor, not a configuration).
+	cacheFloor  bool
+	memoryLimit string
+	rate        float64
+	slowest     int
+	admission   int
 	// change is what the upgrade changes: "version" or "config"
 	// (configChangeset only).
 	change string
@@ -133,6 +136,7 @@ func main() {
 	flag.BoolVar(&o.noWatchCache, "no-watch-cache", false, "Run kube-apiserver with --watch-cache=false: every LIST and WATCH is served by etcd, a consistent LIST with no wait for the watch cache to prove itself current. To measure what that wait costs releases and pod admissions; no real cluster runs so (every watch becomes an etcd watch).")
 	flag.BoolVar(&o.pin, "pin", false, "Pin kube-apiserver and etcd (and, with -cluster, the control loops) to the first core, express-sequencer and the driver to the second (taskset), so that what the sequencer costs kube-apiserver shows apart from what it costs itself.")
 	flag.StringVar(&o.binary, "binary", "", "express-sequencer binary to measure; built from ./cmd/express-sequencer when empty.")
+	flag.BoolVar(&o.cacheFloor, "cache-floor", false, "Build express-sequencer with -tags cachefloor, whose every fresh read (the sequencer's, the release guard's, the pod webhook's) reads its cache instead of the API server: what everything but the fresh reads costs, a floor for what reading less could reach. Releases may go out of order where the cache lags; no release is built so.")
 	flag.StringVar(&o.memoryLimit, "sequencer-memory-limit", "", "GOMEMLIMIT for express-sequencer alone (e.g. 140MiB): its memory against its CPU; empty leaves it to the binary.")
 	var so soakOptions
 	flag.DurationVar(&so.duration, "soak", 0, "Soak instead: after creating the tenants, change them one after another at -upgrade-rate tenants/s (each to its next version) for this long, sampling the sequencer's RSS, goroutines and kube-apiserver's open watches every -soak-every; then watch the settled fleet for -soak-quiet and fail on any write, on a rollout out of order, or on growth beyond noise.")
@@ -141,6 +145,10 @@ func main() {
 	flag.StringVar(&so.plot, "soak-plot", "", "With -soak: write a PNG plot of the samples to this file.")
 	flag.BoolVar(&o.fleetViewOnly, "fleet-view-only", false, "Only create the tenants and, once they are provisioned, time the fleet view (kubectl express status -A); no upgrade.")
 	flag.Parse()
+	if o.cacheFloor && o.binary != "" {
+		fmt.Fprintln(os.Stderr, "bench: -cache-floor builds the binary it measures: give it without -binary")
+		os.Exit(2)
+	}
 	var err error
 	if o.fleetViewOnly {
 		err = runFleetView(o, os.Stdout)
@@ -191,6 +199,9 @@ type Result struct {
 	// express-sequencer and, with -cluster, the control loops and KWOK),
 	// by name.
 	StackCPU map[string]time.Duration
+	// Requests are express-sequencer's requests to the API server over
+	// provisioning and upgrade, keyed "caller verb resource".
+	Requests map[string]int
 	// CacheWaits is what kube-apiserver's watch cache made reads wait over
 	// provisioning and upgrade, by resource; nil without a watch cache.
 	CacheWaits map[string]cacheWait
@@ -233,6 +244,9 @@ func run(o options, out io.Writer) error {
 	if !o.scopedReads || !o.recheckReleases {
 		reads = "the whole tenant, consistent LISTs"
 	}
+	if o.cacheFloor {
+		reads = "none, every fresh read from the cache (-cache-floor: a floor, not a configuration)"
+	}
 	cores := "shared by every process"
 	if o.pin {
 		cores = "kube-apiserver and etcd on core " + apiServerCores + ", express-sequencer and the driver on core " + sequencerCores
@@ -251,7 +265,8 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "  release latency p50:     %s\n", res.Percentile(50).Round(100*time.Microsecond))
 	fmt.Fprintf(out, "  release latency p99:     %s\n", res.Percentile(99).Round(100*time.Microsecond))
 	fmt.Fprintf(out, "  release latency max:     %s  (%d releases)\n", res.Percentile(100).Round(100*time.Microsecond), len(res.Latencies))
-	fmt.Fprintf(out, "  sequencer API calls:     %d\n", res.APICalls)
+	fmt.Fprintf(out, "  sequencer API calls:     %d, the whole run\n", res.APICalls)
+	reportRequests(out, res.Requests, 2*res.Tenants*res.Nodes)
 	total, kinds := 0, make([]string, 0, len(res.UpgradeWrites))
 	for k, v := range res.UpgradeWrites {
 		if !strings.HasPrefix(k, breakdownPrefix) {
@@ -394,6 +409,10 @@ func measure(o options, out io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	requestsBefore, err := requests(st.metricsURL)
+	if err != nil {
+		return res, err
+	}
 	waitsBefore, err := apiServerCacheWaits(ctx, cp.Config)
 	if err != nil {
 		return res, err
@@ -465,6 +484,11 @@ func measure(o options, out io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	requestsAfter, err := requests(metricsURL)
+	if err != nil {
+		return res, err
+	}
+	res.Requests = requestsSince(requestsBefore, requestsAfter)
 	res.StackCPU = map[string]time.Duration{}
 	for name, cpu := range stackAfter {
 		res.StackCPU[name] = cpu - stackBefore[name]

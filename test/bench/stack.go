@@ -62,7 +62,11 @@ func startStack(ctx context.Context, o options, out io.Writer) (st *stack, stop 
 	binary := o.binary
 	if binary == "" {
 		binary = filepath.Join(dir, "express-sequencer")
-		build := exec.Command("go", "build", "-o", binary, "./cmd/express-sequencer")
+		args := []string{"build", "-o", binary}
+		if o.cacheFloor {
+			args = append(args, "-tags", "cachefloor")
+		}
+		build := exec.Command("go", append(args, "./cmd/express-sequencer")...)
 		build.Dir, build.Stdout, build.Stderr = controlplane.Root(), out, os.Stderr
 		if err := build.Run(); err != nil {
 			return nil, stop, fmt.Errorf("building express-sequencer: %w", err)
