@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
@@ -161,7 +163,9 @@ func TestAReleaseAWebhookUndoesIsNotTakenForOne(t *testing.T) {
 	recorder := events.NewFakeRecorder(100)
 	r.Recorder = recorder
 	pastSettle()
-	_, err := r.Reconcile(ctx, rollout.Tenant{Namespace: ns, ClusterName: "acme"})
+	// Where the first pass did not plan on the scoped read (its premise),
+	// the log says why it read the tenant whole.
+	_, err := r.Reconcile(log.IntoContext(ctx, testr.NewWithOptions(t, testr.Options{Verbosity: 1})), rollout.Tenant{Namespace: ns, ClusterName: "acme"})
 	require.Error(t, err, "the write was stored, but not as a release")
 	assert.Contains(t, err.Error(), "the write was stored with the gate still on")
 	assert.True(t, v2alpha1.IsGated(read(t, ns, "fe1")), "fe1 stays gated")
