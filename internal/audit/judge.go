@@ -209,6 +209,14 @@ type nodeRev struct {
 	// hold, for the version it began at may be pruned before a pod of the
 	// hold is judged.
 	heldReleased []string
+	// heldUngated is the target the node carried, ungated, in the version
+	// just before its hold began where the hold did not change it (a
+	// switch from audit to enforce gated the node where it stood): its
+	// hash and fallback key. The Express operator, free to roll it a
+	// moment before, may still carry it out from a cache that has not seen
+	// the gate; the pod webhook creates what it makes held (sequencer.md,
+	// "Races the design accepts").
+	heldUngated []string
 	// releasedKey is the fallback key of the node's last version seen
 	// released and on its target (the hash it was released for, then the
 	// key), carried to every later version: a hold that begins takes it
@@ -271,14 +279,15 @@ func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
 			delete(j.tombs, k)
 		}
 	}
-	var released []string
+	var released, ungated []string
 	var releasedKey [2]string
+	var before *NodeSeen // the version just before this one, where none may be missing between
 	if n := len(l.revs); n > 0 {
 		last := l.revs[n-1]
 		if rv <= last.rv {
 			return
 		}
-		since, released, born, releasedKey = last.heldSince, last.heldReleased, last.bornAt, last.releasedKey
+		since, released, ungated, born, releasedKey = last.heldSince, last.heldReleased, last.heldUngated, last.bornAt, last.releasedKey
 		if last.seen.UID != seen.UID {
 			born = rv // deleted and made again under the same name
 		}
@@ -294,23 +303,31 @@ func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
 			// Versions between them may be missing: the hold may have ended
 			// and begun again for what ran since. It counts from here.
 			since = 0
+		} else if last.seen.UID == seen.UID {
+			before = &last.seen
 		}
 	}
 	if !seen.Held && !seen.Gone && seen.Released != "" && seen.Released == seen.Target && seen.Key != "" {
 		releasedKey = [2]string{seen.Target, seen.Key}
 	}
 	if !seen.Held || seen.Gone {
-		since, released = 0, nil
+		since, released, ungated = 0, nil, nil
 	} else if since == 0 {
-		since, released = rv, nil
+		since, released, ungated = rv, nil, nil
 		if seen.Released != "" {
 			released = []string{seen.Released}
 			if releasedKey[0] == seen.Released {
 				released = append(released, releasedKey[1])
 			}
 		}
+		if before != nil && !before.Gone && (before.Audit || !before.Held) && !seen.Audit && before.Target == seen.Target {
+			ungated = []string{seen.Target}
+			if seen.Key != "" {
+				ungated = append(ungated, seen.Key)
+			}
+		}
 	}
-	l.revs = append(l.revs, nodeRev{rv: rv, seen: seen, heldSince: since, heldReleased: released, releasedKey: releasedKey, bornAt: born})
+	l.revs = append(l.revs, nodeRev{rv: rv, seen: seen, heldSince: since, heldReleased: released, heldUngated: ungated, releasedKey: releasedKey, bornAt: born})
 }
 
 // Knows reports whether the judge keeps versions of node k (a node it
@@ -581,6 +598,12 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 			// Released before the hold: the operator may be carrying it out
 			// from a cache that has not seen the new gate yet.
 			ran = append(ran, released)
+			sort.Strings(ran)
+		}
+	}
+	for _, carried := range at.heldUngated {
+		if !slices.Contains(ran, carried) {
+			ran = append(ran, carried)
 			sort.Strings(ran)
 		}
 	}

@@ -677,3 +677,52 @@ func TestARecoveryWhosePodIsMadeAgainIsReportedAlikeHoweverTheJudgementsFall(t *
 		})
 	}
 }
+
+// The switch to enforce gates fe1 where it stood in audit, on v2: the
+// Express operator was free to roll v2 a moment before, and may still do it
+// from a cache that has not seen the gate (the pod webhook creates what it
+// makes held). That is not counted; a later target under the same gate is.
+func TestAPodOfTheTargetANodeCarriedUngatedUntilTheSwitchGatedItIsNotCounted(t *testing.T) {
+	for name, c := range map[string]struct {
+		before step
+		counts bool
+	}{
+		"held by the plan in audit, then gated for the same target, is not counted": {
+			before: auditNode(20, true, "v2", at(0)),
+		},
+		"seen ungated in enforce before the gate, for the same target, is not counted": {
+			before: released(20, "u1", false, "v2", "v1"),
+		},
+		"gated for a new target, the old one ungated before, is counted": {
+			before: released(20, "u1", false, "v1", "v1"),
+			counts: true,
+		},
+		"another object of the name before is counted": {
+			before: released(20, "u0", false, "v2", "v1"),
+			counts: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := NewJudge()
+			auditNode(10, false, "v1", at(0))(j)
+			set(11, "v1")(j)
+			c.before(j)
+			released(30, "u1", true, "v2", "v1")(j) // the switch's gate
+			set(32, "v2")(j)                        // the operator rolls v2 from a cache that has not seen it
+			pod(33, "acme-fe1-0", "v2", true)(j)
+			found := j.Settle(everything)
+			if !c.counts {
+				assert.Empty(t, found)
+				j.Node(40, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Held: true, Target: "v3", Released: "v1"})
+				pod(41, "acme-fe1-1", "v3", true)(j)
+				found = j.Settle(everything)
+				require.Len(t, found, 1, "v3, a target changed under the gate, was never free to roll")
+				assert.Equal(t, KindRolledWhileGated, found[0].Kind)
+				assert.Equal(t, uint64(30), found[0].HeldAt)
+				return
+			}
+			require.Len(t, found, 1)
+			assert.Equal(t, KindRolledWhileGated, found[0].Kind)
+		})
+	}
+}

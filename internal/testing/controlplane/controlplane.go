@@ -237,8 +237,11 @@ func (cp *ControlPlane) ManagerOptions(certDir string, log logr.Logger) app.Opti
 }
 
 // StartManager builds express-sequencer's manager with o and runs it until
-// the returned stop is called; it returns once the API server reaches the
-// webhooks.
+// the returned stop is called, as a Deployment runs a replica: a manager
+// that stops on its own (a replica whose lease renewal kube-apiserver did
+// not answer within its renew deadline stops, webhooks and all) is built
+// and started again, as the kubelet restarts its container. It returns once
+// the API server reaches the webhooks; mgr is the first manager run.
 func (cp *ControlPlane) StartManager(o app.Options) (mgr manager.Manager, stop func(), err error) {
 	return cp.StartManagerAs(cp.Config, o)
 }
@@ -251,8 +254,11 @@ func (cp *ControlPlane) StartManagerAs(cfg *rest.Config, o app.Options) (mgr man
 		cancel()
 		return nil, nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		restartReplica(ctx, mgr, func() (manager.Manager, error) { return app.New(ctx, cfg, o) })
+	}()
 	var once sync.Once
 	stop = func() { // a second call returns at once: a test's cleanup may stop what it stopped
 		once.Do(func() {
@@ -265,6 +271,34 @@ func (cp *ControlPlane) StartManagerAs(cfg *rest.Config, o app.Options) (mgr man
 		return nil, nil, err
 	}
 	return mgr, stop, nil
+}
+
+// restartBackoff is how long a replica that stopped on its own stays down
+// before it is started again (the kubelet's first crash-loop back-off is
+// 10 s; a test waits less).
+const restartBackoff = time.Second
+
+// restartReplica runs mgr until ctx ends; each time the running manager
+// stops on its own first, it says why on stderr and, after restartBackoff,
+// runs one built by build.
+func restartReplica(ctx context.Context, mgr manager.Manager, build func() (manager.Manager, error)) {
+	for {
+		err := mgr.Start(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		for {
+			fmt.Fprintf(os.Stderr, "express-sequencer replica stopped on its own (%v): started again in %s, as the kubelet restarts its container\n", err, restartBackoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(restartBackoff):
+			}
+			if mgr, err = build(); err == nil {
+				break
+			}
+		}
+	}
 }
 
 // WaitForWebhooks waits until the API server gets answers from the webhooks:

@@ -289,9 +289,12 @@ func switchTo(t *testing.T, ns, mode string, mark time.Time) time.Time {
 	}
 	// The operator is held still while the switch lands: a rollout it
 	// starts in that very instant, on a read from before the gate, runs on
-	// (docs/sequencer.md, "Races the design accepts") — and is counted by
-	// the auditor if its write comes after the gate. The rows test the
-	// order across the switch, not that instant.
+	// with its pods held (docs/sequencer.md, "Races the design accepts";
+	// switch_race_test.go runs it). The rows test the order across the
+	// switch, not that instant. The hold cannot close it: the operator's
+	// cache may show a node ungated after the gate is written, and it may
+	// roll the node's current target then — which the auditor does not
+	// count (a target a node carried ungated until the switch gated it).
 	broken.Set(ns, expressoperator.Breakage{OrdersBy: oldLists(rowTenant), Paused: true})
 	// A reconcile that began before the pause, on an ungated read, would
 	// land its write after the gate: wait for it to end.

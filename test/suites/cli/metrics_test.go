@@ -91,6 +91,14 @@ func TestMetricsAreServedOnlyToCallersAllowedToReadThem(t *testing.T) {
 		_, body := get(reader)
 		return strings.Contains(body, `leader_election_master_status{name="express-sequencer.express.medallia.com"} 1`)
 	}, 30*time.Second, 200*time.Millisecond, "the series the no-leader alert reads, at 1 once this replica leads")
+	// The leader's order auditor lists and watches pods through the config
+	// app.New gives it: its requests are counted as the auditor's, apart
+	// from the manager cache's watch of pods (other).
+	require.Eventually(t, func() bool {
+		_, body := get(reader)
+		return strings.Contains(body, `express_sequencer_api_requests_total{caller="auditor",resource="pods",verb="list"}`) &&
+			strings.Contains(body, `express_sequencer_api_requests_total{caller="other",resource="pods",verb="watch"}`)
+	}, 30*time.Second, 200*time.Millisecond, "the auditor's requests counted as its own")
 	code, body = get(stranger)
 	assert.Equal(t, http.StatusForbidden, code, "authenticated, not authorized")
 	assert.False(t, strings.Contains(body, "express_sequencer"))
