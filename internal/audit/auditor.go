@@ -313,9 +313,9 @@ func (a *Auditor) nodeSeen(n v2alpha1.Node) NodeSeen {
 	seen.ReleasedAt, _ = time.Parse(time.RFC3339Nano, ann[v2alpha1.AnnotationReleasedAt])
 	seen.Released = ann[v2alpha1.AnnotationReleasedTarget]
 	seen.Key = SpecKey(n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision)
-	live := n.NodeSpec().IsUp() && n.GetDeletionTimestamp() == nil
+	seen.Live = n.NodeSpec().IsUp() && n.GetDeletionTimestamp() == nil
 	seen.Held = n.NodeSpec().HasGate(v2alpha1.GateSequencer) ||
-		seen.Audit && live && seen.Target != "" && ann[v2alpha1.AnnotationReleasedTarget] != seen.Target
+		seen.Audit && seen.Live && seen.Target != "" && ann[v2alpha1.AnnotationReleasedTarget] != seen.Target
 	return seen
 }
 

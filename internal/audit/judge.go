@@ -40,6 +40,8 @@ type NodeSeen struct {
 	ReleasedAt time.Time
 	// Gone: the node was deleted.
 	Gone bool
+	// Live: the node is up and not being deleted.
+	Live bool
 }
 
 // PodSeen is a pod of a node, as created.
@@ -209,13 +211,16 @@ type nodeRev struct {
 	// hold, for the version it began at may be pruned before a pod of the
 	// hold is judged.
 	heldReleased []string
-	// heldUngated is the target the node carried, ungated, in the version
-	// just before its hold began where the hold did not change it (a
-	// switch from audit to enforce gated the node where it stood): its
-	// hash and fallback key. The Express operator, free to roll it a
-	// moment before, may still carry it out from a cache that has not seen
-	// the gate; the pod webhook creates what it makes held (sequencer.md,
-	// "Races the design accepts").
+	// heldUngated is the target a live node carried, ungated and not
+	// released, in the version just before its hold began, where the hold
+	// did not change it: a switch from audit to enforce gated the node
+	// where it stood. The Express operator, free to roll it a moment
+	// before, may still carry it out from a cache that has not seen the
+	// gate; the pod webhook creates what it makes held (sequencer.md,
+	// "Races the design accepts"). Its hash only: pods on the contract's
+	// fallback (no target-hash label) are not held so, and a roll of
+	// theirs in that instant is counted. A node brought up gated is not
+	// this: down, the operator was not free to provision it.
 	heldUngated []string
 	// releasedKey is the fallback key of the node's last version seen
 	// released and on its target (the hash it was released for, then the
@@ -320,11 +325,9 @@ func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
 				released = append(released, releasedKey[1])
 			}
 		}
-		if before != nil && !before.Gone && (before.Audit || !before.Held) && !seen.Audit && before.Target == seen.Target {
+		if before != nil && before.Live && !before.Gone && (before.Audit || !before.Held) && !seen.Audit &&
+			before.Target != "" && before.Target == seen.Target && before.Released != before.Target {
 			ungated = []string{seen.Target}
-			if seen.Key != "" {
-				ungated = append(ungated, seen.Key)
-			}
 		}
 	}
 	l.revs = append(l.revs, nodeRev{rv: rv, seen: seen, heldSince: since, heldReleased: released, heldUngated: ungated, releasedKey: releasedKey, bornAt: born})

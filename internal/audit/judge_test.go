@@ -682,47 +682,94 @@ func TestARecoveryWhosePodIsMadeAgainIsReportedAlikeHoweverTheJudgementsFall(t *
 // Express operator was free to roll v2 a moment before, and may still do it
 // from a cache that has not seen the gate (the pod webhook creates what it
 // makes held). That is not counted; a later target under the same gate is.
+// A node brought up gated at a target it carried down is no such instant:
+// down, the operator was not free to provision it.
 func TestAPodOfTheTargetANodeCarriedUngatedUntilTheSwitchGatedItIsNotCounted(t *testing.T) {
+	// at is fe1 at revision rv: up or down, gated or not, in audit or not.
+	type version struct {
+		rv                   uint64
+		uid                  string
+		live, held, audit    bool
+		target, releasedHash string
+	}
+	at := func(v version) step {
+		return func(j *Judge) {
+			j.Node(v.rv, fe1, NodeSeen{Kind: "Frontend", UID: v.uid, Live: v.live, Held: v.held, Audit: v.audit,
+				Target: v.target, Released: v.releasedHash, Key: "key-" + v.target, Waiting: "waiting for acme-be"})
+		}
+	}
+	released := version{rv: 10, uid: "u1", live: true, target: "v1", releasedHash: "v1"}
+	gatedWhereItStood := version{rv: 30, uid: "u1", live: true, held: true, target: "v2", releasedHash: "v1"}
 	for name, c := range map[string]struct {
-		before step
+		before []step
+		pod    string // the target of the pod the operator makes at 33
 		counts bool
 	}{
 		"held by the plan in audit, then gated for the same target, is not counted": {
-			before: auditNode(20, true, "v2", at(0)),
+			before: []step{at(version{rv: 20, uid: "u1", live: true, held: true, audit: true, target: "v2", releasedHash: "v1"})},
+			pod:    "v2",
 		},
-		"seen ungated in enforce before the gate, for the same target, is not counted": {
-			before: released(20, "u1", false, "v2", "v1"),
+		"seen live and ungated in enforce before the switch's gate, for the same target, is not counted": {
+			before: []step{at(version{rv: 20, uid: "u1", live: true, target: "v2", releasedHash: "v1"})},
+			pod:    "v2",
 		},
 		"gated for a new target, the old one ungated before, is counted": {
-			before: released(20, "u1", false, "v1", "v1"),
-			counts: true,
+			before: []step{at(version{rv: 20, uid: "u1", live: true, target: "v1", releasedHash: "v1"})},
+			pod:    "v2", counts: true,
 		},
 		"another object of the name before is counted": {
-			before: released(20, "u0", false, "v2", "v1"),
-			counts: true,
+			before: []step{at(version{rv: 20, uid: "u0", live: true, target: "v2", releasedHash: "v1"})},
+			pod:    "v2", counts: true,
+		},
+		"changed while down, then brought up gated (up is not in the target), is counted": {
+			before: []step{
+				at(version{rv: 20, uid: "u1", target: "v1", releasedHash: "v1"}),
+				at(version{rv: 25, uid: "u1", target: "v2", releasedHash: "v1"}),
+			},
+			pod: "v2", counts: true,
+		},
+		"gated, taken down (its gate removed) and brought up gated again is counted": {
+			before: []step{
+				at(version{rv: 20, uid: "u1", live: true, held: true, target: "v2", releasedHash: "v1"}),
+				at(version{rv: 25, uid: "u1", target: "v2", releasedHash: "v1"}),
+			},
+			pod: "v2", counts: true,
+		},
+		"a version before the gate that another watch's break may have hidden is counted": {
+			before: []step{
+				at(version{rv: 20, uid: "u1", live: true, target: "v2", releasedHash: "v1"}),
+				func(j *Judge) { j.Blind("Frontend", 22, 28) },
+			},
+			pod: "v2", counts: true,
+		},
+		"a pod on the contract's fallback (no target-hash label) is counted: the pod webhook does not hold it so": {
+			before: []step{at(version{rv: 20, uid: "u1", live: true, held: true, audit: true, target: "v2", releasedHash: "v1"})},
+			pod:    "key-v2", counts: true,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			j := NewJudge()
-			auditNode(10, false, "v1", at(0))(j)
+			at(released)(j)
 			set(11, "v1")(j)
-			c.before(j)
-			released(30, "u1", true, "v2", "v1")(j) // the switch's gate
-			set(32, "v2")(j)                        // the operator rolls v2 from a cache that has not seen it
-			pod(33, "acme-fe1-0", "v2", true)(j)
+			for _, s := range c.before {
+				s(j)
+			}
+			at(gatedWhereItStood)(j)
+			set(32, c.pod)(j) // the operator rolls from a cache that has not seen the gate
+			pod(33, "acme-fe1-0", c.pod, true)(j)
 			found := j.Settle(everything)
-			if !c.counts {
-				assert.Empty(t, found)
-				j.Node(40, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Held: true, Target: "v3", Released: "v1"})
-				pod(41, "acme-fe1-1", "v3", true)(j)
-				found = j.Settle(everything)
-				require.Len(t, found, 1, "v3, a target changed under the gate, was never free to roll")
+			if c.counts {
+				require.Len(t, found, 1)
 				assert.Equal(t, KindRolledWhileGated, found[0].Kind)
-				assert.Equal(t, uint64(30), found[0].HeldAt)
 				return
 			}
-			require.Len(t, found, 1)
+			assert.Empty(t, found)
+			j.Node(40, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Live: true, Held: true, Target: "v3", Released: "v1"})
+			pod(41, "acme-fe1-1", "v3", true)(j)
+			found = j.Settle(everything)
+			require.Len(t, found, 1, "v3, a target changed under the gate, was never free to roll")
 			assert.Equal(t, KindRolledWhileGated, found[0].Kind)
+			assert.Equal(t, uint64(30), found[0].HeldAt)
 		})
 	}
 }

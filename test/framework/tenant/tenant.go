@@ -98,18 +98,25 @@ func (s Suite) Create(t testing.TB, ns string, size int, version string, edit fu
 }
 
 // Update changes nodes through the API server (and so the webhooks),
-// retrying on conflicts as kubectl does.
+// retrying on conflicts as kubectl does, and on any other error for up to a
+// minute (a webhook slow to answer on a loaded machine): it fails with the
+// last error.
 func (s Suite) Update(t testing.TB, ns string, edit func(v2alpha1.Node), keys ...string) {
 	t.Helper()
 	for _, k := range keys {
-		require.Eventually(t, func() bool {
+		try := func() error {
 			n := Node(ns, k)
 			if err := s.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n); err != nil {
-				return false
+				return err
 			}
 			edit(n)
-			return s.Client.Update(context.Background(), n) == nil
-		}, 10*time.Second, 10*time.Millisecond)
+			return s.Client.Update(context.Background(), n)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for err := try(); err != nil; err = try() {
+			require.True(t, time.Now().Before(deadline), "updating %s/%s: %v", ns, Node(ns, k).GetName(), err)
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }
 

@@ -130,9 +130,16 @@ func rollIntoTheSwitch(ctx context.Context, t *testing.T) (ns string, mark time.
 
 	mark = time.Now()
 	tenants.Update(t, ns, render(""), "fe3")
+	// The pod delays changed above are in the template too: an operator
+	// whose cache has not seen fe3's change yet rolls fe3's StatefulSet to
+	// them on v1 first, and its old pod goes for that. The roll the race is
+	// about is to v2.
+	set := &appsv1.StatefulSet{}
 	require.Eventually(t, func() bool {
-		return harness.Client.Get(ctx, client.ObjectKeyFromObject(old), old) == nil && old.DeletionTimestamp != nil
-	}, 30*time.Second, 20*time.Millisecond, "in audit the operator rolls fe3 at once: its StatefulSet deletes fe3's old pod")
+		return harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenant.ClusterName + "-fe3"}, set) == nil &&
+			set.Spec.Template.Labels[v2alpha1.LabelExpressVersion] == v2 &&
+			harness.Client.Get(ctx, client.ObjectKeyFromObject(old), old) == nil && old.DeletionTimestamp != nil
+	}, 30*time.Second, 20*time.Millisecond, "in audit the operator rolls fe3 to v2 at once: its StatefulSet deletes fe3's old pod")
 	broken.Set(ns, expressoperator.Breakage{Paused: true})
 	require.Eventually(t, func() bool { return operator.Quiet(ns) }, 10*time.Second, 5*time.Millisecond, "the operator's reconciles under way end")
 	tenants.SetMode(t, ns, v2alpha1.ModeEnforce)
@@ -141,7 +148,6 @@ func rollIntoTheSwitch(ctx context.Context, t *testing.T) (ns string, mark time.
 	tenants.Update(t, ns, render(""), "fe2", "be")
 	require.Eventually(t, func() bool { return len(gated(t, ns, 4)) == 4 }, 20*time.Second, 20*time.Millisecond, "the rest of the change is gated as it lands")
 	broken.Set(ns, expressoperator.Breakage{})
-	set := &appsv1.StatefulSet{}
 	require.Eventually(t, func() bool {
 		err := harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenant.ClusterName + "-fe3"}, set)
 		return err == nil && set.Status.ObservedGeneration == set.Generation && set.Status.CurrentReplicas == 0 &&
@@ -151,5 +157,12 @@ func rollIntoTheSwitch(ctx context.Context, t *testing.T) (ns string, mark time.
 	require.Eventually(t, func() bool {
 		return harness.Client.Get(ctx, client.ObjectKeyFromObject(old), &made) == nil && made.UID != oldUID
 	}, 20*time.Second, 20*time.Millisecond, "the StatefulSet controller makes fe3's new pod")
-	return ns, mark, made, made.Labels[v2alpha1.LabelExpressVersion] == v2
+	raced = made.Labels[v2alpha1.LabelExpressVersion] == v2
+	if !raced {
+		var now appsv1.StatefulSet
+		require.NoError(t, harness.Client.Get(ctx, client.ObjectKeyFromObject(set), &now))
+		t.Logf("fe3's pod was made of revision %s in %s; its StatefulSet's template is of %s, its status %+v",
+			made.Labels[appsv1.ControllerRevisionHashLabelKey], ns, now.Spec.Template.Labels[v2alpha1.LabelExpressVersion], now.Status)
+	}
+	return ns, mark, made, raced
 }

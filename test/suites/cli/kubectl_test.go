@@ -177,7 +177,7 @@ spec:
 	require.Eventually(t, func() bool { // the validating webhook reads siblings from its cache
 		var fes v2alpha1.FrontendList
 		return harness.Manager.GetClient().List(context.Background(), &fes, client.InNamespace(ns)) == nil && len(fes.Items) == 3
-	}, 10*time.Second, 20*time.Millisecond)
+	}, 60*time.Second, 20*time.Millisecond, "the manager's cache never saw the three Frontends (under the load of the other suites a cache once took more than 30 s)")
 
 	out, err = kubectl(t, "apply", "-n", ns, "-f", writeManifest(t, node("Backend", "be", "acme-fe3")))
 	require.NoError(t, err, out)

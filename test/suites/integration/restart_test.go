@@ -44,9 +44,11 @@ func TestWhileTheSequencerIsDown(t *testing.T) {
 	t.Run("a rollout stopped half way resumes in order and releases nothing early", func(t *testing.T) {
 		stop := startSequencer(t)
 		ns, mark := settledTenant(t, 5)
+		stick(ns, "fe1") // fe1 is not Ready, and fe2 not released, until the sequencer is stopped
 		setVersion(t, ns, v2, keys(5)...)
 		require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) != "" }))
 		stop()
+		unstick(t, ns, "fe1")
 
 		noRolloutFor(t, ns, time.Second) // fe1 finishes; fe2 stays gated
 		assert.Equal(t, "fe1", startedSince(ns, mark))

@@ -56,6 +56,7 @@ func TestAChangeToAllNodesRollsFe1Fe2ThenTheBackend(t *testing.T) {
 	startSequencer(t)
 	ns, mark := settledTenant(t, 5)
 
+	stick(ns, "fe1") // fe1 is not Ready until fe2 is looked at, however slow the look
 	setVersion(t, ns, v2, keys(5)...)
 	require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) != "" }))
 	fe2 := node(ns, "fe2")
@@ -63,6 +64,7 @@ func TestAChangeToAllNodesRollsFe1Fe2ThenTheBackend(t *testing.T) {
 	assert.True(t, v2alpha1.IsGated(fe2))
 	assert.Equal(t, v2alpha1.ReasonWaitingForPrerequisite, condition(fe2).Reason)
 	assert.Contains(t, condition(fe2).Message, "waiting for acme-fe1 (Frontend)")
+	unstick(t, ns, "fe1")
 
 	waitSettled(t, ns, 5)
 	assert.Equal(t, "fe1 fe2 be fe3 fe4", startedSince(ns, mark))
@@ -92,9 +94,11 @@ func TestExplicitDependenciesOverrideTheDefaultOrder(t *testing.T) {
 func TestANodeToggledDownAndUpMidRolloutIsReordered(t *testing.T) {
 	startSequencer(t)
 	ns, mark := settledTenant(t, 5)
+	stick(ns, "fe1") // fe1 is not Ready, and fe2 not released, until fe2 is down
 	setVersion(t, ns, v2, keys(5)...)
 	require.True(t, waitFor(10*time.Second, func() bool { return startedSince(ns, mark) != "" }))
 	setUp(t, ns, false, "fe2")
+	unstick(t, ns, "fe1")
 	waitSettled(t, ns, 5)
 	assert.Equal(t, "fe1 be fe3 fe4", startedSince(ns, mark), "be follows fe1 once fe2 is down")
 	setUp(t, ns, true, "fe2")
