@@ -596,16 +596,11 @@ func (j *Judge) judge(p pendingPod) (Finding, bool) {
 		born = 0
 	}
 	ran := j.ranAt(p.pod.Node, at.heldSince, born)
-	for _, released := range at.heldReleased {
-		if !slices.Contains(ran, released) {
-			// Released before the hold: the operator may be carrying it out
-			// from a cache that has not seen the new gate yet.
-			ran = append(ran, released)
-			sort.Strings(ran)
-		}
-	}
-	for _, carried := range at.heldUngated {
+	for _, carried := range slices.Concat(at.heldReleased, at.heldUngated) {
 		if !slices.Contains(ran, carried) {
+			// Released before the hold, or carried ungated right before it:
+			// the operator may be carrying it out from a cache that has not
+			// seen the new gate yet.
 			ran = append(ran, carried)
 			sort.Strings(ran)
 		}

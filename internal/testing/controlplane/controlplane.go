@@ -288,7 +288,7 @@ func restartReplica(ctx context.Context, mgr manager.Manager, build func() (mana
 			return
 		}
 		for {
-			fmt.Fprintf(os.Stderr, "express-sequencer replica stopped on its own (%v): started again in %s, as the kubelet restarts its container\n", err, restartBackoff)
+			fmt.Fprintf(os.Stderr, "express-sequencer replica stopped on its own, or could not be built again (%v): started again in %s, as the kubelet restarts its container\n", err, restartBackoff)
 			select {
 			case <-ctx.Done():
 				return
