@@ -314,7 +314,8 @@ func (a *Auditor) nodeSeen(n v2alpha1.Node) NodeSeen {
 	seen.Released = ann[v2alpha1.AnnotationReleasedTarget]
 	seen.Key = SpecKey(n.NodeSpec().ExpressVersion, n.NodeSpec().DeploymentRevision)
 	seen.Live = n.NodeSpec().IsUp() && n.GetDeletionTimestamp() == nil
-	seen.Held = n.NodeSpec().HasGate(v2alpha1.GateSequencer) ||
+	seen.Gated = n.NodeSpec().HasGate(v2alpha1.GateSequencer)
+	seen.Held = seen.Gated ||
 		seen.Audit && seen.Live && seen.Target != "" && ann[v2alpha1.AnnotationReleasedTarget] != seen.Target
 	return seen
 }

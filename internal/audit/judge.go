@@ -42,6 +42,9 @@ type NodeSeen struct {
 	Gone bool
 	// Live: the node is up and not being deleted.
 	Live bool
+	// Gated: the sequencer's gate is on this version, whatever the mode
+	// (the mode is read as the auditor handles the version, and may lag).
+	Gated bool
 }
 
 // PodSeen is a pod of a node, as created.
@@ -325,7 +328,7 @@ func (j *Judge) Node(rv uint64, k NodeKey, seen NodeSeen) {
 				released = append(released, releasedKey[1])
 			}
 		}
-		if before != nil && before.Live && !before.Gone && (before.Audit || !before.Held) && !seen.Audit &&
+		if before != nil && before.Live && !before.Gone && !before.Gated && !seen.Audit &&
 			before.Target != "" && before.Target == seen.Target && before.Released != before.Target {
 			ungated = []string{seen.Target}
 		}

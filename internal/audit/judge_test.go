@@ -690,11 +690,12 @@ func TestAPodOfTheTargetANodeCarriedUngatedUntilTheSwitchGatedItIsNotCounted(t *
 		rv                   uint64
 		uid                  string
 		live, held, audit    bool
+		gated                bool // the gate on the version, where held is not (the mode read late)
 		target, releasedHash string
 	}
 	at := func(v version) step {
 		return func(j *Judge) {
-			j.Node(v.rv, fe1, NodeSeen{Kind: "Frontend", UID: v.uid, Live: v.live, Held: v.held, Audit: v.audit,
+			j.Node(v.rv, fe1, NodeSeen{Kind: "Frontend", UID: v.uid, Live: v.live, Held: v.held || v.gated, Gated: v.gated || v.held && !v.audit, Audit: v.audit,
 				Target: v.target, Released: v.releasedHash, Key: "key-" + v.target, Waiting: "waiting for acme-be"})
 		}
 	}
@@ -715,6 +716,14 @@ func TestAPodOfTheTargetANodeCarriedUngatedUntilTheSwitchGatedItIsNotCounted(t *
 		},
 		"gated for a new target, the old one ungated before, is counted": {
 			before: []step{at(version{rv: 20, uid: "u1", live: true, target: "v1", releasedHash: "v1"})},
+			pod:    "v2", counts: true,
+		},
+		"gated before, read as audit (the namespace's mode read late), is counted": {
+			before: []step{at(version{rv: 20, uid: "u1", live: true, audit: true, gated: true, target: "v2", releasedHash: "v1"})},
+			pod:    "v2", counts: true,
+		},
+		"left unreleased on v1 by audit, then gated for v2, is counted for v2": {
+			before: []step{at(version{rv: 20, uid: "u1", live: true, held: true, audit: true, target: "v1", releasedHash: "v0"})},
 			pod:    "v2", counts: true,
 		},
 		"another object of the name before is counted": {
@@ -764,7 +773,7 @@ func TestAPodOfTheTargetANodeCarriedUngatedUntilTheSwitchGatedItIsNotCounted(t *
 				return
 			}
 			assert.Empty(t, found)
-			j.Node(40, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Live: true, Held: true, Target: "v3", Released: "v1"})
+			j.Node(40, fe1, NodeSeen{Kind: "Frontend", UID: "u1", Live: true, Held: true, Gated: true, Target: "v3", Released: "v1"})
 			pod(41, "acme-fe1-1", "v3", true)(j)
 			found = j.Settle(everything)
 			require.Len(t, found, 1, "v3, a target changed under the gate, was never free to roll")
