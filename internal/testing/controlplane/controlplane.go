@@ -62,7 +62,14 @@ type ControlPlane struct {
 	// on 127.0.0.1.
 	WebhookPort int
 	// restarted are API server processes StopAPIServer's start ran.
-	restarted []*exec.Cmd
+	restarted []restartedAPIServer
+}
+
+// restartedAPIServer is an API server process StopAPIServer's start ran, and
+// the file its output goes to, removed when it stops.
+type restartedAPIServer struct {
+	cmd  *exec.Cmd
+	logs *os.File
 }
 
 // Start starts the control plane. KUBEBUILDER_ASSETS must name a directory
@@ -105,11 +112,13 @@ func StartWith(apiServerFlags map[string]string) (*ControlPlane, error) {
 // Stop stops the API server and etcd (and an API server started again by
 // StopAPIServer's start).
 func (cp *ControlPlane) Stop() error {
-	for _, cmd := range cp.restarted {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
+	var errs []error
+	for _, r := range cp.restarted {
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+		_ = r.cmd.Wait()
+		errs = append(errs, r.logs.Close(), os.Remove(r.logs.Name()))
 	}
-	return cp.Env.Stop()
+	return errors.Join(append(errs, cp.Env.Stop())...)
 }
 
 // KubeconfigFile writes an admin kubeconfig into dir and returns its path.

@@ -153,9 +153,9 @@ func (cp *ControlPlane) StopAPIServer() (start func() error, err error) {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Stdout, cmd.Stderr = logs, logs
 		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("starting kube-apiserver again: %w", err)
+			return errors.Join(fmt.Errorf("starting kube-apiserver again: %w", err), logs.Close(), os.Remove(logs.Name()))
 		}
-		cp.restarted = append(cp.restarted, cmd)
+		cp.restarted = append(cp.restarted, restartedAPIServer{cmd: cmd, logs: logs})
 		return cp.waitReady(time.Minute)
 	}, nil
 }

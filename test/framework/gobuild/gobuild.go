@@ -4,6 +4,7 @@
 package gobuild
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,18 +13,31 @@ import (
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 )
 
-// Binary builds the command in dir (relative to the repository's root) into
-// a new temporary directory and returns the binary's path, named name.
+// Binary builds the command in dir (relative to the repository's root) and
+// returns the binary's path: bin/test/name under the repository's root,
+// replaced by each build (Go's build cache makes a build of unchanged code
+// a link), so that test runs leave no binary behind them. The build is
+// written beside it and renamed into place: packages testing in parallel
+// that build the same command each find a whole binary.
 func Binary(dir, name string) (string, error) {
-	tmp, err := os.MkdirTemp("", name+"-")
+	out := filepath.Join(controlplane.Root(), "bin", "test")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(out, name+"-")
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(tmp, name)
-	build := exec.Command("go", "build", "-o", path, ".")
+	defer os.RemoveAll(tmp)
+	built := filepath.Join(tmp, name)
+	build := exec.Command("go", "build", "-o", built, ".")
 	build.Dir = filepath.Join(controlplane.Root(), dir)
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
+	}
+	path := filepath.Join(out, name)
+	if err := os.Rename(built, path); err != nil {
+		return "", errors.Join(fmt.Errorf("moving %s into place", name), err)
 	}
 	return path, nil
 }
