@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,11 +118,16 @@ func TestInAuditTheOperatorOrdersAndTheAuditorShowsWhereEnforcingWouldHold(t *te
 
 func TestSwitchingAuditToEnforceMidRolloutAdoptsWhatRollsAndOrdersTheRest(t *testing.T) {
 	ns := namespace(t, expressoperator.Breakage{OrdersBy: oldLists(5)}, inAudit)
-	readyAfter.Store(ns, 3*time.Second)
 	violationsBefore := counted(t, auditmetrics.Violations)
 	tenants.Create(t, ns, 5, v1, nil)
 	tenants.WaitSettled(t, ns, 5, 2*time.Minute, nil)
 
+	// fe1 and fe3 roll and do not become Ready until the switch has gated
+	// what the operator holds behind them by its own lists (fe2, fe4): the
+	// switch comes mid-rollout however long it takes to land.
+	for _, k := range []string{"fe1", "fe3"} {
+		builds.Stick(ns, tenant.ClusterName+"-"+k)
+	}
 	tenants.SetVersion(t, ns, v2, "fe1", "fe2", "fe3", "fe4")
 	require.Eventually(t, func() bool {
 		_, fe1 := first(ns, "fe1", v2, false)
@@ -129,9 +135,19 @@ func TestSwitchingAuditToEnforceMidRolloutAdoptsWhatRollsAndOrdersTheRest(t *tes
 		return fe1 && fe3
 	}, 30*time.Second, 20*time.Millisecond, "the operator starts fe1 and fe3 together, by its own lists")
 	tenants.SetMode(t, ns, v2alpha1.ModeEnforce)
-	// fe2 and fe4 wait in the operator for fe1 and fe3 (3 s to Ready): the
-	// sequencer gates them first, and adopts fe1 and fe3.
-	require.Eventually(t, func() bool { return len(gated(t, ns, 5)) > 0 }, 10*time.Second, 20*time.Millisecond, "nothing gated after the switch")
+	// fe2 and fe4 wait in the operator for fe1 and fe3: the sequencer gates
+	// them first, and adopts fe1 and fe3.
+	require.Eventually(t, func() bool {
+		g := gated(t, ns, 5)
+		return slices.Contains(g, "fe2") && slices.Contains(g, "fe4")
+	}, 30*time.Second, 20*time.Millisecond, "fe2 and fe4 not gated after the switch")
+	for _, k := range []string{"fe2", "fe4"} {
+		_, started := first(ns, k, v2, false)
+		require.False(t, started, "%s started before the switch gated it, its predecessor not Ready", k)
+	}
+	for _, k := range []string{"fe1", "fe3"} {
+		builds.Unstick(t, harness.Client, ns, tenant.ClusterName+"-"+k)
+	}
 	tenants.WaitSettled(t, ns, 5, 2*time.Minute, nil)
 
 	fe2Ready, ok := first(ns, "fe2", v2, true)

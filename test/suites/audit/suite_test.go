@@ -25,6 +25,7 @@ import (
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
 	"github.com/medallia/express-sequencer/test/framework/auditmetrics"
+	"github.com/medallia/express-sequencer/test/framework/stuck"
 	"github.com/medallia/express-sequencer/test/framework/tenant"
 )
 
@@ -39,6 +40,8 @@ var (
 	// default).
 	broken     expressoperator.PerNamespace
 	readyAfter sync.Map
+	// builds are the nodes whose next build never becomes Ready.
+	builds stuck.Builds
 	// operator is the simulated Express operator.
 	operator *expressoperator.Operator
 )
@@ -82,7 +85,7 @@ func run(m *testing.M) (int, error) {
 	}
 	tenants = tenant.Suite{Client: harness.Client, Pods: pods, Prefix: "audit-", Poll: 50 * time.Millisecond}
 	operator = &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 200 * time.Millisecond,
-		Broken: broken.Of,
+		Broken: broken.Of, Stuck: builds.Of,
 		ReadyAfterOf: func(n v2alpha1.Node) time.Duration {
 			d, _ := readyAfter.Load(n.GetNamespace())
 			out, _ := d.(time.Duration)

@@ -62,9 +62,9 @@ func machines(t *testing.T) []client.Object {
 func scale(t *testing.T, ns, k string, n int32) {
 	t.Helper()
 	ctx := context.Background()
-	stuckMu.Lock()
+	replicasMu.Lock()
 	replicas[ns+"/acme-"+k] = n
-	stuckMu.Unlock()
+	replicasMu.Unlock()
 	set := &appsv1.StatefulSet{}
 	require.NoError(t, harness.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-" + k}, set))
 	patch := client.MergeFrom(set.DeepCopy())

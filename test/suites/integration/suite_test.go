@@ -33,6 +33,7 @@ import (
 	"github.com/medallia/express-sequencer/internal/rollout"
 	"github.com/medallia/express-sequencer/internal/testing/controlplane"
 	"github.com/medallia/express-sequencer/internal/testing/expressoperator"
+	"github.com/medallia/express-sequencer/test/framework/stuck"
 	"github.com/medallia/express-sequencer/test/framework/tenant"
 )
 
@@ -50,12 +51,12 @@ var (
 	cluster *controlplane.Cluster
 	pods    *controlplane.PodLog
 
-	// stuck are the nodes (namespace/name) whose next build never becomes
-	// Ready (stick, unstick).
-	stuckMu sync.Mutex
-	stuck   = map[string]bool{}
+	// builds are the nodes whose next build never becomes Ready (stick,
+	// unstick).
+	builds stuck.Builds
 	// replicas are the pods of a node ("namespace/name"), 1 unless set.
-	replicas = map[string]int32{}
+	replicasMu sync.Mutex
+	replicas   = map[string]int32{}
 )
 
 func TestMain(m *testing.M) {
@@ -95,14 +96,10 @@ func run(m *testing.M) (int, error) {
 	// a node rolls (take the next one down, stop the sequencer) have that
 	// long to land first, on a loaded machine too.
 	op := &expressoperator.Operator{StartAfter: 50 * time.Millisecond, ReadyAfter: 500 * time.Millisecond,
-		Stuck: func(n v2alpha1.Node) bool {
-			stuckMu.Lock()
-			defer stuckMu.Unlock()
-			return stuck[n.GetNamespace()+"/"+n.GetName()]
-		},
+		Stuck: builds.Of,
 		Replicas: func(n v2alpha1.Node) int32 {
-			stuckMu.Lock()
-			defer stuckMu.Unlock()
+			replicasMu.Lock()
+			defer replicasMu.Unlock()
 			return replicas[n.GetNamespace()+"/"+n.GetName()]
 		}}
 	stopOp, err := harness.StartController(op.SetupWithManager)
@@ -254,29 +251,13 @@ func assertEachStartedAfterThePreviousWasReady(t *testing.T, ns string, mark int
 
 // stick makes the next build of node k in ns one that runs and never becomes
 // Ready (its next pod template is held from KWOK's pod-ready stage).
-func stick(ns, k string) {
-	stuckMu.Lock()
-	defer stuckMu.Unlock()
-	stuck[ns+"/acme-"+k] = true
-}
+func stick(ns, k string) { builds.Stick(ns, "acme-"+k) }
 
 // unstick lets node k's held pods become Ready: the hold goes from every
 // pod of the node, now and from any its StatefulSet creates later.
 func unstick(t *testing.T, ns, k string) {
 	t.Helper()
-	stuckMu.Lock()
-	delete(stuck, ns+"/acme-"+k)
-	stuckMu.Unlock()
-	var list corev1.PodList
-	require.NoError(t, harness.Client.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v2alpha1.LabelNode: "acme-" + k}))
-	for i := range list.Items {
-		p := &list.Items[i]
-		if _, held := p.Annotations[controlplane.HoldReadyAnnotation]; held {
-			patch := client.MergeFrom(p.DeepCopy())
-			delete(p.Annotations, controlplane.HoldReadyAnnotation)
-			require.NoError(t, client.IgnoreNotFound(harness.Client.Patch(context.Background(), p, patch)))
-		}
-	}
+	builds.Unstick(t, harness.Client, ns, "acme-"+k)
 }
 
 // evict deletes every pod of the nodes in one call, as a lost machine
