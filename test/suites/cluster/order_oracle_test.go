@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +35,12 @@ import (
 // observed is one state of a pod or a node, as the oracle's informers saw
 // it.
 type observed struct {
+	// at is when the oracle's informer delivered it; rv is the API
+	// server's revision of it (its resourceVersion: one etcd orders every
+	// kind alike), by which the oracle replays what it saw — its informers
+	// deliver apart, a pod's Ready after a release it came before.
 	at   time.Time
+	rv   uint64
 	pod  bool
 	node string // the node's name; a pod's express.medallia.com/node label
 	// A pod's.
@@ -55,19 +63,32 @@ type observed struct {
 type orderLog struct {
 	mu     sync.Mutex
 	events []observed
+	newest uint64
 }
 
-func (l *orderLog) add(e observed) {
+// add records e as stored at revision rv. A deletion the watch missed
+// (its final state unknown, rv "") is placed at the newest revision seen:
+// the pod was gone no sooner than its informer listed again.
+func (l *orderLog) add(e observed, rv string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.at = time.Now()
+	if rv == "" {
+		e.rv = l.newest
+	} else {
+		e.rv, _ = strconv.ParseUint(rv, 10, 64)
+	}
+	l.newest = max(l.newest, e.rv)
 	l.events = append(l.events, e)
 }
 
+// snapshot is what the log saw, in the order the API server stored it.
 func (l *orderLog) snapshot() []observed {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.events)
+	out := slices.Clone(l.events)
+	slices.SortStableFunc(out, func(a, b observed) int { return cmp.Compare(a.rv, b.rv) })
+	return out
 }
 
 // watchOrder records ns's Express pods, Backends and Frontends until ctx
@@ -79,8 +100,9 @@ func watchOrder(ctx context.Context, t *testing.T, ns string) *orderLog {
 	require.NoError(t, err)
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
 	pod := func(obj any, deleted bool) {
+		known := true
 		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
+			obj, known = d.Obj, false
 		}
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -93,13 +115,17 @@ func watchOrder(ctx context.Context, t *testing.T, ns string) *orderLog {
 		ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
 			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
 		})
+		rv := p.ResourceVersion
+		if !known {
+			rv = ""
+		}
 		var controller string
 		if ref := metav1.GetControllerOf(&p); ref != nil {
 			controller = string(ref.UID)
 		}
 		log.add(observed{pod: true, node: p.Labels[v2alpha1.LabelNode], uid: string(p.UID), name: p.Name, ready: ready,
 			terminating: p.DeletionTimestamp != nil, gated: len(p.Spec.SchedulingGates) > 0, deleted: deleted,
-			hash: p.Labels[v2alpha1.LabelTargetHash], version: p.Labels[v2alpha1.LabelExpressVersion], controller: controller})
+			hash: p.Labels[v2alpha1.LabelTargetHash], version: p.Labels[v2alpha1.LabelExpressVersion], controller: controller}, rv)
 	}
 	set := func(obj any) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -108,7 +134,7 @@ func watchOrder(ctx context.Context, t *testing.T, ns string) *orderLog {
 		}
 		for _, ref := range u.GetOwnerReferences() {
 			if strings.HasPrefix(ref.APIVersion, v2alpha1.GroupVersion.Group+"/") {
-				log.add(observed{set: true, uid: string(u.GetUID()), owner: string(ref.UID)})
+				log.add(observed{set: true, uid: string(u.GetUID()), owner: string(ref.UID)}, u.GetResourceVersion())
 			}
 		}
 	}
@@ -122,7 +148,7 @@ func watchOrder(ctx context.Context, t *testing.T, ns string) *orderLog {
 			m, ok := g.(map[string]any)
 			return ok && m["name"] == v2alpha1.GateSequencer
 		})
-		log.add(observed{node: u.GetName(), sequencerGated: gated, target: u.GetAnnotations()[v2alpha1.AnnotationTargetHash], nodeUID: string(u.GetUID())})
+		log.add(observed{node: u.GetName(), sequencerGated: gated, target: u.GetAnnotations()[v2alpha1.AnnotationTargetHash], nodeUID: string(u.GetUID())}, u.GetResourceVersion())
 	}
 	pods := f.ForResource(corev1.SchemeGroupVersion.WithResource("pods")).Informer()
 	_, err = pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -156,10 +182,11 @@ type observedState struct {
 	owners map[string]string
 }
 
-func replay(events []observed, at time.Time) observedState {
+// replay is the tenant as the events up to revision rv left it.
+func replay(events []observed, rv uint64) observedState {
 	s := observedState{pods: map[string]map[string]observedPod{}, nodes: map[string]observed{}, owners: map[string]string{}}
 	for _, e := range events {
-		if e.at.After(at) {
+		if e.rv > rv {
 			break
 		}
 		switch {
@@ -199,26 +226,34 @@ func (s observedState) ready(node string, want int, onTarget bool) bool {
 }
 
 // observedReadyDuring reports whether node was ready (want, onTarget) at
-// some instant from from to to: a decision reads the API server a moment
-// before it is written, and the oracle's informers see it a moment later.
-func observedReadyDuring(events []observed, node string, from, to time.Time, want int, onTarget bool) bool {
-	if replay(events, from).ready(node, want, onTarget) {
-		return true
+// some revision from the first the oracle saw since when to decision, the
+// revision of the decision: a decision reads the API server a moment
+// before it is written. The events are in revision order.
+func observedReadyDuring(events []observed, node string, when time.Time, decision uint64, want int, onTarget bool) bool {
+	from := decision
+	for _, e := range events {
+		if e.rv < decision && !e.at.Before(when) {
+			from = min(from, e.rv)
+		}
+	}
+	if replay(events, from-1).ready(node, want, onTarget) {
+		return true // as the window began
 	}
 	return slices.ContainsFunc(events, func(e observed) bool {
-		return e.at.After(from) && !e.at.After(to) && replay(events, e.at).ready(node, want, onTarget)
+		return e.rv >= from && e.rv <= decision && replay(events, e.rv).ready(node, want, onTarget)
 	})
 }
 
-// lastReady returns the last instant at or before at when node was ready
-// (want, onTarget), zero if never: what a failure reports.
-func lastReady(events []observed, node string, at time.Time, want int, onTarget bool) time.Time {
+// lastReady returns when the oracle saw the last revision at or before
+// decision at which node was ready (want, onTarget), zero if none: what a
+// failure reports.
+func lastReady(events []observed, node string, decision uint64, want int, onTarget bool) time.Time {
 	var last time.Time
 	for _, e := range events {
-		if e.at.After(at) {
+		if e.rv > decision {
 			break
 		}
-		if replay(events, e.at).ready(node, want, onTarget) {
+		if replay(events, e.rv).ready(node, want, onTarget) {
 			last = e.at
 		}
 	}
@@ -232,46 +267,60 @@ var (
 	provisioningOrder = []string{"acme-be", "acme-fe1", "acme-fe2", "acme-fe3"}
 )
 
-// oracleSlack is how long before the oracle sees a decision it looks for
-// the state the decision rested on. A decision rests on a read made before
-// its write: the release guard's fresh read, 50–300 ms before the write
-// is seen on a loaded machine (docs/performance.md), and a pod the churn
-// deletes after that read is lost after the decision, not before it. The
-// oracle's pod and node informers also deliver apart. Measured: a Backend
-// released 88 ms after fe1 lost a pod, the read having found fe1 Ready.
+// oracleSlack is how long before the oracle saw a decision it looks for
+// the state the decision rested on, in the revisions stored since. A
+// decision rests on a read made before its write: the release guard's
+// fresh read, 50–300 ms before the write is seen on a loaded machine
+// (docs/performance.md), and a pod the churn deletes after that read is
+// lost after the decision, not before it. Measured: a Backend released
+// 88 ms after fe1 lost a pod, the read having found fe1 Ready. The order
+// of what was stored is the API server's (revisions), not the order the
+// oracle's informers delivered it in.
 const oracleSlack = time.Second
 
 // checkOrder asserts, for a change to all since since on want replicas per
 // node: each release of a node came while every upgrade predecessor was
 // Ready on its target and every provisioning predecessor Ready; each pod
 // made schedulable came while every provisioning predecessor was Ready.
+// The events are a log's snapshot: in revision order.
 func checkOrder(t *testing.T, events []observed, since time.Time, want int) {
 	t.Helper()
+	for _, failure := range orderFailures(events, since, want) {
+		assert.Fail(t, failure)
+	}
+}
+
+// orderFailures is what checkOrder finds out of order.
+func orderFailures(events []observed, since time.Time, want int) []string {
+	var failures []string
+	judge := func(what string, e observed, onTarget bool) {
+		order, predecessor, ready := provisioningOrder, "provisioning predecessor", "Ready"
+		if onTarget {
+			order, predecessor, ready = upgradeOrder, "upgrade predecessor", "Ready on its target"
+		}
+		for _, prev := range order[:max(slices.Index(order, e.node), 0)] {
+			if !observedReadyDuring(events, prev, e.at.Add(-oracleSlack), e.rv, want, onTarget) {
+				failures = append(failures, fmt.Sprintf("%s at %s (revision %d) while its %s %s was not %s (last so at %s)", what, e.at.Format(time.StampMilli), e.rv,
+					predecessor, prev, ready, lastReady(events, prev, e.rv, want, onTarget).Format(time.StampMilli)))
+			}
+		}
+	}
 	wasGated, scheduled := map[string]bool{}, map[string]bool{}
 	for _, e := range events {
 		switch {
 		case !e.pod:
 			if wasGated[e.node] && !e.sequencerGated && !e.at.Before(since) {
-				for _, prev := range upgradeOrder[:max(slices.Index(upgradeOrder, e.node), 0)] {
-					assert.True(t, observedReadyDuring(events, prev, e.at.Add(-oracleSlack), e.at, want, true),
-						"%s released at %s while its upgrade predecessor %s was not Ready on its target (last so at %s)", e.node, e.at.Format(time.StampMilli), prev, lastReady(events, prev, e.at, want, true).Format(time.StampMilli))
-				}
-				for _, prev := range provisioningOrder[:max(slices.Index(provisioningOrder, e.node), 0)] {
-					assert.True(t, observedReadyDuring(events, prev, e.at.Add(-oracleSlack), e.at, want, false),
-						"%s released at %s while its provisioning predecessor %s was not Ready (last so at %s)", e.node, e.at.Format(time.StampMilli), prev, lastReady(events, prev, e.at, want, false).Format(time.StampMilli))
-				}
+				judge(e.node+" released", e, true)
+				judge(e.node+" released", e, false)
 			}
 			wasGated[e.node] = e.sequencerGated
 		case e.deleted || e.gated || scheduled[e.uid]:
 		default:
 			scheduled[e.uid] = true
-			if e.at.Before(since) {
-				continue
-			}
-			for _, prev := range provisioningOrder[:max(slices.Index(provisioningOrder, e.node), 0)] {
-				assert.True(t, observedReadyDuring(events, prev, e.at.Add(-oracleSlack), e.at, want, false),
-					"pod %s (%s) of %s schedulable at %s while its provisioning predecessor %s was not Ready (last so at %s)", e.name, e.version, e.node, e.at.Format(time.StampMilli), prev, lastReady(events, prev, e.at, want, false).Format(time.StampMilli))
+			if !e.at.Before(since) {
+				judge(fmt.Sprintf("pod %s (%s) of %s schedulable", e.name, e.version, e.node), e, false)
 			}
 		}
 	}
+	return failures
 }
