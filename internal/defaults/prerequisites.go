@@ -162,9 +162,15 @@ func declared(n v2alpha1.Node, l List) bool {
 	if marked(n, l) {
 		return true
 	}
-	raw := n.GetAnnotations()[lastAppliedAnnotation]
+	_, ok := lastAppliedLists(n.GetAnnotations()[lastAppliedAnnotation])[string(l)]
+	return ok
+}
+
+// lastAppliedLists are the prerequisite lists a last-applied manifest
+// sets, by field name; none for no manifest, or one that does not parse.
+func lastAppliedLists(raw string) map[string]json.RawMessage {
 	if raw == "" {
-		return false
+		return nil
 	}
 	var m struct {
 		Spec struct {
@@ -172,10 +178,36 @@ func declared(n v2alpha1.Node, l List) bool {
 		} `json:"spec"`
 	}
 	if json.Unmarshal([]byte(raw), &m) != nil {
-		return false
+		return nil
 	}
-	_, ok := m.Spec.DeploymentDependencies[string(l)]
-	return ok
+	return m.Spec.DeploymentDependencies
+}
+
+// ShrinkLastApplied cuts the manifest last applied to node n (kubectl
+// apply, Argo CD's client-side apply: the whole manifest, every field of
+// the Express operator's too) to what IsDefaulted reads of it — which
+// prerequisite lists it sets — or removes it where it sets none. For a
+// copy kept to decide on (a cache), never one written back.
+func ShrinkLastApplied(n v2alpha1.Node) {
+	ann := n.GetAnnotations()
+	raw, ok := ann[lastAppliedAnnotation]
+	if !ok {
+		return
+	}
+	lists := lastAppliedLists(raw)
+	if len(lists) == 0 {
+		delete(ann, lastAppliedAnnotation)
+		return
+	}
+	kept := map[string]json.RawMessage{}
+	for name := range lists {
+		kept[name] = json.RawMessage("null")
+	}
+	data, err := json.Marshal(map[string]any{"spec": map[string]any{"deploymentDependencies": kept}})
+	if err != nil {
+		return // left whole: a map of field names to null always encodes
+	}
+	ann[lastAppliedAnnotation] = string(data)
 }
 
 // marked reports whether the node's explicit-prerequisites annotation

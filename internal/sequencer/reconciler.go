@@ -220,7 +220,8 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 // keeps only what the sequencer reads of them, so memory grows with the
 // Express pods alone; of the validating webhook configurations it watches
 // only the one named validating; of every other object it drops the
-// managed fields.
+// managed fields, and of Express nodes the manifest last applied to them
+// but for the lists it sets (stripNode).
 func CacheOptions(validating string) cache.Options {
 	sel, _ := labels.Parse(v2alpha1.LabelNode) // a constant "exists" selector always parses
 	return cache.Options{
@@ -228,12 +229,28 @@ func CacheOptions(validating string) cache.Options {
 		// a node object's size.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: sel, Transform: stripPod},
+			&corev1.Pod{}:        {Label: sel, Transform: stripPod},
+			&v2alpha1.Backend{}:  {Transform: stripNode},
+			&v2alpha1.Frontend{}: {Transform: stripNode},
 			// Of the cluster's validating webhook configurations, only the
 			// one holding the node webhooks is watched (DeparturesRegistered).
 			&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Field: fields.OneTermEqualSelector("metadata.name", validating)},
 		},
 	}
+}
+
+// stripNode drops a node's managed fields, and cuts the manifest kubectl
+// apply or Argo CD's client-side apply keeps on it (every field of the
+// Express operator's as well as ours, read only for which prerequisite
+// lists it sets) to those lists' names. Nothing writes a cached node back.
+func stripNode(obj any) (any, error) {
+	n, ok := obj.(v2alpha1.Node)
+	if !ok {
+		return obj, nil
+	}
+	n.SetManagedFields(nil)
+	defaults.ShrinkLastApplied(n)
+	return n, nil
 }
 
 func stripPod(obj any) (any, error) {
