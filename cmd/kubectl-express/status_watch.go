@@ -18,6 +18,7 @@ import (
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 	"github.com/medallia/express-sequencer/internal/scheme"
+	"github.com/medallia/express-sequencer/internal/sequencer"
 )
 
 // fleetCache is what status -w reads the fleet from: an informer of each
@@ -52,6 +53,9 @@ func startFleetCache(ctx context.Context, cfg *rest.Config, c client.Reader, ns 
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  {Label: labels.NewSelector().Add(*express)},
 			&corev1.Node{}: {Transform: machineReadiness},
+			// What the sequencer's cache keeps of a node, as the plan reads.
+			&v2alpha1.Backend{}:  {Transform: sequencer.StripNode},
+			&v2alpha1.Frontend{}: {Transform: sequencer.StripNode},
 		},
 		DefaultWatchErrorHandler: func(ctx context.Context, r *toolscache.Reflector, err error) {
 			toolscache.DefaultWatchErrorHandler(ctx, r, err)

@@ -221,7 +221,7 @@ func (r *Reconciler) plan(ctx context.Context, t rollout.Tenant, watch *stopwatc
 // Express pods alone; of the validating webhook configurations it watches
 // only the one named validating; of every other object it drops the
 // managed fields, and of Express nodes the manifest last applied to them
-// but for the lists it sets (stripNode).
+// but for the lists it sets (StripNode).
 func CacheOptions(validating string) cache.Options {
 	sel, _ := labels.Parse(v2alpha1.LabelNode) // a constant "exists" selector always parses
 	return cache.Options{
@@ -230,8 +230,8 @@ func CacheOptions(validating string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:        {Label: sel, Transform: stripPod},
-			&v2alpha1.Backend{}:  {Transform: stripNode},
-			&v2alpha1.Frontend{}: {Transform: stripNode},
+			&v2alpha1.Backend{}:  {Transform: StripNode},
+			&v2alpha1.Frontend{}: {Transform: StripNode},
 			// Of the cluster's validating webhook configurations, only the
 			// one holding the node webhooks is watched (DeparturesRegistered).
 			&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Field: fields.OneTermEqualSelector("metadata.name", validating)},
@@ -239,11 +239,11 @@ func CacheOptions(validating string) cache.Options {
 	}
 }
 
-// stripNode drops a node's managed fields, and cuts the manifest kubectl
+// StripNode drops a node's managed fields, and cuts the manifest kubectl
 // apply or Argo CD's client-side apply keeps on it (every field of the
 // Express operator's as well as ours, read only for which prerequisite
 // lists it sets) to those lists' names. Nothing writes a cached node back.
-func stripNode(obj any) (any, error) {
+func StripNode(obj any) (any, error) {
 	n, ok := obj.(v2alpha1.Node)
 	if !ok {
 		return obj, nil

@@ -21,7 +21,7 @@ func TestTheCacheKeepsOfANodeItsManifestsListsAndNotItsManagedFields(t *testing.
 	})
 	n.Spec.DeploymentDependencies = &v2alpha1.DeploymentDependencies{UpgradePrerequisites: []v2alpha1.Prerequisite{}}
 
-	out, err := stripNode(n)
+	out, err := StripNode(n)
 	require.NoError(t, err)
 	got := out.(*v2alpha1.Frontend)
 	assert.Empty(t, got.GetManagedFields())
@@ -29,7 +29,7 @@ func TestTheCacheKeepsOfANodeItsManifestsListsAndNotItsManagedFields(t *testing.
 	assert.Equal(t, "h2", got.GetAnnotations()[v2alpha1.AnnotationTargetHash])
 	assert.NotNil(t, got.Spec.DeploymentDependencies.UpgradePrerequisites, "the spec is kept")
 
-	pod, err := stripNode("not a node")
+	pod, err := StripNode("not a node")
 	require.NoError(t, err)
 	assert.Equal(t, "not a node", pod)
 }
