@@ -186,24 +186,29 @@ func lastAppliedLists(raw string) map[string]json.RawMessage {
 // ShrinkLastApplied cuts the manifest last applied to node n (kubectl
 // apply, Argo CD's client-side apply: the whole manifest, every field of
 // the Express operator's too) to what IsDefaulted reads of it — which
-// prerequisite lists it sets — or removes it where it sets none. For a
-// copy kept to decide on (a cache), never one written back.
-func ShrinkLastApplied(n v2alpha1.Node) {
-	ann := n.GetAnnotations()
+// prerequisite lists it sets — in n's own annotations. For a copy kept to
+// decide on (a cache), never one written back.
+func ShrinkLastApplied(n v2alpha1.Node) { ShrinkLastAppliedIn(n.GetAnnotations()) }
+
+// ShrinkLastAppliedIn is ShrinkLastApplied on a node's annotations. A
+// manifest that sets no list (or does not parse) becomes "{}": the
+// annotation stays, so that a node whose only annotation it is still has
+// annotations as stored (a patch of one annotation adds to the map, and
+// does not write the map whole).
+func ShrinkLastAppliedIn(ann map[string]string) {
 	raw, ok := ann[lastAppliedAnnotation]
 	if !ok {
 		return
 	}
-	lists := lastAppliedLists(raw)
-	if len(lists) == 0 {
-		delete(ann, lastAppliedAnnotation)
-		return
-	}
 	kept := map[string]json.RawMessage{}
-	for name := range lists {
+	for name := range lastAppliedLists(raw) {
 		kept[name] = json.RawMessage("null")
 	}
-	data, err := json.Marshal(map[string]any{"spec": map[string]any{"deploymentDependencies": kept}})
+	shrunk := map[string]any{}
+	if len(kept) > 0 {
+		shrunk["spec"] = map[string]any{"deploymentDependencies": kept}
+	}
+	data, err := json.Marshal(shrunk)
 	if err != nil {
 		return // left whole: a map of field names to null always encodes
 	}

@@ -85,14 +85,7 @@ func TestAConditionWrittenOnAStaleReadIsRefused(t *testing.T) {
 		return c.Reason
 	}
 
-	operator := &v2alpha1.Frontend{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v2alpha1.GroupVersion.String(), Kind: v2alpha1.KindFrontend},
-		ObjectMeta: metav1.ObjectMeta{Name: fe.Name, Namespace: fe.Namespace},
-		Status: v2alpha1.NodeStatus{Conditions: []metav1.Condition{{
-			Type: "Available", Status: metav1.ConditionTrue, Reason: "PodsReady", Message: "1/1", LastTransitionTime: metav1.Now(),
-		}}},
-	}
-	require.NoError(t, h.Client.Status().Patch(ctx, operator, client.Apply, client.FieldOwner("express-operator"), client.ForceOwnership)) //nolint:staticcheck // the operator's own apply
+	writeOperatorStatus(t, h.Client, fe)
 	retried := sequencer.ConditionConflicts("retried")
 	_, err := r.ApplyConditionAndRecall(ctx, tenant, fe, complete) // the live replica's record, planned before the operator's write
 	require.NoError(t, err, "only the operator's status changed: written at the new version")
@@ -149,4 +142,18 @@ func createFrontend(t *testing.T, c client.Client, deps *v2alpha1.DeploymentDepe
 	}
 	require.NoError(t, c.Create(ctx, fe))
 	return fe
+}
+
+// writeOperatorStatus writes a condition of the Express operator's own on
+// fe's status, as the operator does: a change the plan does not read.
+func writeOperatorStatus(t *testing.T, c client.Client, fe *v2alpha1.Frontend) {
+	t.Helper()
+	operator := &v2alpha1.Frontend{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v2alpha1.GroupVersion.String(), Kind: v2alpha1.KindFrontend},
+		ObjectMeta: metav1.ObjectMeta{Name: fe.Name, Namespace: fe.Namespace},
+		Status: v2alpha1.NodeStatus{Conditions: []metav1.Condition{{
+			Type: "Available", Status: metav1.ConditionTrue, Reason: "PodsReady", Message: "1/1", LastTransitionTime: metav1.Now(),
+		}}},
+	}
+	require.NoError(t, c.Status().Patch(context.Background(), operator, client.Apply, client.FieldOwner("express-operator"), client.ForceOwnership)) //nolint:staticcheck // the operator's own apply
 }

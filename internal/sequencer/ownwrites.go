@@ -73,9 +73,9 @@ func (w *ownWrites) remember(t rollout.Tenant, obj client.Object) {
 	if p, ok := obj.(*corev1.Pod); ok {
 		stripped, _ := stripPod(p)
 		obj = stripped.(*corev1.Pod)
-	} else {
-		obj = obj.DeepCopyObject().(client.Object)
-		obj.SetManagedFields(nil)
+	} else if n, ok := obj.DeepCopyObject().(v2alpha1.Node); ok {
+		stripped, _ := StripNode(n) // as the cache keeps it
+		obj = stripped.(v2alpha1.Node)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

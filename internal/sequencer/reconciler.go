@@ -1008,6 +1008,16 @@ func (r *Reconciler) unchangedForCondition(ctx context.Context, n v2alpha1.Node)
 	was, is := rollout.PrerequisitesCondition(n), rollout.PrerequisitesCondition(now)
 	return now, now.GetUID() == n.GetUID() && now.GetGeneration() == n.GetGeneration() &&
 		equality.Semantic.DeepEqual(now.GetDeletionTimestamp(), n.GetDeletionTimestamp()) &&
-		maps.Equal(now.GetLabels(), n.GetLabels()) && maps.Equal(now.GetAnnotations(), n.GetAnnotations()) &&
+		maps.Equal(now.GetLabels(), n.GetLabels()) && sameAnnotations(now.GetAnnotations(), n.GetAnnotations()) &&
 		equality.Semantic.DeepEqual(was, is), nil
+}
+
+// sameAnnotations reports whether two versions of a node's annotations are
+// alike as the plan reads them: a node read fresh carries its last-applied
+// manifest whole, the cache's only the lists it names (StripNode).
+func sameAnnotations(a, b map[string]string) bool {
+	a, b = maps.Clone(a), maps.Clone(b)
+	defaults.ShrinkLastAppliedIn(a)
+	defaults.ShrinkLastAppliedIn(b)
+	return maps.Equal(a, b)
 }

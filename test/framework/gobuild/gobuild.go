@@ -24,7 +24,7 @@ func Binary(dir, name string) (string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(out, name+"-")
+	tmp, err := os.MkdirTemp(out, buildDirPrefix(name))
 	if err != nil {
 		return "", err
 	}
@@ -41,3 +41,7 @@ func Binary(dir, name string) (string, error) {
 	}
 	return path, nil
 }
+
+// buildDirPrefix names the directory a build of name by this process is
+// written in, beside bin/test/name.
+func buildDirPrefix(name string) string { return fmt.Sprintf("%s-%d-", name, os.Getpid()) }

@@ -25,7 +25,8 @@ func TestABuiltCommandIsKeptInBinTestAndNothingElseIsLeftBehind(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Dir(path))
 	require.NoError(t, err)
 	for _, e := range entries {
-		assert.False(t, strings.HasPrefix(e.Name(), "kubectl-express-"), "the build's own directory %s is left in bin/test", e.Name())
+		// Another package's build of the command may be under way.
+		assert.False(t, strings.HasPrefix(e.Name(), buildDirPrefix("kubectl-express")), "the build's own directory %s is left in bin/test", e.Name())
 	}
 	tmpAfter, err := os.ReadDir(os.TempDir())
 	require.NoError(t, err)

@@ -145,6 +145,18 @@ func TestSwitchingAuditToEnforceMidRolloutAdoptsWhatRollsAndOrdersTheRest(t *tes
 		_, started := first(ns, k, v2, false)
 		require.False(t, started, "%s started before the switch gated it, its predecessor not Ready", k)
 	}
+	// Adopted where they stood: neither gated nor waiting, released for
+	// the target they roll to while fe2 is gated and fe1 not Ready (no
+	// release in the order could have let fe3 go).
+	for _, k := range []string{"fe1", "fe3"} {
+		require.Eventually(t, func() bool {
+			n := tenant.Node(ns, k)
+			if harness.Client.Get(context.Background(), client.ObjectKeyFromObject(n), n) != nil {
+				return false
+			}
+			return !n.NodeSpec().HasGate(v2alpha1.GateSequencer) && n.GetAnnotations()[v2alpha1.AnnotationReleasedTarget] == n.GetAnnotations()[v2alpha1.AnnotationTargetHash]
+		}, 30*time.Second, 20*time.Millisecond, "%s, rolling at the switch, is adopted", k)
+	}
 	for _, k := range []string{"fe1", "fe3"} {
 		builds.Unstick(t, harness.Client, ns, tenant.ClusterName+"-"+k)
 	}

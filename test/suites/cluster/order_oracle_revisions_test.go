@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,13 +12,12 @@ import (
 // each, every node on target "h2": each event is stored at its revision
 // and delivered to the oracle at its offset from t0.
 type oracleEvents struct {
-	t0     time.Time
-	events []observed
+	t0  time.Time
+	log orderLog
 }
 
 func (o *oracleEvents) add(rv uint64, delivered time.Duration, e observed) *oracleEvents {
-	e.rv, e.at = rv, o.t0.Add(delivered)
-	o.events = append(o.events, e)
+	o.log.record(e, strconv.FormatUint(rv, 10), o.t0.Add(delivered))
 	return o
 }
 
@@ -31,11 +31,15 @@ func (o *oracleEvents) pod(rv uint64, delivered time.Duration, name, hash string
 	return o.add(rv, delivered, observed{pod: true, node: "acme-" + name, uid: name + "-" + hash, name: "acme-" + name + "-0", ready: ready, hash: hash})
 }
 
-// inRevisionOrder is the log as orderLog.snapshot gives it.
-func (o *oracleEvents) inRevisionOrder() []observed {
-	log := &orderLog{events: o.events}
-	return log.snapshot()
+// missedDeletion records the deletion of node name's pod on hash, which a
+// watch missed (its final state unknown), delivered at delivered.
+func (o *oracleEvents) missedDeletion(delivered time.Duration, name, hash string) *oracleEvents {
+	o.log.record(observed{pod: true, node: "acme-" + name, uid: name + "-" + hash, deleted: true}, "", o.t0.Add(delivered))
+	return o
 }
+
+// inRevisionOrder is the log as orderLog.snapshot gives it.
+func (o *oracleEvents) inRevisionOrder() []observed { return o.log.snapshot() }
 
 // settled is a tenant whose be and fe1 run Ready on h2 and fe2 is gated,
 // all delivered by 1 s.
@@ -79,6 +83,21 @@ func TestTheOrderOracleJudgesByTheRevisionsTheAPIServerStored(t *testing.T) {
 				add(8, 2500*time.Millisecond, observed{pod: true, node: "acme-fe1", uid: "fe1-h2", deleted: true}).
 				node(9, 5*time.Second, "fe2", false),
 			flags: true,
+		},
+		{
+			name: "fe2 released long after fe1 lost its pod is found though an event stored before the loss was delivered within the slack",
+			// be's pod update, stored between fe1's Ready and its loss,
+			// came late: it does not take the window back past the loss.
+			events: settled(t0).pod(7, 2*time.Second, "fe1", "h2", true).pod(8, 4500*time.Millisecond, "be", "h2", true).
+				add(9, 2100*time.Millisecond, observed{pod: true, node: "acme-fe1", uid: "fe1-h2", deleted: true}).
+				node(10, 5*time.Second, "fe2", false),
+			flags: true,
+		},
+		{
+			name: "fe2 released after a deletion of fe1's pod the watch missed counts the pod until the newest revision seen",
+			// The oracle errs lenient where it cannot know.
+			events: settled(t0).pod(7, 2*time.Second, "fe1", "h2", true).node(8, 3*time.Second, "fe2", false).
+				missedDeletion(3100*time.Millisecond, "fe1", "h2"),
 		},
 		{
 			name:   "fe2 released while fe1 ran Ready on the old target is found",

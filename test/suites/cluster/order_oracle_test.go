@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,13 +67,17 @@ type orderLog struct {
 	newest uint64
 }
 
-// add records e as stored at revision rv. A deletion the watch missed
-// (its final state unknown, rv "") is placed at the newest revision seen:
-// the pod was gone no sooner than its informer listed again.
-func (l *orderLog) add(e observed, rv string) {
+// add records e, delivered now, as stored at revision rv.
+func (l *orderLog) add(e observed, rv string) { l.record(e, rv, time.Now()) }
+
+// record records e, delivered at at, as stored at revision rv. A deletion
+// the watch missed (its final state unknown, rv "") is placed at the
+// newest revision seen: the latest it can have been, so the oracle errs
+// lenient there, counting the pod until then.
+func (l *orderLog) record(e observed, rv string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e.at = time.Now()
+	e.at = at
 	if rv == "" {
 		e.rv = l.newest
 	} else {
@@ -182,13 +187,10 @@ type observedState struct {
 	owners map[string]string
 }
 
-// replay is the tenant as the events up to revision rv left it.
-func replay(events []observed, rv uint64) observedState {
+// replay is the tenant as the first n events (in revision order) left it.
+func replay(events []observed, n int) observedState {
 	s := observedState{pods: map[string]map[string]observedPod{}, nodes: map[string]observed{}, owners: map[string]string{}}
-	for _, e := range events {
-		if e.rv > rv {
-			break
-		}
+	for _, e := range events[:n] {
 		switch {
 		case e.set:
 			s.owners[e.uid] = e.owner
@@ -204,6 +206,20 @@ func replay(events []observed, rv uint64) observedState {
 		}
 	}
 	return s
+}
+
+// storedBy is, for each event (in revision order), a time it was stored by:
+// the earliest delivery of it or of any later revision — a later revision
+// was stored after it, and was delivered after it was stored.
+func storedBy(events []observed) []time.Time {
+	out := make([]time.Time, len(events))
+	for i := len(events) - 1; i >= 0; i-- {
+		out[i] = events[i].at
+		if i+1 < len(events) && out[i+1].Before(out[i]) {
+			out[i] = out[i+1]
+		}
+	}
+	return out
 }
 
 // ready reports whether node has at least want pods Ready and not
@@ -225,36 +241,29 @@ func (s observedState) ready(node string, want int, onTarget bool) bool {
 	return n >= want
 }
 
-// observedReadyDuring reports whether node was ready (want, onTarget) at
-// some revision from the first the oracle saw since when to decision, the
-// revision of the decision: a decision reads the API server a moment
-// before it is written. The events are in revision order.
-func observedReadyDuring(events []observed, node string, when time.Time, decision uint64, want int, onTarget bool) bool {
-	from := decision
-	for _, e := range events {
-		if e.rv < decision && !e.at.Before(when) {
-			from = min(from, e.rv)
+// observedReadyDuring reports whether node was ready (want, onTarget) as
+// the events stored before when left it, or after any event from there to
+// events[decision], the decision's own: a decision reads the API server a
+// moment before it is written. stored is storedBy(events).
+func observedReadyDuring(events []observed, stored []time.Time, node string, when time.Time, decision, want int, onTarget bool) bool {
+	// stored never decreases: the events stored before when are a prefix.
+	from := sort.Search(decision, func(i int) bool { return !stored[i].Before(when) })
+	for n := from; n <= decision+1; n++ {
+		if replay(events, n).ready(node, want, onTarget) {
+			return true
 		}
 	}
-	if replay(events, from-1).ready(node, want, onTarget) {
-		return true // as the window began
-	}
-	return slices.ContainsFunc(events, func(e observed) bool {
-		return e.rv >= from && e.rv <= decision && replay(events, e.rv).ready(node, want, onTarget)
-	})
+	return false
 }
 
-// lastReady returns when the oracle saw the last revision at or before
-// decision at which node was ready (want, onTarget), zero if none: what a
-// failure reports.
-func lastReady(events []observed, node string, decision uint64, want int, onTarget bool) time.Time {
+// lastReady returns when the oracle saw the last event before
+// events[decision] after which node was ready (want, onTarget), zero if
+// none: what a failure reports.
+func lastReady(events []observed, node string, decision, want int, onTarget bool) time.Time {
 	var last time.Time
-	for _, e := range events {
-		if e.rv > decision {
-			break
-		}
-		if replay(events, e.rv).ready(node, want, onTarget) {
-			last = e.at
+	for n := 1; n <= decision; n++ {
+		if replay(events, n).ready(node, want, onTarget) {
+			last = events[n-1].at
 		}
 	}
 	return last
@@ -268,7 +277,8 @@ var (
 )
 
 // oracleSlack is how long before the oracle saw a decision it looks for
-// the state the decision rested on, in the revisions stored since. A
+// the state the decision rested on, in the revisions stored since (by
+// storedBy's bound). A
 // decision rests on a read made before its write: the release guard's
 // fresh read, 50–300 ms before the write is seen on a loaded machine
 // (docs/performance.md), and a pod the churn deletes after that read is
@@ -293,32 +303,34 @@ func checkOrder(t *testing.T, events []observed, since time.Time, want int) {
 // orderFailures is what checkOrder finds out of order.
 func orderFailures(events []observed, since time.Time, want int) []string {
 	var failures []string
-	judge := func(what string, e observed, onTarget bool) {
+	stored := storedBy(events)
+	judge := func(what string, i int, onTarget bool) {
+		e := events[i]
 		order, predecessor, ready := provisioningOrder, "provisioning predecessor", "Ready"
 		if onTarget {
 			order, predecessor, ready = upgradeOrder, "upgrade predecessor", "Ready on its target"
 		}
 		for _, prev := range order[:max(slices.Index(order, e.node), 0)] {
-			if !observedReadyDuring(events, prev, e.at.Add(-oracleSlack), e.rv, want, onTarget) {
+			if !observedReadyDuring(events, stored, prev, e.at.Add(-oracleSlack), i, want, onTarget) {
 				failures = append(failures, fmt.Sprintf("%s at %s (revision %d) while its %s %s was not %s (last so at %s)", what, e.at.Format(time.StampMilli), e.rv,
-					predecessor, prev, ready, lastReady(events, prev, e.rv, want, onTarget).Format(time.StampMilli)))
+					predecessor, prev, ready, lastReady(events, prev, i, want, onTarget).Format(time.StampMilli)))
 			}
 		}
 	}
 	wasGated, scheduled := map[string]bool{}, map[string]bool{}
-	for _, e := range events {
+	for i, e := range events {
 		switch {
 		case !e.pod:
 			if wasGated[e.node] && !e.sequencerGated && !e.at.Before(since) {
-				judge(e.node+" released", e, true)
-				judge(e.node+" released", e, false)
+				judge(e.node+" released", i, true)
+				judge(e.node+" released", i, false)
 			}
 			wasGated[e.node] = e.sequencerGated
 		case e.deleted || e.gated || scheduled[e.uid]:
 		default:
 			scheduled[e.uid] = true
 			if !e.at.Before(since) {
-				judge(fmt.Sprintf("pod %s (%s) of %s schedulable", e.name, e.version, e.node), e, false)
+				judge(fmt.Sprintf("pod %s (%s) of %s schedulable", e.name, e.version, e.node), i, false)
 			}
 		}
 	}
