@@ -142,3 +142,27 @@ func TestAReleaseOfANodeRunningItsTargetReadyRecordsItsOwnRolloutConverged(t *te
 		})
 	}
 }
+
+// A release of a node with no annotations at all (one the webhook never
+// stamped) writes the map whole: only onto the node as read, not over an
+// annotation added since, which moves no generation.
+func TestAReleaseOfANodeWithNoAnnotationsWritesThemOnlyOntoTheNodeAsRead(t *testing.T) {
+	n := &v2alpha1.Frontend{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Generation: 4, UID: "fe1-uid", ResourceVersion: "70"}}
+	n.Spec.AddGate(v2alpha1.GateSequencer)
+	patch, err := gatePatch(n, gateWrite{record: &releaseRecord{now: time.Now()}})
+	require.NoError(t, err)
+	data, err := patch.Data(n)
+	require.NoError(t, err)
+	ops, err := jsonpatch.DecodePatch(data)
+	require.NoError(t, err)
+	const gated = `"spec":{"rolloutGates":[{"name":"` + v2alpha1.GateSequencer + `"}]}`
+
+	got, err := ops.Apply([]byte(`{"metadata":{"generation":4,"uid":"fe1-uid","resourceVersion":"70"},` + gated + `}`))
+	require.NoError(t, err, "applies to the node as read")
+	var stored v2alpha1.Frontend
+	require.NoError(t, json.Unmarshal(got, &stored))
+	assert.Equal(t, "5", stored.Annotations[v2alpha1.AnnotationReleasedGeneration])
+
+	_, err = ops.Apply([]byte(`{"metadata":{"generation":4,"uid":"fe1-uid","resourceVersion":"71","annotations":{"team":"payments"}},` + gated + `}`))
+	assert.Error(t, err, "refused where an annotation came since: the map would be written over it")
+}

@@ -882,7 +882,11 @@ func gatePatch(n v2alpha1.Node, w gateWrite) (client.Patch, error) {
 			released[v2alpha1.AnnotationReleasedSetRevision] = rec.set
 		}
 		if len(n.GetAnnotations()) == 0 {
-			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": released})
+			// The map is written whole: only onto the node as read, so
+			// that an annotation added since (no generation moves for one)
+			// is not lost. A node the webhook stamped has annotations.
+			ops = append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": n.GetResourceVersion()},
+				map[string]any{"op": "add", "path": "/metadata/annotations", "value": released})
 		} else {
 			if hash != "" {
 				ops = append(ops, map[string]any{"op": "test", "path": AnnotationPath(v2alpha1.AnnotationTargetHash), "value": hash})
