@@ -100,6 +100,24 @@ func TestTheOrderOracleJudgesByTheRevisionsTheAPIServerStored(t *testing.T) {
 				missedDeletion(3100*time.Millisecond, "fe1", "h2"),
 		},
 		{
+			name: "fe2 released long after a deletion of fe1's pod the watch missed is found",
+			// The deletion is placed after fe1's Ready, at the newest
+			// revision seen, not before it.
+			events: settled(t0).pod(7, 2*time.Second, "fe1", "h2", true).missedDeletion(2500*time.Millisecond, "fe1", "h2").
+				node(8, 5*time.Second, "fe2", false),
+			flags: true,
+		},
+		{
+			name: "fe2 released just after fe1 lost its pod is in order though the release was delivered long after it was stored",
+			// The nodes' informer lagged: be's pod update, stored after the
+			// release and delivered at once, bounds when the release was
+			// stored; counted from the release's delivery, fe1's loss
+			// would be more than the slack before it.
+			events: settled(t0).pod(7, 2*time.Second, "fe1", "h2", true).
+				add(8, 2200*time.Millisecond, observed{pod: true, node: "acme-fe1", uid: "fe1-h2", deleted: true}).
+				node(9, 5*time.Second, "fe2", false).pod(10, 2400*time.Millisecond, "be", "h2", true),
+		},
+		{
 			name:   "fe2 released while fe1 ran Ready on the old target is found",
 			events: settled(t0).pod(7, 2*time.Second, "fe1", "h1", true).node(8, 3*time.Second, "fe2", false),
 			flags:  true,

@@ -72,8 +72,8 @@ func (l *orderLog) add(e observed, rv string) { l.record(e, rv, time.Now()) }
 
 // record records e, delivered at at, as stored at revision rv. A deletion
 // the watch missed (its final state unknown, rv "") is placed at the
-// newest revision seen: the latest it can have been, so the oracle errs
-// lenient there, counting the pod until then.
+// newest revision seen: a guess — the relist that shows it may be at a
+// later revision, the deletion at any revision since the pod's last.
 func (l *orderLog) record(e observed, rv string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -276,9 +276,8 @@ var (
 	provisioningOrder = []string{"acme-be", "acme-fe1", "acme-fe2", "acme-fe3"}
 )
 
-// oracleSlack is how long before the oracle saw a decision it looks for
-// the state the decision rested on, in the revisions stored since (by
-// storedBy's bound). A
+// oracleSlack is how long before a decision was stored (by storedBy's
+// bound) the oracle looks for the state it rested on. A
 // decision rests on a read made before its write: the release guard's
 // fresh read, 50–300 ms before the write is seen on a loaded machine
 // (docs/performance.md), and a pod the churn deletes after that read is
@@ -311,7 +310,8 @@ func orderFailures(events []observed, since time.Time, want int) []string {
 			order, predecessor, ready = upgradeOrder, "upgrade predecessor", "Ready on its target"
 		}
 		for _, prev := range order[:max(slices.Index(order, e.node), 0)] {
-			if !observedReadyDuring(events, stored, prev, e.at.Add(-oracleSlack), i, want, onTarget) {
+			// The decision was stored by stored[i], its read before that.
+			if !observedReadyDuring(events, stored, prev, stored[i].Add(-oracleSlack), i, want, onTarget) {
 				failures = append(failures, fmt.Sprintf("%s at %s (revision %d) while its %s %s was not %s (last so at %s)", what, e.at.Format(time.StampMilli), e.rv,
 					predecessor, prev, ready, lastReady(events, prev, i, want, onTarget).Format(time.StampMilli)))
 			}
