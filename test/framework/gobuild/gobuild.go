@@ -4,7 +4,6 @@
 package gobuild
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,11 +19,11 @@ import (
 // written beside it and renamed into place: packages testing in parallel
 // that build the same command each find a whole binary.
 func Binary(dir, name string) (string, error) {
-	out := filepath.Join(controlplane.Root(), "bin", "test")
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	dest := filepath.Join(controlplane.Root(), "bin", "test")
+	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(out, buildDirPrefix(name))
+	tmp, err := os.MkdirTemp(dest, buildDirPrefix(name))
 	if err != nil {
 		return "", err
 	}
@@ -35,9 +34,9 @@ func Binary(dir, name string) (string, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
 	}
-	path := filepath.Join(out, name)
+	path := filepath.Join(dest, name)
 	if err := os.Rename(built, path); err != nil {
-		return "", errors.Join(fmt.Errorf("moving %s into place", name), err)
+		return "", fmt.Errorf("moving %s into place: %w", name, err)
 	}
 	return path, nil
 }
