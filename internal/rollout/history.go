@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/defaults"
 )
 
 // RolloutRecord is one rollout of a node, as the API server keeps it: the
@@ -98,6 +99,47 @@ func HistoryIn(n v2alpha1.Node) []RolloutRecord {
 		_ = json.Unmarshal([]byte(raw), &records) // written by the webhook only; unreadable is empty
 	}
 	return records
+}
+
+// CutForCache cuts, in a node's annotations ann, what a copy kept to decide
+// on (a cache, never written back) need not hold whole: the manifest kubectl
+// apply keeps to the prerequisite lists it sets (defaults.ShrinkLastAppliedIn),
+// and the rollout-history — up to 16 KiB a node, read by the plan only for
+// the target of each record and the release and convergence of the last —
+// to those fields (cutHistoryIn). A plan on the cut copy decides as on the
+// whole one; cutting twice changes nothing.
+func CutForCache(ann map[string]string) {
+	defaults.ShrinkLastAppliedIn(ann)
+	cutHistoryIn(ann)
+}
+
+// cutHistoryIn keeps, of each record of the rollout-history in ann, the
+// fields the plan reads (AwaitsRelease, releaseConverged): the target of
+// every record, and the release, readiness, convergence and Down of the
+// last. A history that does not decode is left whole: HistoryIn reads it
+// as empty either way.
+func cutHistoryIn(ann map[string]string) {
+	raw, ok := ann[v2alpha1.AnnotationRolloutHistory]
+	if !ok || raw == "" {
+		return
+	}
+	var records []RolloutRecord
+	if json.Unmarshal([]byte(raw), &records) != nil {
+		return
+	}
+	cut := make([]RolloutRecord, len(records))
+	for i, r := range records {
+		cut[i] = RolloutRecord{Target: r.Target}
+	}
+	if last := len(records) - 1; last >= 0 {
+		r := records[last]
+		cut[last] = RolloutRecord{Target: r.Target, Released: r.Released, Ready: r.Ready, Converged: r.Converged, Down: r.Down}
+	}
+	data, err := json.Marshal(cut)
+	if err != nil {
+		return // cannot happen: strings and times only
+	}
+	ann[v2alpha1.AnnotationRolloutHistory] = string(data)
 }
 
 // released reports whether the node is released for its current target.

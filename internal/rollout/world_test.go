@@ -860,9 +860,16 @@ func (w *world) cacheSnapshot() *Snapshot {
 	for name, g := range w.gone {
 		all[name] = append(slices.Clone(all[name]), g.pods...)
 	}
+	// The cache keeps each node's annotations cut (CutForCache).
+	nodes := make(map[string]v2alpha1.Node, len(w.nodes))
+	for name, n := range w.nodes {
+		n = n.DeepCopyObject().(v2alpha1.Node)
+		CutForCache(n.GetAnnotations())
+		nodes[name] = n
+	}
 	return &Snapshot{
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
-		Nodes: w.nodes, Pods: CurrentPods(all, w.nodes, nil), Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
+		Nodes: nodes, Pods: CurrentPods(all, nodes, nil), Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
 	}
 }
 

@@ -242,14 +242,18 @@ func CacheOptions(validating string) cache.Options {
 // StripNode drops a node's managed fields, and cuts the manifest kubectl
 // apply or Argo CD's client-side apply keeps on it (every field of the
 // Express operator's as well as ours, read only for which prerequisite
-// lists it sets) to those lists' names. Nothing writes a cached node back.
+// lists it sets) to those lists' names, and its rollout-history to what
+// the plan reads of it (rollout.CutForCache); the strings other nodes
+// repeat it shares with them (internNode). Nothing writes a cached node
+// back.
 func StripNode(obj any) (any, error) {
 	n, ok := obj.(v2alpha1.Node)
 	if !ok {
 		return obj, nil
 	}
 	n.SetManagedFields(nil)
-	defaults.ShrinkLastApplied(n)
+	rollout.CutForCache(n.GetAnnotations())
+	internNode(n)
 	return n, nil
 }
 
@@ -263,7 +267,7 @@ func stripPod(obj any) (any, error) {
 	for i, c := range p.Status.Conditions {
 		conds[i] = corev1.PodCondition{Type: c.Type, Status: c.Status}
 	}
-	return &corev1.Pod{
+	kept := &corev1.Pod{
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
@@ -275,7 +279,9 @@ func stripPod(obj any) (any, error) {
 		// The machine: a scoped read reads it with the pod (GatherScoped).
 		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates, NodeName: p.Spec.NodeName},
 		Status: corev1.PodStatus{Conditions: conds, Phase: p.Status.Phase, ContainerStatuses: failingContainers(p)},
-	}, nil
+	}
+	internPod(kept)
+	return kept, nil
 }
 
 // failingContainers keeps, of a pod's container statuses, the state of one
@@ -1018,10 +1024,10 @@ func (r *Reconciler) unchangedForCondition(ctx context.Context, n v2alpha1.Node)
 
 // sameAnnotations reports whether two versions of a node's annotations are
 // alike as the plan reads them: a node read fresh carries its last-applied
-// manifest whole, the cache's only the lists it names (StripNode).
+// manifest and rollout-history whole, the cache's cut (StripNode).
 func sameAnnotations(a, b map[string]string) bool {
 	a, b = maps.Clone(a), maps.Clone(b)
-	defaults.ShrinkLastAppliedIn(a)
-	defaults.ShrinkLastAppliedIn(b)
+	rollout.CutForCache(a)
+	rollout.CutForCache(b)
 	return maps.Equal(a, b)
 }
