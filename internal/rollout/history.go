@@ -116,8 +116,8 @@ func CutForCache(ann map[string]string) {
 // cutHistoryIn keeps, of each record of the rollout-history in ann, the
 // fields the plan reads (AwaitsRelease, releaseConverged): the target of
 // every record, and the release, readiness, convergence and Down of the
-// last. A history that does not decode is left whole: HistoryIn reads it
-// as empty either way.
+// last. A history that does not decode is left whole, for HistoryIn to
+// read as it reads the stored one.
 func cutHistoryIn(ann map[string]string) {
 	raw, ok := ann[v2alpha1.AnnotationRolloutHistory]
 	if !ok || raw == "" {
