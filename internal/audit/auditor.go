@@ -207,7 +207,7 @@ func (a *Auditor) wire(podInformer toolscache.SharedIndexInformer) error {
 		}
 	}
 	for kind, inf := range a.nodeInformers {
-		if err := inf.SetTransform(stripNode); err != nil {
+		if err := inf.SetTransform(stripNode(kind)); err != nil {
 			return err
 		}
 		h, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
@@ -277,13 +277,11 @@ func unwrap(o any) any {
 
 func (a *Auditor) onNode(kind string, o any, deleted bool) {
 	_, tombstone := o.(toolscache.DeletedFinalStateUnknown)
-	u, ok := unwrap(o).(*unstructured.Unstructured)
+	n, ok := nodeOf(kind, unwrap(o))
 	if !ok {
-		return
-	}
-	n := v2alpha1.NewNode(kind)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, n); err != nil {
-		a.Log.Error(err, "Not auditing a node that does not decode", "node", u.GetNamespace()+"/"+u.GetName())
+		if m, isMeta := unwrap(o).(metav1.Object); isMeta {
+			a.Log.Error(nil, "Not auditing a node that does not decode", "kind", kind, "node", m.GetNamespace()+"/"+m.GetName())
+		}
 		return
 	}
 	k := NodeKey{Namespace: n.GetNamespace(), Name: n.GetName()}
@@ -331,13 +329,13 @@ func (a *Auditor) mode(ns string) string {
 }
 
 func (a *Auditor) onPodAdded(o any, initial bool) {
-	p, ok := o.(*corev1.Pod)
+	p, ok := podOf(o)
 	if !ok {
 		return
 	}
 	rv := revision(p)
 	stored := rv
-	if !initial && !asCreated(p) {
+	if !initial && !p.asCreated {
 		unjudged.WithLabelValues(UnjudgedRelisted).Inc()
 	}
 	if initial {
@@ -351,7 +349,7 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.seen(streamPods, stored)
-	if !initial && !asCreated(p) {
+	if !initial && !p.asCreated {
 		// Seen first already changed — as a relist after a broken watch
 		// shows it, or labelled into the watch's selector since: its
 		// creation cannot be placed, and it is not judged. It runs in its
@@ -370,11 +368,12 @@ func (a *Auditor) onPodAdded(o any, initial bool) {
 // list after a broken watch shows it so) is the old one deleted and a new
 // one seen first.
 func (a *Auditor) onPodUpdated(old, o any) {
-	p, ok := o.(*corev1.Pod)
+	p, ok := podOf(o)
 	if !ok {
 		return
 	}
-	if was, ok := old.(*corev1.Pod); ok && was.UID != p.UID {
+	was, wasPod := podOf(old)
+	if wasPod && was.UID != p.UID {
 		a.onPodDeleted(toolscache.DeletedFinalStateUnknown{Key: p.Namespace + "/" + p.Name, Obj: was}, a.podInformer)
 		a.onPodAdded(p, false)
 		return
@@ -383,7 +382,7 @@ func (a *Auditor) onPodUpdated(old, o any) {
 	defer a.mu.Unlock()
 	rv := revision(p)
 	a.seen(streamPods, rv)
-	if was, ok := old.(*corev1.Pod); ok && was.Labels[v2alpha1.LabelNode] != p.Labels[v2alpha1.LabelNode] {
+	if wasPod && was.Labels[v2alpha1.LabelNode] != p.Labels[v2alpha1.LabelNode] {
 		// Relabelled to another node: it leaves its old node now (a pod of
 		// its name made there later is judged as any), and runs in the new
 		// one from now on (what that node ran when a hold began before it
@@ -396,7 +395,7 @@ func (a *Auditor) onPodUpdated(old, o any) {
 }
 
 // podLetGo passes a pod's would-release-at to the judge. Called locked.
-func (a *Auditor) podLetGo(p *corev1.Pod) {
+func (a *Auditor) podLetGo(p *keptPod) {
 	if at, err := time.Parse(time.RFC3339Nano, p.Annotations[v2alpha1.AnnotationWouldReleaseAt]); err == nil {
 		a.judge.PodLetGo(NodeKey{Namespace: p.Namespace, Name: p.Labels[v2alpha1.LabelNode]}, p.Name, string(p.UID), at)
 	}
@@ -419,7 +418,7 @@ func asCreated(p *corev1.Pod) bool {
 
 func (a *Auditor) onPodDeleted(o any, inf toolscache.SharedIndexInformer) {
 	_, tombstone := o.(toolscache.DeletedFinalStateUnknown)
-	p, ok := unwrap(o).(*corev1.Pod)
+	p, ok := podOf(unwrap(o))
 	if !ok {
 		return
 	}
@@ -436,7 +435,7 @@ func (a *Auditor) onPodDeleted(o any, inf toolscache.SharedIndexInformer) {
 
 func (a *Auditor) onSet(o any, initial, deleted bool) {
 	_, tombstone := o.(toolscache.DeletedFinalStateUnknown)
-	s, ok := unwrap(o).(*appsv1.StatefulSet)
+	s, ok := setOf(unwrap(o))
 	if !ok {
 		return
 	}
@@ -465,17 +464,17 @@ func (a *Auditor) onSet(o any, initial, deleted bool) {
 	if initial {
 		at = 0
 	}
-	a.judge.Set(at, SetSeen{Node: k, Name: s.Name, Target: TargetKey(s.Spec.Template.Labels),
-		Current: s.Status.CurrentRevision, Update: s.Status.UpdateRevision, Unobserved: s.Status.ObservedGeneration < s.Generation, Gone: deleted})
+	a.judge.Set(at, SetSeen{Node: k, Name: s.Name, Target: TargetKey(s.templateLabels),
+		Current: s.current, Update: s.update, Unobserved: s.unobserved, Gone: deleted})
 }
 
 // nodeOfSet names the Express node a StatefulSet belongs to: its
 // controller, or the node label of its pod template; "" for none.
-func nodeOfSet(s *appsv1.StatefulSet) string {
+func nodeOfSet(s *keptSet) string {
 	if c := metav1.GetControllerOf(s); c != nil && (c.Kind == v2alpha1.KindBackend || c.Kind == v2alpha1.KindFrontend) {
 		return c.Name
 	}
-	return s.Spec.Template.Labels[v2alpha1.LabelNode]
+	return s.templateLabels[v2alpha1.LabelNode]
 }
 
 // known is the revision through which everything of node k and its
@@ -588,7 +587,7 @@ kinds:
 	}
 	have := map[string]uint64{}
 	for i := range sets.Items {
-		if nodeOfSet(&sets.Items[i]) == k.Name {
+		if s, _ := setOf(&sets.Items[i]); nodeOfSet(s) == k.Name {
 			have[sets.Items[i].Name] = revision(&sets.Items[i])
 		}
 	}
@@ -601,128 +600,4 @@ kinds:
 		a.confirmSet[k] = max(a.confirmSet[k], rv)
 	}
 	return nil
-}
-
-// auditedAnnotations are the annotations of a node the auditor reads.
-var auditedAnnotations = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedAt}
-
-// stripNode keeps of a node what nodeSeen reads: its identity, the three
-// annotations, its gates and up, and its PrerequisitesReady condition. A
-// node's other annotations (its rollout history, what its release relied
-// on) are most of its size.
-func stripNode(o any) (any, error) {
-	u, ok := o.(*unstructured.Unstructured)
-	if !ok {
-		return o, nil
-	}
-	out := &unstructured.Unstructured{Object: map[string]any{}}
-	out.SetAPIVersion(u.GetAPIVersion())
-	out.SetKind(u.GetKind())
-	out.SetName(u.GetName())
-	out.SetNamespace(u.GetNamespace())
-	out.SetUID(u.GetUID())
-	out.SetResourceVersion(u.GetResourceVersion())
-	out.SetDeletionTimestamp(u.GetDeletionTimestamp())
-	ann := map[string]string{}
-	for _, k := range auditedAnnotations {
-		if v, ok := u.GetAnnotations()[k]; ok {
-			ann[k] = v
-		}
-	}
-	out.SetAnnotations(ann)
-	// The version and revision name the node's target on the contract's
-	// fallback labels (NodeSeen.Key).
-	for _, field := range []string{"rolloutGates", "up", "expressVersion", "deploymentRevision"} {
-		if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", field); ok {
-			_ = unstructured.SetNestedField(out.Object, v, "spec", field)
-		}
-	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == v2alpha1.ConditionPrerequisitesReady {
-			_ = unstructured.SetNestedSlice(out.Object, []any{m}, "status", "conditions")
-		}
-	}
-	return out, nil
-}
-
-func stripPod(o any) (any, error) {
-	p, ok := o.(*corev1.Pod)
-	if !ok {
-		return o, nil
-	}
-	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		Labels: withRevision(p.Labels), OwnerReferences: controllerOnly(p.OwnerReferences), CreationTimestamp: p.CreationTimestamp,
-		Annotations: pick(p.Annotations, v2alpha1.AnnotationWouldHoldPod, v2alpha1.AnnotationWouldReleaseAt)}}
-	out.Status.Phase, out.Status.StartTime = p.Status.Phase, p.Status.StartTime
-	for _, c := range p.Status.Conditions {
-		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Reason: c.Reason})
-	}
-	return out, nil
-}
-
-func stripSet(o any) (any, error) {
-	s, ok := o.(*appsv1.StatefulSet)
-	if !ok {
-		return o, nil
-	}
-	out := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
-		Generation: s.Generation, OwnerReferences: controllerOnly(s.OwnerReferences)}}
-	out.Spec.Template.Labels = auditedLabels(s.Spec.Template.Labels)
-	out.Status.CurrentRevision, out.Status.UpdateRevision = s.Status.CurrentRevision, s.Status.UpdateRevision
-	out.Status.ObservedGeneration = s.Status.ObservedGeneration
-	return out, nil
-}
-
-// withRevision is a pod's auditedLabels and the StatefulSet revision it
-// was made from.
-func withRevision(labels map[string]string) map[string]string {
-	out := auditedLabels(labels)
-	if r, ok := labels[appsv1.ControllerRevisionHashLabelKey]; ok {
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[appsv1.ControllerRevisionHashLabelKey] = r
-	}
-	return out
-}
-
-// auditedLabels keeps, of a pod's (or pod template's) labels, those the
-// auditor reads: the node's, and what it was made for (TargetKey). The
-// watch of StatefulSets holds every one of the cluster.
-func auditedLabels(labels map[string]string) map[string]string {
-	return pick(labels, v2alpha1.LabelNode, v2alpha1.LabelTargetHash, v2alpha1.LabelExpressVersion, v2alpha1.LabelDeploymentRevision)
-}
-
-// pick keeps, of m, the entries of keys; nil when it has none. (The
-// auditor imports nothing of the planner's package, not even this.)
-func pick(m map[string]string, keys ...string) map[string]string {
-	var out map[string]string
-	for _, k := range keys {
-		if v, ok := m[k]; ok {
-			if out == nil {
-				out = make(map[string]string, len(keys))
-			}
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// controllerOnly keeps, of owner references, the controller's.
-func controllerOnly(refs []metav1.OwnerReference) []metav1.OwnerReference {
-	for _, r := range refs {
-		if r.Controller != nil && *r.Controller {
-			return []metav1.OwnerReference{{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID, Controller: r.Controller}}
-		}
-	}
-	return nil
-}
-
-func stripNamespace(o any) (any, error) {
-	ns, ok := o.(*corev1.Namespace)
-	if !ok {
-		return o, nil
-	}
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels}}, nil
 }

@@ -58,7 +58,7 @@ func (a *Auditor) settleThrough(rv uint64) []Finding {
 // versionedNode is node name (uid) at revision rv, gated or not, on target
 // hash "h"+version (version and revision "r-"+version in its spec), released
 // for releasedVersion, as the auditor's informer keeps it (stripNode).
-func versionedNode(name, uid string, rv uint64, gated bool, version, releasedVersion string) *unstructured.Unstructured {
+func versionedNode(name, uid string, rv uint64, gated bool, version, releasedVersion string) v2alpha1.Node {
 	u := feObj(uid, strconv.FormatUint(rv, 10), gated, "h"+version)
 	u.SetName(name)
 	_ = unstructured.SetNestedField(u.Object, version, "spec", "expressVersion")
@@ -68,13 +68,13 @@ func versionedNode(name, uid string, rv uint64, gated bool, version, releasedVer
 		ann[v2alpha1.AnnotationReleasedTarget] = "h" + releasedVersion
 	}
 	u.SetAnnotations(ann)
-	stripped, _ := stripNode(u)
-	return stripped.(*unstructured.Unstructured)
+	n, _ := nodeOf(v2alpha1.KindFrontend, u)
+	return n
 }
 
 // releasedAt is fe1 at rv, let go on version by the plan at when (its
 // released-target and released-at).
-func releasedAt(rv uint64, version string, when time.Time) *unstructured.Unstructured {
+func releasedAt(rv uint64, version string, when time.Time) v2alpha1.Node {
 	rel := versionedNode("acme-fe1", "u1", rv, false, version, version)
 	ann := rel.GetAnnotations()
 	ann[v2alpha1.AnnotationReleasedAt] = when.Format(time.RFC3339Nano)

@@ -38,13 +38,15 @@ func TestTheAuditorKeepsOfANodeWhatItReadsAndNothingElse(t *testing.T) {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n)
 	require.NoError(t, err)
 
-	stripped, err := stripNode(&unstructured.Unstructured{Object: raw})
+	stripped, err := stripNode(v2alpha1.KindFrontend)(&unstructured.Unstructured{Object: raw})
 	require.NoError(t, err)
-	back := &v2alpha1.Frontend{}
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(stripped.(*unstructured.Unstructured).Object, back))
+	require.IsType(t, &v2alpha1.Frontend{}, stripped, "kept as a typed node")
+	back := stripped.(*v2alpha1.Frontend)
 
 	assert.Equal(t, kept, back.GetAnnotations())
 	assert.Equal(t, "u1", string(back.GetUID()))
+	assert.Equal(t, "acme-fe1", back.GetName())
+	assert.Equal(t, "acme", back.GetNamespace())
 	assert.Equal(t, "42", back.GetResourceVersion())
 	assert.True(t, back.Spec.HasGate(v2alpha1.GateSequencer))
 	assert.Equal(t, "express-e689.154", back.Spec.ExpressVersion, "the version names the target on the fallback labels")
@@ -63,7 +65,7 @@ func TestTheAuditorKeepsOfPodsAndStatefulSetsWhatItReads(t *testing.T) {
 		Annotations: map[string]string{v2alpha1.AnnotationWouldHoldPod: "waiting for acme-be", "other": "x"}}}
 	out, err := stripPod(p)
 	require.NoError(t, err)
-	pod := out.(*corev1.Pod)
+	pod := out.(*keptPod)
 	want := map[string]string{v2alpha1.LabelNode: "acme-fe1", v2alpha1.LabelTargetHash: "v2", v2alpha1.LabelExpressVersion: "express-e689.154"}
 	assert.Equal(t, map[string]string{v2alpha1.LabelNode: "acme-fe1", v2alpha1.LabelTargetHash: "v2", v2alpha1.LabelExpressVersion: "express-e689.154",
 		"controller-revision-hash": "acme-fe1-5d8"}, pod.Labels, "a pod keeps the StatefulSet revision it was made from")
@@ -73,14 +75,35 @@ func TestTheAuditorKeepsOfPodsAndStatefulSetsWhatItReads(t *testing.T) {
 		assert.Equal(t, "acme-fe1", c.Name)
 	}
 	assert.Len(t, pod.OwnerReferences, 1, "the controller only")
+	assert.True(t, pod.asCreated, "no status written yet")
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if started, ok := podOf(p); assert.True(t, ok) {
+		assert.False(t, started.asCreated, "its kubelet has written its status")
+	}
 
 	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "acme-fe1", Namespace: "acme", OwnerReferences: owners}}
 	s.Spec.Template.Labels = labels
 	s.Status = appsv1.StatefulSetStatus{CurrentRevision: "acme-fe1-5d8", UpdateRevision: "acme-fe1-6c9", Replicas: 2, ReadyReplicas: 1}
 	out, err = stripSet(s)
 	require.NoError(t, err)
-	set := out.(*appsv1.StatefulSet)
-	assert.Equal(t, want, set.Spec.Template.Labels)
-	assert.Equal(t, appsv1.StatefulSetStatus{CurrentRevision: "acme-fe1-5d8", UpdateRevision: "acme-fe1-6c9"}, set.Status, "of its status, the revisions only")
+	set := out.(*keptSet)
+	assert.Equal(t, want, set.templateLabels)
+	assert.Equal(t, [2]string{"acme-fe1-5d8", "acme-fe1-6c9"}, [2]string{set.current, set.update}, "of its status, the revisions")
+	assert.False(t, set.unobserved, "its controller has acted on its spec")
 	assert.Equal(t, "acme-fe1", nodeOfSet(set))
+	s.Generation = 2
+	s.Status.ObservedGeneration = 1
+	if unobserved, ok := setOf(s); assert.True(t, ok) {
+		assert.True(t, unobserved.unobserved, "its controller has not acted on generation 2")
+	}
+}
+
+func TestANodeThatDoesNotDecodeIsKeptAsItCameAndNotAudited(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "express.medallia.com/v2alpha1", "kind": "Frontend",
+		"metadata": map[string]any{"name": "acme-fe1", "namespace": "acme"}, "spec": map[string]any{"up": "yes"}}}
+	out, err := stripNode(v2alpha1.KindFrontend)(u)
+	require.NoError(t, err)
+	assert.Same(t, u, out)
+	_, ok := nodeOf(v2alpha1.KindFrontend, u)
+	assert.False(t, ok)
 }

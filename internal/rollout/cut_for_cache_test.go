@@ -13,16 +13,23 @@ import (
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
 )
 
+// cutCopies are copies of nodes with their annotations cut as the
+// sequencer's cache keeps them.
+func cutCopies(nodes map[string]v2alpha1.Node) map[string]v2alpha1.Node {
+	cut := make(map[string]v2alpha1.Node, len(nodes))
+	for name, n := range nodes {
+		n = n.DeepCopyObject().(v2alpha1.Node)
+		CutForCache(n.GetAnnotations())
+		cut[name] = n
+	}
+	return cut
+}
+
 // cutNodes is s with every node's annotations cut as the sequencer's
 // cache keeps them.
 func cutNodes(s *Snapshot) *Snapshot {
 	cut := *s
-	cut.Nodes = make(map[string]v2alpha1.Node, len(s.Nodes))
-	for name, n := range s.Nodes {
-		n = n.DeepCopyObject().(v2alpha1.Node)
-		CutForCache(n.GetAnnotations())
-		cut.Nodes[name] = n
-	}
+	cut.Nodes = cutCopies(s.Nodes)
 	return &cut
 }
 

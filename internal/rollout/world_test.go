@@ -861,12 +861,7 @@ func (w *world) cacheSnapshot() *Snapshot {
 		all[name] = append(slices.Clone(all[name]), g.pods...)
 	}
 	// The cache keeps each node's annotations cut (CutForCache).
-	nodes := make(map[string]v2alpha1.Node, len(w.nodes))
-	for name, n := range w.nodes {
-		n = n.DeepCopyObject().(v2alpha1.Node)
-		CutForCache(n.GetAnnotations())
-		nodes[name] = n
-	}
+	nodes := cutCopies(w.nodes)
 	return &Snapshot{
 		Tenant: Tenant{Namespace: "tenant", ClusterName: w.cluster}, Orders: w.orders,
 		Nodes: nodes, Pods: CurrentPods(all, nodes, nil), Now: w.now, ProgressDeadline: w.deadline, Grouping: w.grouping,
