@@ -279,8 +279,10 @@ func (a *Auditor) onNode(kind string, o any, deleted bool) {
 	_, tombstone := o.(toolscache.DeletedFinalStateUnknown)
 	n, ok := nodeOf(kind, unwrap(o))
 	if !ok {
-		if m, isMeta := unwrap(o).(metav1.Object); isMeta {
-			a.Log.Error(nil, "Not auditing a node that does not decode", "kind", kind, "node", m.GetNamespace()+"/"+m.GetName())
+		// Kept as it came (stripNode): decoded again for the reason.
+		if u, isU := unwrap(o).(*unstructured.Unstructured); isU {
+			err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v2alpha1.NewNode(kind))
+			a.Log.Error(err, "Not auditing a node that does not decode", "kind", kind, "node", u.GetNamespace()+"/"+u.GetName())
 		}
 		return
 	}

@@ -94,19 +94,3 @@ func internConditions(cs []metav1.Condition) {
 		c.Type, c.Status, c.Reason = intern(c.Type), metav1.ConditionStatus(intern(string(c.Status))), intern(c.Reason)
 	}
 }
-
-// internPod shares the strings of cached pod p that other pods and nodes
-// repeat: its namespace, its labels' keys and shared values, its owners'
-// kinds and names, its conditions' types and statuses.
-func internPod(p *corev1.Pod) {
-	p.Namespace = intern(p.Namespace)
-	p.Labels = internedMap(p.Labels, sharedPodLabels)
-	for i := range p.OwnerReferences {
-		o := &p.OwnerReferences[i]
-		o.APIVersion, o.Kind, o.Name = intern(o.APIVersion), intern(o.Kind), intern(o.Name)
-	}
-	for i := range p.Status.Conditions {
-		c := &p.Status.Conditions[i]
-		c.Type, c.Status = corev1.PodConditionType(intern(string(c.Type))), corev1.ConditionStatus(intern(string(c.Status)))
-	}
-}

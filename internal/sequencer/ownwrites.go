@@ -71,8 +71,7 @@ func (w *ownWrites) remember(t rollout.Tenant, obj client.Object) {
 		return
 	}
 	if p, ok := obj.(*corev1.Pod); ok {
-		stripped, _ := stripPod(p)
-		obj = stripped.(*corev1.Pod)
+		obj = keptPod(p) // as the cache's reads hand it out
 	} else if n, ok := obj.DeepCopyObject().(v2alpha1.Node); ok {
 		stripped, _ := StripNode(n) // as the cache keeps it
 		obj = stripped.(v2alpha1.Node)

@@ -257,44 +257,6 @@ func StripNode(obj any) (any, error) {
 	return n, nil
 }
 
-func stripPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	// Of the conditions, only type and status are read.
-	conds := make([]corev1.PodCondition, len(p.Status.Conditions))
-	for i, c := range p.Status.Conditions {
-		conds[i] = corev1.PodCondition{Type: c.Type, Status: c.Status}
-	}
-	kept := &corev1.Pod{
-		TypeMeta: p.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, Annotations: rollout.WouldHoldAnnotations(p.Annotations),
-			// Whether the pod belongs to its node as it is now, not to an
-			// earlier node of the same name (rollout.CurrentPods).
-			CreationTimestamp: p.CreationTimestamp, OwnerReferences: p.OwnerReferences,
-		},
-		// The machine: a scoped read reads it with the pod (GatherScoped).
-		Spec:   corev1.PodSpec{SchedulingGates: p.Spec.SchedulingGates, NodeName: p.Spec.NodeName},
-		Status: corev1.PodStatus{Conditions: conds, Phase: p.Status.Phase, ContainerStatuses: failingContainers(p)},
-	}
-	internPod(kept)
-	return kept, nil
-}
-
-// failingContainers keeps, of a pod's container statuses, the state of one
-// that makes the pod failing (rollout.FailingContainer), none otherwise: a
-// failed pod needs none.
-func failingContainers(p *corev1.Pod) []corev1.ContainerStatus {
-	c, failing := rollout.FailingContainer(p)
-	if !failing || p.Status.Phase == corev1.PodFailed {
-		return nil
-	}
-	return []corev1.ContainerStatus{{Name: c.Name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: c.State.Waiting.Reason}}}}
-}
-
 // SetupWithManager registers the field indexes and the tenant controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	if r.Fresh == nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -153,5 +154,51 @@ func BenchmarkTheCacheKeepsANode(b *testing.B) {
 				b.ReportMetric(float64(len(raws[len(raws)/2])), "stored-B")
 			})
 		}
+	}
+}
+
+// BenchmarkTheCacheKeepsAPod reports the heap a cached Express pod holds
+// (B/pod), as decoded (keep=whole) and as stripPod keeps it (keep=kept),
+// over the pods of 500 tenants of 8, one a node.
+func BenchmarkTheCacheKeepsAPod(b *testing.B) {
+	const pods = 500 * 8
+	raws := make([][]byte, pods)
+	for i := range raws {
+		p := expressPod()
+		p.Name, p.Namespace, p.UID = fmt.Sprintf("tenant-%04d-fe1-0", i), fmt.Sprintf("tenant-%04d", i/8), types.UID(uid(i, "pod"))
+		raw, err := json.Marshal(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raws[i] = raw
+	}
+	for _, kept := range []bool{false, true} {
+		b.Run(fmt.Sprintf("keep=%s", map[bool]string{false: "whole", true: "kept"}[kept]), func(b *testing.B) {
+			var perPod float64
+			for range b.N {
+				held := make([]any, pods)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for i, raw := range raws {
+					p := &corev1.Pod{}
+					if err := json.Unmarshal(raw, p); err != nil {
+						b.Fatal(err)
+					}
+					held[i] = p
+					if kept {
+						var err error
+						if held[i], err = stripPod(p); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perPod = float64(after.HeapAlloc-before.HeapAlloc) / pods
+				runtime.KeepAlive(held)
+			}
+			b.ReportMetric(perPod, "B/pod")
+		})
 	}
 }

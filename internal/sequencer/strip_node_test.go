@@ -114,7 +114,7 @@ func TestTheCacheKeepsOneCopyOfTheStringsPodsRepeat(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(raw), p))
 		out, err := stripPod(p)
 		require.NoError(t, err)
-		return out.(*corev1.Pod)
+		return out.(*cachedPod).pod()
 	}
 	p0, p1 := decode("tenant-0007-fe1-0"), decode("tenant-0007-fe1-1")
 	same := func(a, b string) bool { return a == b && unsafe.StringData(a) == unsafe.StringData(b) }
