@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -119,35 +122,60 @@ func runSoak(o options, so soakOptions, out io.Writer) error {
 	return errors.Join(problems...)
 }
 
+// trendConfidence is how sure the growth check must be that a series'
+// trend is not noise before it calls it growth: the one-sided confidence of
+// Student's t test on the trend's slope.
+const trendConfidence = 0.99
+
 // flat fails on steady growth: the least-squares slope of each series over
 // the samples (the first, taken while the caches fill, left out), times the
-// soak's span, is the growth the trend explains; noise leaves it near zero.
-// It may not exceed a fifth of the mean RSS, a tenth of the mean goroutines
-// plus 10, or half a watch.
+// soak's span, is the growth the trend explains. It may not exceed a fifth
+// of the mean RSS, a tenth of the mean goroutines plus 10, or half a watch —
+// unless the trend could be noise: a slope within what the scatter around
+// the line allows (Student's t at trendConfidence, n−2 degrees of freedom)
+// is not growth. A short soak's few samples, taken while work is in flight,
+// scatter widely (goroutines 179–256 in 40 s); a leak over many samples
+// stands out of any scatter.
 func flat(samples []soakSample) error {
 	if len(samples) < 4 {
 		return fmt.Errorf("%d samples: too few to tell growth from noise", len(samples))
 	}
 	s := samples[1:]
 	span := s[len(s)-1].At.Minutes() - s[0].At.Minutes()
+	minutes := make([]float64, len(s))
+	for i, x := range s {
+		minutes[i] = x.At.Minutes()
+	}
+	critical := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(s) - 2)}.Quantile(trendConfidence)
 	var errs []error
 	check := func(what string, f func(soakSample) float64, allowed func(mean float64) float64) {
-		var mx, my float64
-		for _, x := range s {
-			mx, my = mx+x.At.Minutes(), my+f(x)
+		ys := make([]float64, len(s))
+		for i, x := range s {
+			ys[i] = f(x)
 		}
-		mx, my = mx/float64(len(s)), my/float64(len(s))
-		var sxy, sxx float64
-		for _, x := range s {
-			dx := x.At.Minutes() - mx
-			sxy, sxx = sxy+dx*(f(x)-my), sxx+dx*dx
-		}
-		if sxx == 0 {
+		if stat.Variance(minutes, nil) == 0 {
 			return
 		}
-		if growth := sxy / sxx * span; growth > allowed(my) {
-			errs = append(errs, fmt.Errorf("%s grows steadily: %+.1f over the %.0f minutes by its trend (mean %.1f, allowed %.1f)", what, growth, span, my, allowed(my)))
+		intercept, slope := stat.LinearRegression(minutes, ys, nil, false)
+		mean := stat.Mean(ys, nil)
+		growth := slope * span
+		if growth <= allowed(mean) {
+			return
 		}
+		// The slope's standard error, from the scatter around the line.
+		var residuals, sxx float64
+		mx := stat.Mean(minutes, nil)
+		for i := range ys {
+			r := ys[i] - (intercept + slope*minutes[i])
+			residuals += r * r
+			sxx += (minutes[i] - mx) * (minutes[i] - mx)
+		}
+		stderr := math.Sqrt(residuals / float64(len(ys)-2) / sxx)
+		if stderr > 0 && slope/stderr < critical {
+			return
+		}
+		over := time.Duration(span * float64(time.Minute)).Round(time.Second)
+		errs = append(errs, fmt.Errorf("%s grows steadily: %+.1f over %s by its trend (mean %.1f, allowed %.1f; the slope's t %.1f, noise stays below %.1f)", what, growth, over, mean, allowed(mean), slope/stderr, critical))
 	}
 	check("RSS (MiB)", func(x soakSample) float64 { return x.RSSMiB }, func(mean float64) float64 { return mean / 5 })
 	check("goroutines", func(x soakSample) float64 { return float64(x.Goroutines) }, func(mean float64) float64 { return mean/10 + 10 })
