@@ -277,13 +277,14 @@ func unwrap(o any) any {
 
 func (a *Auditor) onNode(kind string, o any, deleted bool) {
 	_, tombstone := o.(toolscache.DeletedFinalStateUnknown)
-	n, ok := nodeOf(kind, unwrap(o))
-	if !ok {
-		// Kept as it came (stripNode): decoded again for the reason.
-		if u, isU := unwrap(o).(*unstructured.Unstructured); isU {
-			err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v2alpha1.NewNode(kind))
-			a.Log.Error(err, "Not auditing a node that does not decode", "kind", kind, "node", u.GetNamespace()+"/"+u.GetName())
+	n, err := nodeOf(kind, unwrap(o))
+	if err != nil {
+		// Kept as it came (stripNode).
+		name := "?"
+		if m, isObject := unwrap(o).(metav1.Object); isObject {
+			name = m.GetNamespace() + "/" + m.GetName()
 		}
+		a.Log.Error(err, "Not auditing a node that does not decode", "kind", kind, "node", name)
 		return
 	}
 	k := NodeKey{Namespace: n.GetNamespace(), Name: n.GetName()}
@@ -441,7 +442,7 @@ func (a *Auditor) onSet(o any, initial, deleted bool) {
 	if !ok {
 		return
 	}
-	name := nodeOfSet(s)
+	name := nodeOfSet(metav1.GetControllerOfNoCopy(s), s.templateLabels)
 	if name == "" {
 		return
 	}
@@ -470,13 +471,14 @@ func (a *Auditor) onSet(o any, initial, deleted bool) {
 		Current: s.current, Update: s.update, Unobserved: s.unobserved, Gone: deleted})
 }
 
-// nodeOfSet names the Express node a StatefulSet belongs to: its
-// controller, or the node label of its pod template; "" for none.
-func nodeOfSet(s *keptSet) string {
-	if c := metav1.GetControllerOf(s); c != nil && (c.Kind == v2alpha1.KindBackend || c.Kind == v2alpha1.KindFrontend) {
+// nodeOfSet names the Express node a StatefulSet belongs to, by its
+// controller and the labels of its pod template: the controller if it is a
+// node, else the template's node label; "" for none.
+func nodeOfSet(controller *metav1.OwnerReference, templateLabels map[string]string) string {
+	if c := controller; c != nil && (c.Kind == v2alpha1.KindBackend || c.Kind == v2alpha1.KindFrontend) {
 		return c.Name
 	}
-	return s.templateLabels[v2alpha1.LabelNode]
+	return templateLabels[v2alpha1.LabelNode]
 }
 
 // known is the revision through which everything of node k and its
@@ -589,7 +591,7 @@ kinds:
 	}
 	have := map[string]uint64{}
 	for i := range sets.Items {
-		if s, _ := setOf(&sets.Items[i]); nodeOfSet(s) == k.Name {
+		if s := &sets.Items[i]; nodeOfSet(metav1.GetControllerOfNoCopy(s), s.Spec.Template.Labels) == k.Name {
 			have[sets.Items[i].Name] = revision(&sets.Items[i])
 		}
 	}

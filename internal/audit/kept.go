@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,9 +59,19 @@ func stripNodeOf(kind string, o any) any {
 	if !ok {
 		return o
 	}
+	n, err := decodeNode(kind, u)
+	if err != nil {
+		return o
+	}
+	return n
+}
+
+// decodeNode is the node of kind u is, decoded from only the fields the
+// auditor reads; the error says why it does not decode.
+func decodeNode(kind string, u *unstructured.Unstructured) (v2alpha1.Node, error) {
 	n := v2alpha1.NewNode(kind)
 	if n == nil {
-		return o
+		return nil, fmt.Errorf("%q is not a kind of Express node", kind)
 	}
 	// Only the audited fields are decoded: the whole node's maps are not
 	// walked twice.
@@ -80,7 +91,7 @@ func stripNodeOf(kind string, o any) any {
 		}
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(small.Object, n); err != nil {
-		return o
+		return nil, err
 	}
 	n.SetName(u.GetName())
 	n.SetNamespace(u.GetNamespace())
@@ -88,18 +99,23 @@ func stripNodeOf(kind string, o any) any {
 	n.SetResourceVersion(u.GetResourceVersion())
 	n.SetDeletionTimestamp(u.GetDeletionTimestamp())
 	n.SetAnnotations(pick(u.GetAnnotations(), auditedAnnotations...))
-	return n
+	return n, nil
 }
 
 // auditedAnnotations are the annotations of a node the auditor reads.
 var auditedAnnotations = []string{v2alpha1.AnnotationTargetHash, v2alpha1.AnnotationReleasedTarget, v2alpha1.AnnotationReleasedAt}
 
 // nodeOf is the node of kind o is, as the auditor keeps it: o itself, or
-// o stripped (an object as a watch decodes it, as tests feed it); false
-// for one that does not decode.
-func nodeOf(kind string, o any) (v2alpha1.Node, bool) {
-	n, ok := stripNodeOf(kind, o).(v2alpha1.Node)
-	return n, ok
+// o stripped (an object as a watch decodes it, as tests feed it); the
+// error says why one does not decode (the cache keeps it as it came).
+func nodeOf(kind string, o any) (v2alpha1.Node, error) {
+	switch o := o.(type) {
+	case v2alpha1.Node:
+		return o, nil
+	case *unstructured.Unstructured:
+		return decodeNode(kind, o)
+	}
+	return nil, fmt.Errorf("%T is not an Express node", o)
 }
 
 func stripPod(o any) (any, error) {
@@ -115,11 +131,7 @@ func stripPod(o any) (any, error) {
 
 // podOf is the pod o is, as the auditor keeps it (o itself, or o
 // stripped).
-func podOf(o any) (*keptPod, bool) {
-	o, _ = stripPod(o)
-	p, ok := o.(*keptPod)
-	return p, ok
-}
+func podOf(o any) (*keptPod, bool) { return keptAs[*keptPod](stripPod, o) }
 
 func stripSet(o any) (any, error) {
 	s, ok := o.(*appsv1.StatefulSet)
@@ -135,10 +147,14 @@ func stripSet(o any) (any, error) {
 
 // setOf is the StatefulSet o is, as the auditor keeps it (o itself, or o
 // stripped).
-func setOf(o any) (*keptSet, bool) {
-	o, _ = stripSet(o)
-	s, ok := o.(*keptSet)
-	return s, ok
+func setOf(o any) (*keptSet, bool) { return keptAs[*keptSet](stripSet, o) }
+
+// keptAs is o as the auditor keeps it, T: o itself, or o stripped by strip
+// (an object as a watch decodes it, as tests feed it).
+func keptAs[T any](strip toolscache.TransformFunc, o any) (T, bool) {
+	o, _ = strip(o)
+	k, ok := o.(T)
+	return k, ok
 }
 
 func stripNamespace(o any) (any, error) {

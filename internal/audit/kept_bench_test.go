@@ -3,7 +3,6 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/testing/heap"
 )
 
 // storedObjects are node key of tenant tn as the API server serves it —
@@ -115,11 +115,8 @@ func BenchmarkTheAuditorKeepsANode(b *testing.B) {
 			b.Run(fmt.Sprintf("keep=%s/%s", map[bool]string{false: "whole", true: "kept"}[kept], kind), func(b *testing.B) {
 				var perNode float64
 				for range b.N {
-					held := make([]any, len(objects))
-					runtime.GC()
-					var before, after runtime.MemStats
-					runtime.ReadMemStats(&before)
-					for i, o := range objects {
+					perNode = heap.PerObject(len(objects), func(i int) any {
+						o := objects[i]
 						var obj any
 						switch kind {
 						case "node":
@@ -139,12 +136,8 @@ func BenchmarkTheAuditorKeepsANode(b *testing.B) {
 								b.Fatal(err)
 							}
 						}
-						held[i] = obj
-					}
-					runtime.GC()
-					runtime.ReadMemStats(&after)
-					perNode = float64(after.HeapAlloc-before.HeapAlloc) / float64(len(objects))
-					runtime.KeepAlive(held)
+						return obj
+					})
 				}
 				b.ReportMetric(perNode, "B/node")
 			})

@@ -90,7 +90,7 @@ func TestTheAuditorKeepsOfPodsAndStatefulSetsWhatItReads(t *testing.T) {
 	assert.Equal(t, want, set.templateLabels)
 	assert.Equal(t, [2]string{"acme-fe1-5d8", "acme-fe1-6c9"}, [2]string{set.current, set.update}, "of its status, the revisions")
 	assert.False(t, set.unobserved, "its controller has acted on its spec")
-	assert.Equal(t, "acme-fe1", nodeOfSet(set))
+	assert.Equal(t, "acme-fe1", nodeOfSet(metav1.GetControllerOfNoCopy(set), set.templateLabels))
 	s.Generation = 2
 	s.Status.ObservedGeneration = 1
 	if unobserved, ok := setOf(s); assert.True(t, ok) {
@@ -104,6 +104,28 @@ func TestANodeThatDoesNotDecodeIsKeptAsItCameAndNotAudited(t *testing.T) {
 	out, err := stripNode(v2alpha1.KindFrontend)(u)
 	require.NoError(t, err)
 	assert.Same(t, u, out)
-	_, ok := nodeOf(v2alpha1.KindFrontend, u)
-	assert.False(t, ok)
+	_, err = nodeOf(v2alpha1.KindFrontend, u)
+	assert.ErrorContains(t, err, "bool", "the error the auditor logs says what did not decode")
+	_, err = nodeOf("Deployment", u)
+	assert.ErrorContains(t, err, `"Deployment" is not a kind of Express node`)
+}
+
+func TestAStatefulSetIsNamedForTheNodeThatControlsItElseItsTemplatesNodeLabel(t *testing.T) {
+	node := &metav1.OwnerReference{Kind: v2alpha1.KindFrontend, Name: "acme-fe1"}
+	other := &metav1.OwnerReference{Kind: "ExpressSet", Name: "acme-set"}
+	labelled := map[string]string{v2alpha1.LabelNode: "acme-fe2"}
+	for name, c := range map[string]struct {
+		controller *metav1.OwnerReference
+		labels     map[string]string
+		want       string
+	}{
+		"a node controls it: that node, whatever its template says": {node, labelled, "acme-fe1"},
+		"something else controls it: the template's node label":     {other, labelled, "acme-fe2"},
+		"no controller: the template's node label":                  {nil, labelled, "acme-fe2"},
+		"neither: no node": {other, map[string]string{"app": "x"}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, c.want, nodeOfSet(c.controller, c.labels))
+		})
+	}
 }

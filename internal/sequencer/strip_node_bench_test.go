@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v2alpha1 "github.com/medallia/express-sequencer/api/v2alpha1"
+	"github.com/medallia/express-sequencer/internal/testing/heap"
 )
 
 // storedNode is node key (fe5, say) of tenant number tn, one of 8 nodes,
@@ -124,13 +124,9 @@ func BenchmarkTheCacheKeepsANode(b *testing.B) {
 				var perNode float64
 				var stripping time.Duration
 				for range b.N {
-					kept := make([]*v2alpha1.Frontend, nodes)
-					runtime.GC()
-					var before, after runtime.MemStats
-					runtime.ReadMemStats(&before)
-					for i, raw := range raws {
+					perNode = heap.PerObject(nodes, func(i int) any {
 						n := &v2alpha1.Frontend{}
-						if err := json.Unmarshal(raw, n); err != nil {
+						if err := json.Unmarshal(raws[i], n); err != nil {
 							b.Fatal(err)
 						}
 						if strip {
@@ -140,12 +136,8 @@ func BenchmarkTheCacheKeepsANode(b *testing.B) {
 							}
 							stripping += time.Since(started)
 						}
-						kept[i] = n
-					}
-					runtime.GC()
-					runtime.ReadMemStats(&after)
-					perNode = float64(after.HeapAlloc-before.HeapAlloc) / float64(nodes)
-					runtime.KeepAlive(kept)
+						return n
+					})
 				}
 				if strip {
 					b.ReportMetric(float64(stripping.Nanoseconds())/float64(b.N*nodes), "strip-ns/node")
@@ -176,27 +168,20 @@ func BenchmarkTheCacheKeepsAPod(b *testing.B) {
 		b.Run(fmt.Sprintf("keep=%s", map[bool]string{false: "whole", true: "kept"}[kept]), func(b *testing.B) {
 			var perPod float64
 			for range b.N {
-				held := make([]any, pods)
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				for i, raw := range raws {
+				perPod = heap.PerObject(pods, func(i int) any {
 					p := &corev1.Pod{}
-					if err := json.Unmarshal(raw, p); err != nil {
+					if err := json.Unmarshal(raws[i], p); err != nil {
 						b.Fatal(err)
 					}
-					held[i] = p
-					if kept {
-						var err error
-						if held[i], err = stripPod(p); err != nil {
-							b.Fatal(err)
-						}
+					if !kept {
+						return p
 					}
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				perPod = float64(after.HeapAlloc-before.HeapAlloc) / pods
-				runtime.KeepAlive(held)
+					held, err := stripPod(p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return held
+				})
 			}
 			b.ReportMetric(perPod, "B/pod")
 		})
