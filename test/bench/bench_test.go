@@ -170,4 +170,8 @@ func TestTheSoakRefusesSteadyGrowthAndPassesNoise(t *testing.T) {
 		{At: 40 * time.Second, RSSMiB: 69.4, Goroutines: 221, Watches: 50},
 	}
 	assert.NoError(t, flat(short))
+	for i := range short {
+		short[i].Goroutines = 200 + 30*i
+	}
+	assert.ErrorContains(t, flat(short), "noise stays below 7.0", "goroutines rising by 30 every sample over the same four samples is growth; Student's t at 99 %, 2 degrees of freedom")
 }
