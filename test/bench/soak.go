@@ -146,6 +146,16 @@ func flat(samples []soakSample) error {
 	for i, x := range s {
 		minutes[i] = x.At.Minutes()
 	}
+	// The samples' spread in time: the slope's standard error is the
+	// scatter around the line over it.
+	mx := stat.Mean(minutes, nil)
+	var sxx float64
+	for _, m := range minutes {
+		sxx += (m - mx) * (m - mx)
+	}
+	if sxx == 0 {
+		return errors.New("every sample was taken at the same moment: no trend to tell")
+	}
 	critical := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(s) - 2)}.Quantile(trendConfidence)
 	var errs []error
 	check := func(what string, f func(soakSample) float64, allowed func(mean float64) float64) {
@@ -153,22 +163,16 @@ func flat(samples []soakSample) error {
 		for i, x := range s {
 			ys[i] = f(x)
 		}
-		if stat.Variance(minutes, nil) == 0 {
-			return
-		}
 		intercept, slope := stat.LinearRegression(minutes, ys, nil, false)
 		mean := stat.Mean(ys, nil)
 		growth := slope * span
 		if growth <= allowed(mean) {
 			return
 		}
-		// The slope's standard error, from the scatter around the line.
-		var residuals, sxx float64
-		mx := stat.Mean(minutes, nil)
+		var residuals float64
 		for i := range ys {
 			r := ys[i] - (intercept + slope*minutes[i])
 			residuals += r * r
-			sxx += (minutes[i] - mx) * (minutes[i] - mx)
 		}
 		stderr := math.Sqrt(residuals / float64(len(ys)-2) / sxx)
 		if stderr > 0 && slope/stderr < critical {
